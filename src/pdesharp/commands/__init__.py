@@ -1,0 +1,1 @@
+"""Subcommands of the ``pdesharp`` CLI (see ``pdesharp.cli``)."""

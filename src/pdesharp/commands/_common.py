@@ -1,0 +1,34 @@
+"""Helpers shared by subcommands: loading tasks and reporting errors the same way."""
+
+from __future__ import annotations
+
+import sys
+
+from pdesharp.task import Task, TaskError, load_task
+
+
+def add_task_argument(parser, *, positional: bool = False) -> None:
+    help_ = "built-in task name or path to a task YAML file"
+    if positional:
+        parser.add_argument("task", help=help_)
+    else:
+        parser.add_argument("--task", required=True, help=help_)
+
+
+def add_data_arguments(parser) -> None:
+    parser.add_argument("--data-dir", default=None,
+                        help="reference data folder (default: $PDESHARP_DATA or the user cache)")
+    parser.add_argument("--dev-data", default=None, help="explicit dev-split HDF5 file")
+    parser.add_argument("--test-data", default=None, help="explicit test-split HDF5 file")
+
+
+def task_or_exit(name: str) -> Task:
+    try:
+        return load_task(name)
+    except TaskError as exc:
+        fail(str(exc))
+
+
+def fail(message: str, code: int = 2):
+    print(f"pdesharp: error: {message}", file=sys.stderr)
+    raise SystemExit(code)

@@ -1,0 +1,91 @@
+"""Reading reference data (PDEBench / CodePDE HDF5 layouts) into one typed record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from pdesharp.task import Task
+
+
+class DataError(ValueError):
+    """A reference file does not have the layout the task declares."""
+
+
+@dataclass
+class ReferenceData:
+    """One split of reference data.
+
+    ``fields[name]`` is [B, T, N...] for time-dependent tasks (frame 0 is the initial condition)
+    and [B, N...] for steady ones; ``coefficients[name]`` is [B, N...]. Arrays keep the stored
+    dtype (float32 for PDEBench/CodePDE files), as CodePDE's evaluators do.
+    """
+
+    path: Path
+    fields: dict[str, np.ndarray]
+    coefficients: dict[str, np.ndarray] = field(default_factory=dict)
+    t: np.ndarray | None = None
+    x: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        first = next(iter(self.fields.values()))
+        return int(first.shape[0])
+
+    def initial(self, name: str) -> np.ndarray:
+        return self.fields[name][:, 0]
+
+    def stacked(self, names: list[str]) -> np.ndarray:
+        """Fields stacked on a last axis (CodePDE's CNS layout) or the single field as is."""
+        if len(names) == 1:
+            return self.fields[names[0]]
+        return np.stack([self.fields[n] for n in names], axis=-1)
+
+
+def _select(n: int, samples: str | None) -> slice:
+    if samples is None:
+        return slice(None)
+    head, _, k = samples.partition(":")
+    k = int(k)
+    return slice(0, min(k, n)) if head == "first" else slice(max(n - k, 0), n)
+
+
+def load_reference(task: Task, path: str | Path, samples: str | None = None,
+                   limit: int | None = None) -> ReferenceData:
+    """Load ``path`` with the task's HDF5 keys; ``samples`` like "last:50", ``limit`` caps B."""
+    path = Path(path)
+    spec = task.data
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError as exc:
+        raise DataError(f"cannot open {path} as HDF5: {exc}") from None
+    with h5:
+        keys = set(h5.keys())
+        wanted = list(spec.fields.values()) + list(spec.coefficients.values())
+        missing = [k for k in wanted if k not in keys]
+        if missing:
+            raise DataError(
+                f"{path} lacks keys {missing} that task {task.name!r} needs; it has {sorted(keys)}"
+            )
+        n = h5[wanted[0]].shape[0]
+        sel = _select(n, samples)
+        if limit is not None:
+            start = sel.start or 0
+            sel = slice(start, min(sel.stop if sel.stop is not None else n, start + limit))
+        fields = {name: np.asarray(h5[key][sel]) for name, key in spec.fields.items()}
+        coeffs = {name: np.asarray(h5[key][sel]) for name, key in spec.coefficients.items()}
+        t = np.asarray(h5[spec.t_key][:]) if spec.t_key and spec.t_key in keys else None
+        x = np.asarray(h5[spec.x_key][:]) if spec.x_key and spec.x_key in keys else None
+    shapes = {k: v.shape for k, v in fields.items()}
+    if len({s for s in shapes.values()}) != 1:
+        raise DataError(f"{path}: fields have different shapes {shapes}")
+    if not task.steady and t is not None:
+        nt = next(iter(shapes.values()))[1]
+        if len(t) == nt + 1:  # a raw PDEBench file stores one extra time value; CodePDE drops it
+            t = t[:-1]
+        elif len(t) != nt:
+            raise DataError(f"{path}: {len(t)} time values for {nt} frames")
+    return ReferenceData(path=path, fields=fields, coefficients=coeffs, t=t, x=x)

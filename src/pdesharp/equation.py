@@ -1,0 +1,166 @@
+"""Machine-readable PDEs: parse a task's equation strings into SymPy.
+
+An equation is written in residual form ``F(u, ...) = 0`` (or ``lhs = rhs``) with derivative
+operators ``dt(e)``, ``dx(e)``, ``dy(e)``, ``dz(e)`` and an optional order, ``dx(e, 2)``.
+Unknowns are functions of time and space, coefficients (given fields such as Darcy's ``a``) are
+functions of space only, and parameters are plain symbols. Example (viscous Burgers)::
+
+    dt(u) + dx(u**2/2) - nu*dx(u, 2)
+
+The parsed form keeps SymPy ``Derivative`` objects unevaluated so that the flux structure
+(``dx(u**2/2)``) survives for the analysis, while ``.doit()`` gives the expanded form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import sympy as sp
+from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+SPACE_AXES = ("x", "y", "z")
+
+
+class EquationError(ValueError):
+    """A task's equation could not be parsed; the message names the equation and the cause."""
+
+
+@dataclass(frozen=True)
+class ParsedSystem:
+    """A parsed PDE system, ready for symbolic work and for residual evaluation."""
+
+    unknowns: tuple[str, ...]
+    coefficients: tuple[str, ...]
+    parameters: tuple[str, ...]
+    space: tuple[str, ...]
+    time: str | None
+    sources: tuple[str, ...]
+    exprs: tuple[sp.Expr, ...] = field(compare=False)
+
+    @cached_property
+    def t(self) -> sp.Symbol | None:
+        return sp.Symbol(self.time, real=True) if self.time else None
+
+    @cached_property
+    def coords(self) -> tuple[sp.Symbol, ...]:
+        return tuple(sp.Symbol(a, real=True) for a in self.space)
+
+    def function(self, name: str) -> sp.Expr:
+        """The SymPy application of an unknown or coefficient, e.g. ``u(t, x)``."""
+        if name in self.unknowns:
+            args = ((self.t,) if self.t is not None else ()) + self.coords
+        elif name in self.coefficients:
+            args = self.coords
+        else:
+            raise KeyError(name)
+        return sp.Function(name)(*args)
+
+    def split_time_derivative(self, i: int) -> tuple[sp.Expr, sp.Expr]:
+        """Write equation i as ``dt(q) + rest`` and return ``(q, rest)``.
+
+        ``q`` is the conserved quantity whose time derivative appears (``u`` for Burgers,
+        ``rho*v`` for CNS momentum). Steady equations return ``(0, expr)``.
+        """
+        expr = self.exprs[i]
+        if self.t is None:
+            return sp.Integer(0), expr
+        q = sp.Integer(0)
+        rest = sp.Integer(0)
+        for term in sp.Add.make_args(sp.expand(expr, deep=False, mul=True, multinomial=False)):
+            coeff, deriv = _time_derivative_part(term, self.t)
+            if deriv is None:
+                rest += term
+            else:
+                q += coeff * deriv
+        return q, rest
+
+
+def _time_derivative_part(term: sp.Expr, t: sp.Symbol) -> tuple[sp.Expr, sp.Expr | None]:
+    """If ``term`` is ``c * Derivative(e, t)`` with c free of derivatives, return (c, e)."""
+    factors = sp.Mul.make_args(term)
+    derivs = [f for f in factors if isinstance(f, sp.Derivative) and t in f.variables]
+    if len(derivs) != 1 or derivs[0].variables != (t,):
+        return term, None
+    d = derivs[0]
+    coeff = sp.Mul(*[f for f in factors if f is not d])
+    if coeff.has(sp.Derivative):
+        return term, None
+    return coeff, d.expr
+
+
+def _derivative_op(var: sp.Symbol):
+    def op(e, n=1):
+        if not isinstance(n, (int, sp.Integer)) or int(n) < 1:
+            raise EquationError(f"derivative order must be a positive integer, got {n!r}")
+        return sp.Derivative(e, (var, int(n)))
+
+    return op
+
+
+def parse_system(
+    equations: list[str],
+    unknowns: list[str],
+    *,
+    space: list[str],
+    time: str | None = "t",
+    coefficients: list[str] | None = None,
+    parameters: list[str] | None = None,
+    sources: list[str] | None = None,
+) -> ParsedSystem:
+    """Parse equation strings; every free name must be declared, so typos fail loudly."""
+    coefficients = list(coefficients or [])
+    parameters = list(parameters or [])
+    sources = list(sources or [])
+    for axis in space:
+        if axis not in SPACE_AXES:
+            raise EquationError(f"space axis {axis!r} is not one of {SPACE_AXES}")
+    t = sp.Symbol(time, real=True) if time else None
+    coords = [sp.Symbol(a, real=True) for a in space]
+    local: dict[str, object] = {}
+    targs = ([t] if t is not None else []) + coords
+    for name in unknowns:
+        local[name] = sp.Function(name)(*targs)
+    for name in coefficients:
+        local[name] = sp.Function(name)(*coords)
+    for name in parameters:
+        local[name] = sp.Symbol(name, real=True)
+    if t is not None:
+        local["dt"] = _derivative_op(t)
+        local[time] = t
+    for axis, c in zip(space, coords):
+        local["d" + axis] = _derivative_op(c)
+        local[axis] = c
+    for name in ("pi", "exp", "sin", "cos", "tanh", "log", "sqrt", "Abs"):
+        local.setdefault(name, getattr(sp, name))
+    allowed = set(local) | set(sources)
+    exprs = []
+    for text in equations:
+        if text.count("=") > 1 or "==" in text:
+            raise EquationError(f"equation {text!r}: write it as 'lhs = rhs' or as 'expr' (= 0)")
+        parts = text.split("=")
+        try:
+            sides = [parse_expr(p, local_dict=local, transformations=standard_transformations,
+                                ) for p in parts]
+        except Exception as exc:  # SymPy raises many types; report them uniformly
+            raise EquationError(f"equation {text!r} does not parse: {exc}") from exc
+        expr = sides[0] - sides[1] if len(sides) == 2 else sides[0]
+        unknown_names = {s.name for s in expr.free_symbols} - allowed
+        undefined_funcs = {
+            f.func.__name__ for f in expr.atoms(sp.core.function.AppliedUndef)
+        } - set(unknowns) - set(coefficients)
+        if unknown_names or undefined_funcs:
+            raise EquationError(
+                f"equation {text!r} uses undeclared names {sorted(unknown_names | undefined_funcs)};"
+                " declare them as unknowns, coefficients or parameters"
+            )
+        exprs.append(expr)
+    return ParsedSystem(
+        unknowns=tuple(unknowns),
+        coefficients=tuple(coefficients),
+        parameters=tuple(parameters),
+        space=tuple(space),
+        time=time,
+        sources=tuple(sources),
+        exprs=tuple(exprs),
+    )

@@ -1,0 +1,66 @@
+"""The one interface every chat model implements, and the records it returns."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    role: Role
+    content: str
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+class Reply(BaseModel):
+    """What a chat call returns: text plus the accounting every call must carry."""
+
+    text: str
+    model: str  # the model id that answered
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    finish_reason: str | None = None  # "stop", "length", ...
+    cached: bool = False  # served from the response cache (no new cost)
+
+
+class ChatParams(BaseModel):
+    """Sampling parameters; transports drop what an endpoint rejects."""
+
+    temperature: float | None = 0.7
+    max_tokens: int | None = 8192
+    sample_index: int = 0  # distinguishes otherwise identical requests (N samples) in the cache
+
+
+class ModelError(RuntimeError):
+    """A model call failed after the transport's own retries (dead endpoint, auth, bad request).
+
+    The message names the endpoint and says what to check."""
+
+
+class BudgetExceeded(RuntimeError):
+    """A run budget (USD, tokens, evaluations) is spent; the run stops with its best so far."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Messages in; text, usage, cost, latency and model id out."""
+
+    name: str  # "provider:model", used in the cache key and the run store
+
+    async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply: ...

@@ -1,0 +1,137 @@
+"""Typed records that cross module boundaries: evaluations, analysis facts, candidates.
+
+They are pydantic models so that they serialise to the run store and to JSON unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Split = Literal["dev", "test"]
+Feedback = Literal["nrmse", "residual", "none"]
+EvalStatus = Literal["ok", "error", "timeout", "memory", "nan", "shape"]
+
+
+class EvalResult(BaseModel):
+    """The outcome of one solver evaluation (one *counted* execution of a solver file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: EvalStatus
+    split: Split
+    feedback: Feedback
+    n_samples: int = 0
+    nrmse: float | None = None  # CodePDE's formula; None with feedback "none"/"residual" on no data
+    nrmse_per_sample: list[float] = Field(default_factory=list)
+    residual: float | None = None  # normalised PDE residual of the prediction (no data needed)
+    convergence_order: float | None = None  # CodePDE's empirical rate; None if the test failed
+    convergence_note: str = ""  # why the convergence test failed, if it did
+    solver_seconds: float | None = None  # wall time of the solver call on the split only
+    wall_seconds: float | None = None  # whole evaluation, child process start to end
+    peak_memory_mb: float | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    message: str = ""  # one-line human summary of a failure
+    plot_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def score(self) -> float | None:
+        """The number that drives selection for this result's feedback mode (lower is better)."""
+        if not self.ok:
+            return None
+        if self.feedback == "nrmse":
+            return self.nrmse
+        if self.feedback == "residual":
+            return self.residual
+        return None
+
+    def summary_line(self) -> str:
+        """CodePDE-style one-line result, as shown to models in refinement."""
+        if not self.ok:
+            return f"status: {self.status} | {self.message}"
+        parts = []
+        if self.feedback == "nrmse" and self.nrmse is not None:
+            parts.append(f"nRMSE: {self.nrmse:.3e}")
+        if self.feedback == "residual" and self.residual is not None:
+            parts.append(f"PDE residual: {self.residual:.3e}")
+        if self.solver_seconds is not None:
+            parts.append(f"Time: {self.solver_seconds:.2f}s")
+        if self.convergence_order is not None:
+            parts.append(f"Average convergence rate: {self.convergence_order:.3f}")
+        return " | ".join(parts) if parts else "status: ok (no score: feedback 'none')"
+
+
+Route = Literal["analytical", "transformation", "hybrid", "numerical"]
+
+
+class Classification(BaseModel):
+    time_order: int | None = None  # highest time-derivative order; None for steady problems
+    space_order: int  # highest spatial-derivative order
+    linear: bool
+    pde_type: Literal["hyperbolic", "parabolic", "elliptic", "mixed", "dispersive", "other"]
+    boundary: str
+    notes: str = ""
+
+
+class StabilityBound(BaseModel):
+    """An explicit time-step bound, symbolic and evaluated on the data's bounds."""
+
+    scheme: str  # e.g. "explicit upwind / Rusanov FV", "explicit central diffusion"
+    expression: str  # SymPy-parsable in dx, dy, and the task's parameters / field bounds
+    value: float | None = None  # evaluated at the task's grid and field bounds
+    note: str = ""
+
+
+class AnalysisStep(BaseModel):
+    """One of the five Analysis steps: the prose answer and the decision it took."""
+
+    name: Literal["classification", "analytical", "transformation", "decomposition", "stability"]
+    text: str
+    applies: bool | None = None  # steps 2-4: does this route apply?
+    facts: dict = Field(default_factory=dict)
+
+
+class Analysis(BaseModel):
+    """The structured result of the Analysis stage (LLM or built-in analyst)."""
+
+    classification: Classification
+    route: Route = "numerical"
+    steps: list[AnalysisStep] = Field(default_factory=list)
+    stability: list[StabilityBound] = Field(default_factory=list)
+    recommended_schemes: list[str] = Field(default_factory=list)
+    key_facts: list[str] = Field(default_factory=list)  # short lines for prompts and the report
+    source: str = "llm"  # "llm" or "builtin"
+
+
+class Disagreement(BaseModel):
+    """An LLM analysis fact that contradicts the built-in symbolic analysis."""
+
+    fact: str  # e.g. "classification.pde_type", "stability[explicit diffusion].value"
+    llm: str
+    builtin: str
+    severity: Literal["info", "warning", "error"] = "warning"
+    note: str = ""
+
+
+Origin = Literal["genesis", "patch", "debug", "baseline", "seed"]
+
+
+class Candidate(BaseModel):
+    """One solver in the pool: its code and where it came from."""
+
+    id: str
+    code: str
+    origin: Origin
+    parents: list[str] = Field(default_factory=list)
+    judge: str | None = None
+    round: int = 0
+    cycle: int = 0
+    title: str = ""  # short name of the design ("WENO5 + SSPRK3, CFL 0.4")
+    justification: str = ""
+    static_check: str = "ok"  # "ok" or the reason the free static check failed

@@ -1,0 +1,95 @@
+"""Extension points of the pipeline, one ``Protocol`` each.
+
+The pipeline (``pdesharp.pipeline``) only talks to these. An LLM fills them through prompts
+(``pdesharp.analysis``, ``pdesharp.genesis``, ``pdesharp.synthesis``); the built-in numerical
+analyst (``pdesharp.builtin``) fills them with symbolic analysis and a catalogue of schemes.
+Either way the tournament, the run store, the evaluation accounting and the report are the same.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from pdesharp.records import Analysis, Candidate, EvalResult, Feedback, Split
+from pdesharp.task import Task
+
+
+class PoolEntry(BaseModel):
+    """A candidate with its latest feedback-split evaluation (None if not run yet)."""
+
+    candidate: Candidate
+    result: EvalResult | None = None
+
+
+class Nomination(BaseModel):
+    """A judge's reading of the pool: its ranked top list, reasons, and one nominee."""
+
+    judge: str
+    ranking: list[str]  # candidate ids, best first
+    reasons: dict[str, str] = Field(default_factory=dict)  # candidate id -> reason
+    nominee: str
+
+
+class Proposal(BaseModel):
+    """A judge's modification of a base solver: SEARCH/REPLACE blocks, or a whole new file.
+
+    Exactly one of ``patch`` / ``code`` is set. ``parents`` lists every candidate the change
+    draws on (the base first; a hybrid names the others it borrows from).
+    """
+
+    judge: str
+    base: str
+    parents: list[str]
+    title: str = ""
+    justification: str = ""
+    patch: str | None = None
+    code: str | None = None
+
+
+@runtime_checkable
+class Analyst(Protocol):
+    name: str
+
+    async def analyse(self, task: Task) -> Analysis: ...
+
+
+@runtime_checkable
+class Author(Protocol):
+    """Genesis: writes N candidate solvers from the analysis. Executes nothing."""
+
+    name: str
+
+    async def write(self, task: Task, analysis: Analysis, n: int) -> list[Candidate]: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """One tournament judge. Keeps its context within a cycle; ``reset`` starts a fresh one."""
+
+    name: str
+
+    def reset(self) -> None: ...
+
+    async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination: ...
+
+    async def propose(
+        self, task: Task, base: PoolEntry, results: list[PoolEntry], feedback: Feedback
+    ) -> Proposal: ...
+
+    async def repair_patch(self, proposal: Proposal, error: str) -> Proposal:
+        """The patch did not apply; ``error`` names the nearest lines. One retry."""
+        ...
+
+    async def debug(self, entry: PoolEntry) -> Proposal:
+        """``entry`` failed to execute (its result carries the error tail); propose a fix."""
+        ...
+
+
+@runtime_checkable
+class SolverEvaluator(Protocol):
+    """Runs a solver's source on a split and scores it (see ``pdesharp.evaluate``)."""
+
+    async def evaluate(self, code: str, *, split: Split, feedback: Feedback,
+                       label: str = "") -> EvalResult: ...

@@ -1,0 +1,22 @@
+"""Shared fixtures. The real PDEBench dev data sits in ../shared/data/pdebench beside the repo."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("PDESHARP_SHARED_DATA", REPO.parent / "shared" / "data" / "pdebench"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Folder with the shared dev files (advection_dev.hdf5, ...). Missing data is a failure
+    in CI, where ../shared is always present, and a skip on a developer machine without it."""
+    if not (SHARED_DATA / "advection_dev.hdf5").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"shared dev data not found at {SHARED_DATA}")
+        pytest.skip(f"shared dev data not found at {SHARED_DATA}")
+    return SHARED_DATA
