@@ -45,6 +45,7 @@ class ChatParams(BaseModel):
     temperature: float | None = 0.7
     max_tokens: int | None = 8192
     sample_index: int = 0  # distinguishes otherwise identical requests (N samples) in the cache
+    tag: str = ""  # the pipeline role making the call ("analysis.stability", "judge.propose", ...)
 
 
 class ModelError(RuntimeError):
