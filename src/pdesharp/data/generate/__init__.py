@@ -1,0 +1,188 @@
+"""Reference-data generators: one module per built-in task, imported lazily.
+
+Each generator module (``advection``, ``burgers``, ``reacdiff``, ``cns``, ``darcy`` in this
+package) exposes
+
+``generate(n_samples, seed, params=None, nx=..., **options) -> dict[str, np.ndarray]``
+    a batch of reference samples keyed by the task's HDF5 layout (``tensor``, ``x-coordinate``,
+    ``t-coordinate`` for the 1D tasks; ``Vx``/``density``/``pressure`` for CNS; ``coeff``/``sol``
+    for Darcy), with one time value per stored frame;
+
+``simulate(...)``
+    the underlying numerical scheme for one batch of initial data (signature per module).
+
+Modules are imported only when asked for, so a missing or broken generator affects only its task.
+:func:`write_generated` stores a generated batch as gzip-compressed float32 HDF5 with root
+attributes that record where it came from.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+# task name -> module name inside this package. Tests and plug-ins may add entries (or replace
+# them with a module path "package.module") through :func:`register_generator`.
+GENERATORS: dict[str, str] = {
+    "advection": "advection",
+    "burgers": "burgers",
+    "reacdiff1d": "reacdiff",
+    "cns1d": "cns",
+    "darcy": "darcy",
+}
+
+
+class GeneratorUnavailable(LookupError):
+    """No generator exists (or can be imported) for a task; the message names what is missing."""
+
+
+def register_generator(task: str, module: str) -> None:
+    """Map ``task`` to a generator module (a name in this package or a dotted module path)."""
+    GENERATORS[task] = module
+
+
+def available_generators() -> list[str]:
+    return sorted(GENERATORS)
+
+
+def _module_path(spec: str) -> str:
+    return spec if "." in spec else f"{__name__}.{spec}"
+
+
+def get_generator(task: str) -> ModuleType:
+    """The generator module for ``task``; raises :class:`GeneratorUnavailable` with the reason."""
+    try:
+        spec = GENERATORS[task]
+    except KeyError:
+        raise GeneratorUnavailable(
+            f"no data generator for task {task!r}; generators exist for "
+            f"{', '.join(available_generators())}. For your own PDE, supply data files with "
+            "--dev-data/--test-data (see docs/tasks.md)"
+        ) from None
+    path = _module_path(spec)
+    try:
+        module = importlib.import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name == path:
+            raise GeneratorUnavailable(
+                f"the data generator for task {task!r} ({path}) is not available in this "
+                "version of pdesharp; use `pdesharp data download` or pass --dev-data/--test-data"
+            ) from None
+        raise
+    if not callable(getattr(module, "generate", None)):
+        raise GeneratorUnavailable(f"generator module {path} for task {task!r} has no generate()")
+    return module
+
+
+def generated_path(root: str | os.PathLike, task: str, seed: int, n_samples: int) -> Path:
+    """Where ``pdesharp data generate`` writes by default: ``<root>/generated/<task>_seed<S>_n<N>.hdf5``."""
+    return Path(root) / "generated" / f"{task}_seed{seed}_n{n_samples}.hdf5"
+
+
+def _attr_value(value: Any) -> Any:
+    """HDF5 attributes take scalars, strings and arrays; everything else is stored as JSON."""
+    if isinstance(value, (str, bool, int, float, np.integer, np.floating)):
+        return value
+    if isinstance(value, np.ndarray):
+        return value
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def write_generated(
+    path: str | os.PathLike,
+    arrays: Mapping[str, np.ndarray],
+    *,
+    attrs: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``arrays`` as gzip-compressed float32 HDF5, atomically (``.part`` then rename).
+
+    Floating arrays are stored as float32, as PDEBench and CodePDE do, so that the evaluator sees
+    the same dtype as with the published data; integer arrays are kept as they are.
+    """
+    import h5py
+
+    from pdesharp import __version__
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    meta = {
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "pdesharp_version": __version__,
+        **(attrs or {}),
+    }
+    try:
+        with h5py.File(part, "w") as h5:
+            for key, value in arrays.items():
+                arr = np.asarray(value)
+                if arr.dtype.kind == "f":
+                    arr = arr.astype(np.float32)
+                # Chunked gzip only pays off for non-trivial arrays; coordinates stay contiguous.
+                kw: dict[str, Any] = {}
+                if arr.ndim >= 2 or arr.size > 4096:
+                    kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+                h5.create_dataset(key, data=arr, **kw)
+            for key, value in meta.items():
+                h5.attrs[key] = _attr_value(value)
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def generate_to_file(
+    task: str,
+    n_samples: int,
+    seed: int,
+    *,
+    out: str | os.PathLike,
+    params: Mapping[str, float] | None = None,
+    nx: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Run the task's generator and write its output to ``out`` with provenance attributes."""
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    module = get_generator(task)
+    kwargs: dict[str, Any] = dict(options or {})
+    if nx is not None:
+        kwargs["nx"] = nx
+    if progress:
+        progress(f"generating {n_samples} {task} samples (seed {seed}) with {module.__name__}")
+    arrays = module.generate(n_samples, seed, dict(params) if params else None, **kwargs)
+    if not isinstance(arrays, Mapping) or not arrays:
+        raise TypeError(f"{module.__name__}.generate() returned {type(arrays).__name__}, not a dict of arrays")
+    attrs = {
+        "generator": module.__name__,
+        "task": task,
+        "seed": int(seed),
+        "n_samples": int(n_samples),
+        "parameters": dict(params) if params else {},
+        "options": kwargs,
+    }
+    extra = getattr(module, "ATTRS", None)  # a module may describe its scheme (name, CFL, ...)
+    if isinstance(extra, Mapping):
+        attrs.update({f"scheme_{k}": v for k, v in extra.items()})
+    return write_generated(out, arrays, attrs=attrs)
+
+
+__all__ = [
+    "GENERATORS",
+    "GeneratorUnavailable",
+    "available_generators",
+    "generate_to_file",
+    "generated_path",
+    "get_generator",
+    "register_generator",
+    "write_generated",
+]
