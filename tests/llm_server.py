@@ -1,0 +1,233 @@
+"""A loopback OpenAI-compatible chat server for tests (stdlib only, runs in a thread).
+
+Serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on 127.0.0.1 at a free port.
+Replies come from a script written by us for the test (never recordings of a real model):
+
+* a list of replies, consumed in request order, or
+* a callable ``(request_body: dict, index: int) -> reply``.
+
+A reply is a ``str`` (usage estimated at 4 characters per token) or a :class:`ServerReply`
+(exact text, usage, cached/reasoning tokens, finish_reason, delay, or a scripted HTTP error).
+
+Failure injection for the transport's error paths::
+
+    srv.fail_next(500, times=2)         # two 500s, then the script resumes (SDK retries)
+    srv.fail_next(401)                  # auth error (not retried by the SDK)
+    srv.fail_next(429, times=1)         # rate limit
+    srv.malformed_next()                # HTTP 200 with a body that is not JSON
+    srv.delay_s = 2.0                   # every reply waits 2 s (client timeouts)
+
+Every request is recorded (``srv.requests``), including the ones answered with an error, so a
+test can count retries and inspect exactly which parameters the client sent.
+
+Usage::
+
+    from llm_server import LLMServer          # tests/ is on sys.path under pytest
+    with LLMServer(["hello"]) as srv:
+        model = OpenAICompatModel("m", base_url=srv.url, api_key="x")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Union
+
+
+@dataclass
+class ServerReply:
+    text: str = ""
+    finish_reason: str = "stop"
+    prompt_tokens: int | None = None  # None: estimated from the request (4 chars/token)
+    completion_tokens: int | None = None  # None: estimated from text
+    cached_tokens: int | None = None  # reported as usage.prompt_tokens_details.cached_tokens
+    reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
+    model: str | None = None  # None: echo the requested model
+    delay_s: float = 0.0
+    status: int = 200  # != 200: answer with an OpenAI-style error body instead
+    error_message: str = "scripted error"
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    status: int = 0  # status the server answered with
+    time: float = field(default_factory=time.monotonic)
+
+
+ScriptFn = Callable[[dict, int], Union[str, ServerReply]]
+
+
+def _estimate(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+class LLMServer:
+    def __init__(self, script: Sequence[str | ServerReply] | ScriptFn | None = None,
+                 *, models: Sequence[str] = ("test-model",), api_key: str | None = None):
+        self.script = script if callable(script) else list(script or [])
+        self.models = list(models)
+        self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
+        self.delay_s = 0.0
+        self.requests: list[RecordedRequest] = []
+        self._failures: list[tuple[int, str]] = []  # (status, body) queued before the script
+        self._served = 0  # chat completions answered from the script
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control ------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def fail_next(self, status: int = 500, times: int = 1, message: str | None = None) -> None:
+        body = json.dumps({"error": {"message": message or f"scripted HTTP {status}",
+                                     "type": "test_error", "code": status}})
+        with self._lock:
+            self._failures.extend([(status, body)] * times)
+
+    def malformed_next(self, times: int = 1) -> None:
+        with self._lock:
+            self._failures.extend([(200, "{this is not json")] * times)
+
+    def start(self) -> "LLMServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def do_GET(self):
+                server._record(self, None)
+                if self.path.rstrip("/").endswith("/models"):
+                    data = {"object": "list", "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "test"}
+                        for m in server.models]}
+                    self._send(200, json.dumps(data))
+                else:
+                    self._send(404, json.dumps({"error": {"message": "not found"}}))
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = None
+                rec = server._record(self, body)
+                status, payload = server._answer(self, body)
+                rec.status = status
+                try:
+                    self._send(status, payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up
+
+            def _send(self, status: int, payload: str):
+                data = payload.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "LLMServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- request handling (server threads) ----------------------------------------------------
+    def _record(self, handler: BaseHTTPRequestHandler, body: dict | None) -> RecordedRequest:
+        rec = RecordedRequest(method=handler.command, path=handler.path,
+                              headers={k.lower(): v for k, v in handler.headers.items()}, body=body)
+        with self._lock:
+            self.requests.append(rec)
+        return rec
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict | None) -> tuple[int, str]:
+        if not handler.path.rstrip("/").endswith("/chat/completions"):
+            return 404, json.dumps({"error": {"message": f"no route {handler.path}"}})
+        if self.api_key is not None and handler.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return 401, json.dumps({"error": {"message": "Incorrect API key provided",
+                                              "type": "invalid_request_error", "code": "invalid_api_key"}})
+        if body is None:
+            return 400, json.dumps({"error": {"message": "request body is not JSON"}})
+        with self._lock:
+            failure = self._failures.pop(0) if self._failures else None
+            if failure is None:
+                index = self._served
+                self._served += 1
+        if failure is not None:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            return failure
+        reply = self._scripted(body, index)
+        delay = reply.delay_s or self.delay_s
+        if delay:
+            time.sleep(delay)
+        if reply.status != 200:
+            return reply.status, json.dumps({"error": {"message": reply.error_message,
+                                                       "type": "test_error"}})
+        return 200, json.dumps(self._completion(body, reply, index))
+
+    def _scripted(self, body: dict, index: int) -> ServerReply:
+        if callable(self.script):
+            item = self.script(body, index)
+        elif index < len(self.script):
+            item = self.script[index]
+        else:
+            item = ServerReply(status=500, error_message=(
+                f"test server script exhausted: request #{index} but only "
+                f"{len(self.script)} scripted replies"))
+        return ServerReply(text=item) if isinstance(item, str) else item
+
+    @staticmethod
+    def _completion(body: dict, reply: ServerReply, index: int) -> dict:
+        prompt_text = "".join(str(m.get("content", "")) for m in body.get("messages", []))
+        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _estimate(prompt_text)
+        completion = (reply.completion_tokens if reply.completion_tokens is not None
+                      else _estimate(reply.text))
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}
+        if reply.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+        if reply.reasoning_tokens is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        return {
+            "id": f"chatcmpl-test-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": reply.model or body.get("model", "unknown"),
+            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
+                         "message": {"role": "assistant", "content": reply.text}}],
+            "usage": usage,
+        }
