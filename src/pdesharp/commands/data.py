@@ -1,0 +1,257 @@
+"""``pdesharp data``: download, subset, generate and inspect reference data.
+
+    pdesharp data info [TASK]
+    pdesharp data download TASK|all [--source codepde|pdebench] [--split dev|test|both]
+    pdesharp data subset TASK --source FILE [--out-dir DIR]
+    pdesharp data generate TASK --samples N --seed S [--nx N] [--out FILE] [--darcy-low 3|4]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pdesharp.commands._common import fail, task_or_exit
+from pdesharp.data.paths import data_dir
+from pdesharp.task import builtin_task_names
+
+
+def _console() -> Console:
+    # soft_wrap: long paths stay on one line, so they can be copied and grepped.
+    return Console(soft_wrap=True, highlight=False)
+
+
+def _add_data_dir(p) -> None:
+    p.add_argument("--data-dir", default=None,
+                   help="reference data folder (default: $PDESHARP_DATA or the user cache)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("data", help="download, subset, generate and inspect reference data",
+                       description=__doc__.split("\n\n", 1)[0])
+    dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    info = dsub.add_parser("info", help="which reference files are present, per task and split")
+    info.add_argument("task", nargs="?", help="task name or YAML path (default: all built-in tasks)")
+    _add_data_dir(info)
+    info.set_defaults(func=run_info)
+
+    dl = dsub.add_parser("download", help="fetch the published dev/test files of a task")
+    dl.add_argument("task", help="built-in task name, a task YAML path, or 'all'")
+    dl.add_argument("--source", choices=["codepde", "pdebench"], default="codepde",
+                    help="codepde: CodePDE's released subsets on Hugging Face (default, small);"
+                         " pdebench: the full PDEBench Train file (GBs), then cut into dev/test")
+    dl.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    dl.add_argument("--base-url", default=None,
+                    help="mirror to fetch from instead of the published location")
+    dl.add_argument("--force", action="store_true", help="download again even if the file exists")
+    dl.add_argument("--retries", type=int, default=3,
+                    help="times to resume after a dropped connection (default 3)")
+    _add_data_dir(dl)
+    dl.set_defaults(func=run_download)
+
+    ss = dsub.add_parser("subset", help="cut dev (last 50) / test (first 100) from a PDEBench file")
+    ss.add_argument("task", help="task name or YAML path (decides which keys are copied)")
+    ss.add_argument("--source", required=True, help="the full PDEBench HDF5 file")
+    ss.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    ss.add_argument("--out-dir", default=None,
+                    help="output folder (default: <data-dir>/codepde/<pde>/ with CodePDE's names)")
+    ss.add_argument("--overwrite", action="store_true")
+    _add_data_dir(ss)
+    ss.set_defaults(func=run_subset)
+
+    gen = dsub.add_parser("generate", help="simulate fresh reference data with a built-in generator")
+    gen.add_argument("task", help="built-in task name")
+    gen.add_argument("--samples", type=int, required=True, help="number of samples")
+    gen.add_argument("--seed", type=int, required=True, help="random seed (recorded in the file)")
+    gen.add_argument("--nx", type=int, default=None, help="grid size (default: the generator's)")
+    gen.add_argument("--out", default=None,
+                     help="output file (default: <data-dir>/generated/<task>_seed<S>_n<N>.hdf5)")
+    gen.add_argument("--darcy-low", type=float, choices=[3.0, 4.0], default=None,
+                     help="darcy only: the low coefficient value (FNO paper: 3; CodePDE port: 4)")
+    gen.add_argument("--overwrite", action="store_true")
+    _add_data_dir(gen)
+    gen.set_defaults(func=run_generate)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_info(args) -> int:
+    from pdesharp.data.info import generated_files, human_size, task_status
+
+    names = [args.task] if args.task else builtin_task_names()
+    root = data_dir(args.data_dir)
+    # Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
+    console = Console() if Console().is_terminal else Console(width=200)
+    console.print(f"data directory: {root}")
+    table = Table()
+    for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size"):
+        table.add_column(col, overflow="fold")
+    missing = 0
+    hints: list[str] = []
+    for name in names:
+        task = task_or_exit(name)
+        for st in task_status(task, args.data_dir):
+            if args.data_dir:  # the hint must write where this listing looked
+                st.hint += f" --data-dir {args.data_dir}" if st.hint.startswith("pdesharp") else ""
+            if st.present:
+                shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
+                n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
+                table.add_row(task.name, st.split, "[green]present[/]", str(st.path), n, shape,
+                              st.dtype or "-", human_size(st.size_bytes))
+            elif st.path is not None:
+                missing += 1
+                table.add_row(task.name, st.split, "[red]broken[/]", f"{st.path}: {st.error}",
+                              "-", "-", "-", human_size(st.size_bytes))
+            else:
+                missing += 1
+                first = st.candidates[0] if st.candidates else "-"
+                table.add_row(task.name, st.split, "[yellow]missing[/]", f"(looked for {first})",
+                              "-", "-", "-", "-")
+                hints.append(f"{task.name} {st.split}: {st.hint}")
+        for path in generated_files(task, args.data_dir):
+            table.add_row(task.name, "generated", "present", str(path), "-", "-", "-",
+                          human_size(path.stat().st_size))
+    console.print(table)
+    out = _console()
+    if hints:
+        out.print("To get the missing files:")
+        for line in hints:
+            out.print(f"  {line}")
+    if missing:
+        out.print("Missing files are looked for at the task's candidate paths under the data"
+                      " directory (see `pdesharp tasks show TASK`, data.dev.files); any HDF5 file"
+                      " can also be given with --dev-data/--test-data.")
+    return 0
+
+
+def run_download(args) -> int:
+    from pdesharp.data.download import (DownloadError, manual_placement_hint, plan_downloads,
+                                        rich_progress_fetch)
+
+    console = _console()
+    names = builtin_task_names() if args.task == "all" else [args.task]
+    root = data_dir(args.data_dir)
+    for name in names:
+        task = task_or_exit(name)
+        try:
+            files = plan_downloads(task, args.source, args.split, root, base_url=args.base_url)
+        except DownloadError as exc:
+            if args.task == "all":
+                console.print(f"[yellow]skipping {name}[/]: {exc}")
+                continue
+            fail(str(exc))
+        if args.source == "pdebench" and not args.force:
+            # Skip a multi-GB download when the subsets it would produce already exist.
+            from pdesharp.data.subset import subset_targets
+
+            wanted = _splits(args.split)
+            targets = subset_targets(task, root, files[0].target)
+            if all(targets[s].exists() for s in wanted):
+                console.print(f"{name}: {', '.join(str(targets[s]) for s in wanted)} already present")
+                continue
+        try:
+            results = rich_progress_fetch(files, force=args.force, retries=args.retries,
+                                          console=console)
+        except DownloadError as exc:
+            fail(str(exc), code=1)
+        except KeyboardInterrupt:
+            parts = [f.part for f in files if f.part.exists()]
+            console.print("interrupted; rerun the same command to resume" +
+                          (f" ({', '.join(map(str, parts))} kept)" if parts else ""))
+            raise
+        for r in results:
+            checks = f" (verified: {', '.join(r.verified)})" if r.verified else ""
+            console.print(f"{name}: {r.status} {r.path}{checks}")
+            if r.status == "downloaded" and not r.verified:
+                console.print("  no checksum is published for this file; its SHA-256 was recorded"
+                              f" in {r.path.name}.sha256")
+        if args.source == "pdebench":
+            _subset_after_download(console, task, files[0].target, root, args)
+    return 0
+
+
+def _splits(choice: str) -> tuple[str, ...]:
+    return ("dev", "test") if choice == "both" else (choice,)
+
+
+def _subset_after_download(console, task, source: Path, root: Path, args) -> None:
+    from pdesharp.data.reference import DataError
+    from pdesharp.data.subset import make_subsets, subset_targets
+
+    targets = subset_targets(task, root, source)
+    wanted = {s: targets[s] for s in _splits(args.split) if args.force or not targets[s].exists()}
+    if not wanted:
+        return
+    try:
+        res = make_subsets(task, source, wanted, overwrite=True)
+    except DataError as exc:
+        fail(f"downloaded {source}, but cutting dev/test from it failed: {exc}", code=1)
+    for w in res.warnings:
+        console.print(f"[yellow]warning[/]: {w}")
+    for split, path in res.paths.items():
+        lo, hi = res.indices[split]
+        console.print(f"{task.name}: {split} subset (samples {lo}..{hi - 1}) -> {path}")
+
+
+def run_subset(args) -> int:
+    from pdesharp.data.reference import DataError
+    from pdesharp.data.subset import make_subsets, subset_targets
+
+    task = task_or_exit(args.task)
+    source = Path(args.source).expanduser()
+    if not source.is_file():
+        fail(f"source file {source} does not exist")
+    root = data_dir(args.data_dir)
+    targets = subset_targets(task, root, source, Path(args.out_dir) if args.out_dir else None)
+    wanted = {s: targets[s] for s in _splits(args.split)}
+    try:
+        res = make_subsets(task, source, wanted, overwrite=args.overwrite)
+    except DataError as exc:
+        fail(str(exc))
+    console = _console()
+    for w in res.warnings:
+        console.print(f"[yellow]warning[/]: {w}")
+    for split, path in res.paths.items():
+        lo, hi = res.indices[split]
+        console.print(f"{split}: samples {lo}..{hi - 1} of {res.n_source} -> {path}")
+    if res.t_dropped:
+        console.print("t-coordinate: dropped the last value (the source stores T+1 times for T frames)")
+    return 0
+
+
+def run_generate(args) -> int:
+    from pdesharp.data.generate import GeneratorUnavailable, generate_to_file, generated_path
+
+    task = task_or_exit(args.task)
+    if args.samples < 1:
+        fail(f"--samples must be at least 1, got {args.samples}")
+    options = {}
+    if args.darcy_low is not None:
+        if task.name != "darcy":
+            fail("--darcy-low applies to the darcy task only")
+        options["low"] = args.darcy_low
+    out = Path(args.out).expanduser() if args.out else generated_path(
+        data_dir(args.data_dir), task.name, args.seed, args.samples)
+    if out.exists() and not args.overwrite:
+        fail(f"{out} exists; pass --overwrite to replace it (or choose --out)")
+    console = _console()
+    try:
+        with console.status(f"generating {args.samples} {task.name} samples (seed {args.seed})"):
+            path = generate_to_file(task.name, args.samples, args.seed, out=out,
+                                    nx=args.nx, options=options)
+    except GeneratorUnavailable as exc:
+        fail(str(exc))
+    except (TypeError, ValueError) as exc:
+        fail(f"generator for {task.name!r} rejected the request: {exc}")
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        shapes = ", ".join(f"{k} {list(h5[k].shape)}" for k in h5.keys())
+    console.print(f"wrote {path}: {shapes}")
+    console.print(f"use it with: --dev-data {path}  (or --test-data)")
+    return 0

@@ -1,0 +1,90 @@
+"""What reference data is on disk: per task and split, the file found or how to get it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import h5py
+
+from pdesharp.data.paths import data_dir
+from pdesharp.task import Task
+
+
+@dataclass
+class SplitStatus:
+    """One split of one task: the first candidate present, with its content, or what is missing."""
+
+    task: str
+    split: str
+    candidates: list[Path]
+    path: Path | None = None
+    n_samples: int | None = None
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # HDF5 key -> shape
+    dtype: str | None = None
+    size_bytes: int | None = None
+    samples: str | None = None  # the split's sample selection ("last:50"), if any
+    error: str | None = None  # present but unreadable / wrong layout
+    hint: str = ""  # how to get it when missing
+
+    @property
+    def present(self) -> bool:
+        return self.path is not None and self.error is None
+
+
+def _hint(task: Task, split: str) -> str:
+    spec = task.data.download
+    if getattr(spec, f"codepde_{split}"):
+        return f"pdesharp data download {task.name} --split {split}"
+    if spec.pdebench_file:
+        return f"pdesharp data download {task.name} --source pdebench --split {split}"
+    return f"pass --{split}-data FILE (or pdesharp data generate {task.name})"
+
+
+def split_status(task: Task, split: str, root: Path) -> SplitStatus:
+    spec = getattr(task.data, split)
+    candidates = [root / rel for rel in spec.files] if spec is not None else []
+    status = SplitStatus(task=task.name, split=split, candidates=candidates,
+                         samples=spec.samples if spec else None, hint=_hint(task, split))
+    for path in candidates:
+        if not path.is_file():
+            continue
+        status.path = path
+        status.size_bytes = path.stat().st_size
+        keys = list(task.data.fields.values()) + list(task.data.coefficients.values())
+        try:
+            with h5py.File(path, "r") as h5:
+                missing = [k for k in keys if k not in h5]
+                if missing:
+                    status.error = f"lacks keys {missing} (has {sorted(h5.keys())})"
+                else:
+                    status.shapes = {k: tuple(h5[k].shape) for k in keys}
+                    status.n_samples = int(h5[keys[0]].shape[0])
+                    status.dtype = str(h5[keys[0]].dtype)
+        except OSError as exc:
+            status.error = f"not readable as HDF5 ({exc})"
+        break
+    return status
+
+
+def task_status(task: Task, data_dir_override: str | os.PathLike | None = None) -> list[SplitStatus]:
+    root = data_dir(data_dir_override)
+    return [split_status(task, s, root) for s in ("dev", "test")]
+
+
+def generated_files(task: Task, data_dir_override: str | os.PathLike | None = None) -> list[Path]:
+    """Files ``pdesharp data generate`` wrote for this task (use them with --dev-data FILE)."""
+    folder = data_dir(data_dir_override) / "generated"
+    return sorted(folder.glob(f"{task.name}_seed*_n*.hdf5")) if folder.is_dir() else []
+
+
+def human_size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"
