@@ -1,0 +1,185 @@
+"""CodePDE's empirical convergence test, reproduced number for number.
+
+Three kinds (``task.evaluation.convergence.kind``):
+
+- ``time_1d`` (advection, Burgers, reaction-diffusion): five analytic initial conditions on
+  nx in {256, 512, 1024, 2048} cell centres of [x_first, x_last] (the dataset's first and last
+  x values), output every 0.01 up to t_last/10; the fine solution is linearly interpolated onto
+  the coarse grid (space, then time), error_i = mean_b ||u_c - I(u_f)||_F / sqrt(u_c.size) against
+  the finest grid (Burgers: the next grid, ``compare: adjacent``), rate = mean over the first two
+  pairs of log(e_i/e_{i+1}) / log(nx_{i+1}/nx_i).
+- ``cns_1d``: the same with CodePDE's ``init_multi_HD`` draws (seed 2022, 8 samples, the same
+  random field for velocity, density and pressure), built at the finest grid and interpolated down.
+- ``downsample_2d`` (Darcy): the first 8 coefficient fields downsampled by [6, 4, 3, 2], each
+  solved again and compared with the solver's *own* full-resolution prediction, downsampled.
+
+Scalars keep the dataset's float32 type where CodePDE's do (t_last/10 decides the frame count).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from scipy.interpolate import interp1d
+
+from pdesharp.data.reference import ReferenceData
+from pdesharp.evaluate.run_child import as_outputs, solver_args
+from pdesharp.evaluate.metrics import stack_fields
+from pdesharp.task import Task
+
+OUTPUT_DT = 0.01
+
+
+def cell_centres(x_min, x_max, nx: int) -> np.ndarray:
+    dx = (x_max - x_min) / nx
+    edges = np.linspace(x_min, x_max, nx + 1)
+    return edges[:-1] + 0.5 * dx
+
+
+def output_times(t_min, t_max, dt: float = OUTPUT_DT) -> np.ndarray:
+    """CodePDE's ``get_t_coordinate``: ceil((t_max - t_min)/dt) + 2 frames from 0."""
+    n_steps = np.ceil((t_max - t_min) / dt) + 1
+    return np.arange(n_steps + 1) * dt
+
+
+def analytic_ics(xc: np.ndarray) -> np.ndarray:
+    """The five CodePDE test profiles, [5, nx]: sin, sinsin, Gaussian, react, possin."""
+    s = np.sin((xc + 1.0) * np.pi)
+    return np.stack([
+        s,
+        s + 0.1 * np.sin((xc + 1.0) * np.pi * 8.0),
+        np.exp(-(xc**2) * np.pi / 4.0) / np.sqrt(2.0),
+        np.exp(-0.5 * (xc - np.pi) ** 2 / (0.25 * np.pi) ** 2),
+        np.abs(s),
+    ])
+
+
+def random_hd_ics(xc: np.ndarray, bsz: int = 8, k_tot: int = 10, seed: int = 2022,
+                  n_modes: int = 2) -> np.ndarray:
+    """CodePDE's ``init_multi_HD`` without renormalisation: [bsz, nx], same draw order."""
+    rng = np.random.default_rng(seed)
+    chosen = rng.integers(0, k_tot, size=(bsz, n_modes))
+    mask = np.zeros((bsz, k_tot), dtype=int)
+    np.put_along_axis(mask, chosen, 1, axis=1)
+    # CodePDE sums the one-hot rows, so every sample uses the same count for all its modes
+    count = mask.sum(axis=1)
+    k = np.pi * 2.0 * np.arange(1, k_tot + 1) * count[:, None] / (xc[-1] - xc[0])
+    amp = rng.uniform(size=(bsz, k_tot, 1))
+    phase = 2.0 * np.pi * rng.uniform(size=(bsz, k_tot, 1))
+    u = (amp * np.sin(k[:, :, None] * xc[None, None, :] + phase)).sum(axis=1)
+    absval = rng.choice([0, 1], size=bsz, p=[0.9, 0.1])
+    u[absval == 1] = np.abs(u[absval == 1])
+    u *= rng.choice([1, -1], size=(bsz, 1))
+    window = rng.choice([0, 1], size=bsz, p=[0.5, 0.5])
+    xx = np.repeat(xc[None, :], bsz, axis=0)
+    w = np.ones_like(xx)
+    x_left = rng.uniform(0.1, 0.45, size=bsz)
+    x_right = rng.uniform(0.55, 0.9, size=bsz)
+    width = 0.01
+    sel = window == 1
+    w[sel] *= 0.5 * (np.tanh((xx[sel] - x_left[sel, None]) / width)
+                     - np.tanh((xx[sel] - x_right[sel, None]) / width))
+    return u * w
+
+
+def grid_error(coarse: np.ndarray, fine_on_coarse: np.ndarray) -> float:
+    diff = coarse - fine_on_coarse
+    axes = tuple(range(1, diff.ndim))
+    return float(np.mean(np.sqrt(np.sum(diff**2, axis=axes))) / np.sqrt(coarse.size))
+
+
+def fine_to_coarse(u_fine, x_fine, t_fine, x_coarse, t_coarse) -> np.ndarray:
+    in_space = interp1d(x_fine, u_fine, axis=2, kind="linear", fill_value="extrapolate")(x_coarse)
+    return interp1d(t_fine, in_space, axis=1, kind="linear", fill_value="extrapolate")(t_coarse)
+
+
+def _mean_rate(errors: list[float], sizes: list[float]) -> float:
+    rates = [np.log(errors[i] / errors[i + 1]) / np.log(sizes[i + 1] / sizes[i])
+             for i in range(len(sizes) - 2)]
+    return float(np.mean(rates))
+
+
+def _solve(task: Task, fn: Callable, inputs: dict, shape: tuple[int, ...]) -> np.ndarray:
+    arrays = as_outputs(task, fn(*solver_args(task, inputs)))
+    for name, arr in zip(task.solver.returns, arrays):
+        if arr.shape != shape:
+            raise ValueError(f"output {name!r} has shape {arr.shape}, expected {shape}")
+    return stack_fields(arrays)
+
+
+def _x_range(task: Task, ref: ReferenceData):
+    if ref.x is not None:
+        return ref.x[0], ref.x[-1]
+    lo, hi = task.domain[task.equation.space[0]]
+    n = next(iter(ref.fields.values())).shape[-1]
+    xc = cell_centres(lo, hi, n) if task.grid == "cell_centres" else np.linspace(lo, hi, n)
+    return xc[0], xc[-1]
+
+
+def time_1d(task: Task, fn: Callable, ref: ReferenceData) -> tuple[float, list[float]]:
+    spec = task.evaluation.convergence
+    grids = spec.grids
+    x_min, x_max = _x_range(task, ref)
+    t_min, t_max = ref.t[0], ref.t[-1] / 10  # CodePDE shortens the window "to save time"
+    tc = output_times(t_min, t_max)
+    initial = [a.field for a in task.solver.args if a.kind == "initial"]
+    if spec.kind == "cns_1d":
+        xf = cell_centres(x_min, x_max, grids[-1])
+        base = random_hd_ics(xf, bsz=spec.batch)
+        # CodePDE draws all three fields with the same seed: identical ICs, interpolated down
+        stacked = np.stack([base] * len(initial), axis=-1)
+        down = interp1d(xf, stacked, axis=1, kind="linear", fill_value="extrapolate")
+    sols, xcs = [], []
+    for nx in grids:
+        xc = cell_centres(x_min, x_max, nx)
+        if spec.kind == "cns_1d":
+            ics = down(xc)
+            inputs = {f"initial:{f}": ics[..., j] for j, f in enumerate(initial)}
+        else:
+            u0 = analytic_ics(xc)
+            inputs = {f"initial:{f}": u0 for f in initial}
+        inputs["time"] = tc
+        batch = next(iter(v for k, v in inputs.items() if k.startswith("initial:"))).shape[0]
+        sols.append(_solve(task, fn, inputs, (batch, len(tc), nx)))
+        xcs.append(xc)
+    errors = []
+    for i in range(len(grids) - 1):
+        j = i + 1 if spec.compare == "adjacent" else len(grids) - 1
+        errors.append(grid_error(sols[i], fine_to_coarse(sols[j], xcs[j], tc, xcs[i], tc)))
+    return _mean_rate(errors, [float(g) for g in grids]), errors
+
+
+def downsample_2d(task: Task, fn: Callable, ref: ReferenceData,
+                  pred_full: list[np.ndarray]) -> tuple[float, list[float]]:
+    spec = task.evaluation.convergence
+    rates = sorted(spec.rates, reverse=True)
+    coeff = {a.field: ref.coefficients[a.field][: spec.batch]
+             for a in task.solver.args if a.kind == "coefficient"}
+    fine = stack_fields([p[: spec.batch] for p in pred_full])
+    errors = []
+    for r in rates:
+        inputs = {f"coefficient:{k}": v[:, ::r, ::r] for k, v in coeff.items()}
+        shape = next(iter(inputs.values())).shape
+        coarse = _solve(task, fn, inputs, shape)
+        errors.append(grid_error(coarse, fine[:, ::r, ::r]))
+    per = [np.log(errors[i] / errors[i + 1]) / np.log(rates[i] / rates[i + 1])
+           for i in range(len(errors) - 1)]
+    return float(sum(per) / len(per)), errors
+
+
+def convergence_order(task: Task, fn: Callable, ref: ReferenceData,
+                      pred_full: list[np.ndarray]) -> tuple[float | None, str]:
+    """(average rate, note). A non-finite rate is reported as None with the errors in the note."""
+    kind = task.evaluation.convergence.kind
+    if kind in ("time_1d", "cns_1d"):
+        rate, errors = time_1d(task, fn, ref)
+    elif kind == "downsample_2d":
+        rate, errors = downsample_2d(task, fn, ref, pred_full)
+    else:
+        return None, f"no convergence test for kind {kind!r}"
+    errs = ", ".join(f"{e:.3e}" for e in errors)
+    print(f"Convergence test errors: {errs}; average rate {rate:.3f}", flush=True)
+    if not np.isfinite(rate):
+        return None, f"the convergence rate is not finite (errors {errs}); CodePDE would print nan"
+    return rate, ""
