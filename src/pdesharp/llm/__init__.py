@@ -1,4 +1,12 @@
-"""The model layer: one ChatModel protocol, transports, presets, cache, cost and budgets."""
+"""The model layer: one ChatModel protocol, transports, presets, cache, cost and budgets.
+
+Typical use::
+
+    from pdesharp.llm import make_model, is_builtin, Budget, ChatParams, Message
+
+    model = make_model("openai:gpt-4o-mini", cache=default_cache_path(), budget=Budget(max_usd=5))
+    reply = await model.chat([Message(role="user", content="...")], ChatParams(tag="genesis"))
+"""
 
 from pdesharp.llm.base import (
     BudgetExceeded,
@@ -9,11 +17,27 @@ from pdesharp.llm.base import (
     Reply,
     Usage,
 )
-from pdesharp.llm.prices import Price, PriceTable, default_prices, load_prices
+from pdesharp.llm.budget import Budget, ConcurrencyLimit, LimitedModel, MeteredModel
+from pdesharp.llm.cache import CachedModel, ResponseCache, cache_key, default_cache_path
+from pdesharp.llm.factory import make_model
+from pdesharp.llm.openai_compat import OpenAICompatModel, is_reasoning_model
+from pdesharp.llm.presets import PRESETS, is_builtin, parse_spec
+from pdesharp.llm.prices import (
+    Price,
+    PriceError,
+    PriceTable,
+    default_prices,
+    load_prices,
+    set_default_prices,
+)
 from pdesharp.llm.scripted import ScriptedModel, ScriptExhausted
 
 __all__ = [
     "BudgetExceeded", "ChatModel", "ChatParams", "Message", "ModelError", "Reply", "Usage",
-    "Price", "PriceTable", "default_prices", "load_prices",
+    "Budget", "ConcurrencyLimit", "LimitedModel", "MeteredModel",
+    "CachedModel", "ResponseCache", "cache_key", "default_cache_path",
+    "make_model", "OpenAICompatModel", "is_reasoning_model",
+    "PRESETS", "is_builtin", "parse_spec",
+    "Price", "PriceError", "PriceTable", "default_prices", "load_prices", "set_default_prices",
     "ScriptedModel", "ScriptExhausted",
 ]

@@ -43,6 +43,7 @@ class Reply(BaseModel):
     latency_s: float = 0.0
     finish_reason: str | None = None  # "stop", "length", ...
     cached: bool = False  # served from the response cache (no new cost)
+    saved_usd: float = 0.0  # on a cache hit: what the original call cost (not spent again)
 
 
 class ChatParams(BaseModel):

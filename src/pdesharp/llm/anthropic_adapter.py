@@ -1,0 +1,136 @@
+"""Native Anthropic Messages API adapter (optional: ``pip install 'pdesharp[anthropic]'``).
+
+The ``anthropic`` package is imported only when a model is built, so pdesharp works without it.
+Differences from the OpenAI protocol handled here:
+
+* the system prompt is a separate ``system`` argument, not a message;
+* consecutive messages of the same role are merged (the API requires alternating roles);
+* ``max_tokens`` is mandatory (default 8192 when ChatParams leaves it unset);
+* usage: ``input_tokens`` excludes cache reads and cache writes, so
+  ``prompt_tokens = input + cache_read + cache_creation`` and ``cached_tokens = cache_read``;
+* ``stop_reason`` "end_turn"/"stop_sequence" -> "stop", "max_tokens" -> "length".
+
+Retries and timeouts are the SDK's own, as for the OpenAI transport.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from pdesharp.llm.base import ChatParams, Message, ModelError, Reply, Usage
+from pdesharp.llm.errors import Endpoint, model_error
+from pdesharp.llm.prices import PriceTable, default_prices
+
+DEFAULT_MAX_TOKENS = 8192
+DEFAULT_URL = "https://api.anthropic.com"
+
+_STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+def _import_anthropic():
+    try:
+        import anthropic
+    except ImportError:
+        raise ImportError(
+            "the 'anthropic' package is needed for anthropic: models but is not installed: "
+            "pip install 'pdesharp[anthropic]' (or use openrouter:anthropic/MODEL through the "
+            "OpenAI-compatible transport)") from None
+    return anthropic
+
+
+def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
+    """(system prompt, alternating user/assistant messages) for the Messages API."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system") or None
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if out and out[-1]["role"] == m.role:
+            out[-1]["content"] += "\n\n" + m.content
+        else:
+            out.append({"role": m.role, "content": m.content})
+    if out and out[0]["role"] != "user":
+        # The API wants the conversation to open with a user turn.
+        out.insert(0, {"role": "user", "content": "(continue)"})
+    return system, out
+
+
+def usage_from_anthropic(u: Any) -> Usage:
+    read = int(getattr(u, "cache_read_input_tokens", 0) or 0)
+    write = int(getattr(u, "cache_creation_input_tokens", 0) or 0)
+    return Usage(
+        prompt_tokens=int(getattr(u, "input_tokens", 0) or 0) + read + write,
+        completion_tokens=int(getattr(u, "output_tokens", 0) or 0),
+        cached_tokens=read,
+    )
+
+
+class AnthropicModel:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 api_key_env: str | None = "ANTHROPIC_API_KEY", name: str | None = None,
+                 max_retries: int = 2, timeout: float = 600.0,
+                 prices: PriceTable | None = None, client: Any = None):
+        self.model = model
+        self.name = name or f"anthropic:{model}"
+        self.base_url = (base_url or DEFAULT_URL).rstrip("/")
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._prices = prices
+        if client is None:
+            _import_anthropic()  # fail at construction, before a run starts
+            if api_key is None and api_key_env:
+                api_key = os.environ.get(api_key_env)
+                if not api_key:
+                    raise ModelError(f"${api_key_env} is not set: {self.name} needs an API key. "
+                                     f"Export {api_key_env}=... or pass --api-key-env NAME.")
+        self._api_key = api_key
+        self._fixed_client = client  # tests inject a fake with .messages.create
+        self.endpoint = Endpoint(url=self.base_url, model=model, key_env=api_key_env,
+                                 timeout_s=timeout, max_retries=max_retries,
+                                 has_key=api_key is not None)
+
+    def _client(self):
+        """A fresh SDK client (closed after the call), as in openai_compat, or the injected one."""
+        anthropic = _import_anthropic()
+        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url,
+                                        max_retries=self.max_retries, timeout=self.timeout)
+
+    async def _create(self, body: dict[str, Any]):
+        if self._fixed_client is not None:
+            return await self._fixed_client.messages.create(**body)
+        async with self._client() as client:
+            return await client.messages.create(**body)
+
+    def request_body(self, messages: list[Message], params: ChatParams) -> dict[str, Any]:
+        system, msgs = to_anthropic(messages)
+        body: dict[str, Any] = {"model": self.model, "messages": msgs,
+                                "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS}
+        if system:
+            body["system"] = system
+        if params.temperature is not None:
+            # Anthropic's range is [0, 1]; OpenAI-style 0..2 values are clipped.
+            body["temperature"] = min(max(params.temperature, 0.0), 1.0)
+        return body
+
+    async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
+        params = params or ChatParams()
+        if not messages:
+            raise ValueError(f"{self.name}: chat() needs at least one message")
+        body = self.request_body(messages, params)
+        start = time.perf_counter()
+        try:
+            resp = await self._create(body)
+        except Exception as exc:  # the SDK's errors, duck-typed (no import needed)
+            if type(exc).__module__.split(".")[0] not in ("anthropic", "httpx"):
+                raise
+            raise model_error(exc, self.endpoint) from exc
+        latency = time.perf_counter() - start
+        text = "".join(getattr(b, "text", "") for b in (resp.content or [])
+                       if getattr(b, "type", "text") == "text")
+        usage = usage_from_anthropic(getattr(resp, "usage", None))
+        cost = (self._prices or default_prices()).cost(self.model, usage)
+        return Reply(text=text, model=getattr(resp, "model", None) or self.model, usage=usage,
+                     cost_usd=cost, latency_s=latency,
+                     finish_reason=_STOP.get(resp.stop_reason, resp.stop_reason))
