@@ -154,3 +154,16 @@ def test_no_network_says_so_and_how_to_place_files(tmp_path):
         fetch(remote, retries=1, backoff=0)
     msg = str(err.value)
     assert "network" in msg and "by hand" in msg and str(remote.target) in msg
+
+
+def test_resume_through_a_redirect_keeps_range_and_checksum(file_server, tmp_path):
+    # Hugging Face answers resolve/main/<file> with a redirect to a CDN: Range must survive it.
+    base, st = file_server
+    st.files["/cdn/a.hdf5"] = BODY
+    st.redirects["/files/a.hdf5"] = "/cdn/a.hdf5"
+    st.extra_headers["/files/a.hdf5"] = {"X-Linked-ETag": f'"{hashlib.sha256(BODY).hexdigest()}"'}
+    st.truncate_next["/cdn/a.hdf5"] = 4242
+    remote = _remote(base, tmp_path)
+    result = fetch(remote, retries=1, backoff=0)
+    assert ("/cdn/a.hdf5", "bytes=4242-") in st.requests
+    assert "sha256" in result.verified and remote.target.read_bytes() == BODY
