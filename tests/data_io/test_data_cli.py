@@ -185,3 +185,21 @@ def test_download_cli_pdebench_then_subsets(file_server, tmp_path, capsys):
     assert main(["data", "download", str(task_file), "--source", "pdebench",
                  "--base-url", base + "/pb", "--data-dir", str(root)]) == 0
     assert len(st.requests) == n and "already present" in capsys.readouterr().out
+
+
+def test_download_cli_offline_lists_every_target(tmp_path, capsys):
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # connection refused: stands in for "no network"
+    with pytest.raises(SystemExit) as err:
+        main(["data", "download", "burgers", "--base-url", f"http://127.0.0.1:{port}",
+              "--data-dir", str(tmp_path), "--retries", "0"])
+    assert err.value.code == 1
+    msg = capsys.readouterr().err
+    task = load_task("burgers")
+    assert "network" in msg
+    for split in ("dev", "test"):  # both exact target paths, not just the one that failed
+        assert str(tmp_path / getattr(task.data, split).files[0]) in msg

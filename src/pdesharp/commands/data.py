@@ -158,7 +158,10 @@ def run_download(args) -> int:
             results = rich_progress_fetch(files, force=args.force, retries=args.retries,
                                           console=console)
         except DownloadError as exc:
-            fail(str(exc), code=1)
+            others = [f for f in files if str(f.target) not in str(exc) and not f.target.exists()]
+            more = ("\nThe other file(s) of this download, if you place them by hand:\n"
+                    + manual_placement_hint(others, header=False, footer=False)) if others else ""
+            fail(str(exc) + more, code=1)
         except KeyboardInterrupt:
             parts = [f.part for f in files if f.part.exists()]
             console.print("interrupted; rerun the same command to resume" +

@@ -136,12 +136,15 @@ def plan_downloads(
     raise DownloadError(f"unknown source {source!r}: choose codepde or pdebench")
 
 
-def manual_placement_hint(files: list[RemoteFile]) -> str:
-    lines = ["To install the data by hand, download each URL with any tool and save it at the path shown:"]
+def manual_placement_hint(files: list[RemoteFile], *, header: bool = True, footer: bool = True) -> str:
+    """URL -> exact target path for each file, for users who fetch the files some other way."""
+    lines = ["To install the data by hand, download each URL with any tool and save it at the path"
+             " shown:"] if header else []
     for f in files:
         lines.append(f"  {f.url}\n    -> {f.target}")
-    lines.append("(or point --data-dir / $PDESHARP_DATA at a folder that already holds them,"
-                 " or pass --dev-data/--test-data FILE)")
+    if footer:
+        lines.append("(or point --data-dir / $PDESHARP_DATA at a folder that already holds them,"
+                     " or pass --dev-data/--test-data FILE)")
     return "\n".join(lines)
 
 
