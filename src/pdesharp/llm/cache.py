@@ -79,7 +79,7 @@ class ResponseCache:
             # the case we care about, and much faster than FULL.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise OSError(f"cannot open the response cache {self.path}: {exc}; "
                           "use --no-cache or point the cache elsewhere") from exc
         self._lock = threading.Lock()

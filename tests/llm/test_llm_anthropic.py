@@ -1,0 +1,90 @@
+"""Anthropic adapter: message conversion and usage mapping with a fake client; the
+missing-package message. (The ``anthropic`` package is not installed in CI.)"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import types
+
+import pytest
+
+from pdesharp.llm.anthropic_adapter import AnthropicModel, to_anthropic, usage_from_anthropic
+from pdesharp.llm.base import ChatParams, Message, ModelError
+from pdesharp.llm.prices import Price, PriceTable
+
+
+class FakeMessages:
+    def __init__(self, response=None, error=None):
+        self.response, self.error, self.calls = response, error, []
+
+    async def create(self, **body):
+        self.calls.append(body)
+        if self.error:
+            raise self.error
+        return self.response
+
+
+def fake_response(text="ok", stop="end_turn"):
+    usage = types.SimpleNamespace(input_tokens=100, output_tokens=20,
+                                  cache_read_input_tokens=300, cache_creation_input_tokens=50)
+    return types.SimpleNamespace(content=[types.SimpleNamespace(type="thinking", thinking="..."),
+                                          types.SimpleNamespace(type="text", text=text)],
+                                 usage=usage, model="claude-sonnet-4-20250514", stop_reason=stop)
+
+
+def test_conversion_separates_system_and_merges_same_role_turns():
+    system, msgs = to_anthropic([
+        Message(role="system", content="S1"), Message(role="user", content="a"),
+        Message(role="user", content="b"), Message(role="system", content="S2"),
+        Message(role="assistant", content="c")])
+    assert system == "S1\n\nS2"
+    assert msgs == [{"role": "user", "content": "a\n\nb"}, {"role": "assistant", "content": "c"}]
+    _, msgs = to_anthropic([Message(role="assistant", content="x")])
+    assert msgs[0]["role"] == "user"
+
+
+def test_usage_counts_cache_reads_and_writes_as_prompt():
+    u = usage_from_anthropic(fake_response().usage)
+    assert (u.prompt_tokens, u.cached_tokens, u.completion_tokens) == (450, 300, 20)
+
+
+def test_chat_with_fake_client():
+    messages = FakeMessages(fake_response(stop="max_tokens"))
+    prices = PriceTable({"claude-sonnet-4": Price(input=3.0, output=15.0, cached_input=0.3)})
+    model = AnthropicModel("claude-sonnet-4", client=types.SimpleNamespace(messages=messages),
+                           prices=prices)
+    reply = asyncio.run(model.chat(
+        [Message(role="system", content="be brief"), Message(role="user", content="hi")],
+        ChatParams(temperature=1.4, max_tokens=None)))
+    body = messages.calls[0]
+    assert body["system"] == "be brief" and body["messages"] == [{"role": "user", "content": "hi"}]
+    assert body["max_tokens"] == 8192 and body["temperature"] == 1.0  # clipped to Anthropic's [0, 1]
+    assert reply.text == "ok" and reply.finish_reason == "length" and model.name == "anthropic:claude-sonnet-4"
+    # 150 uncached * 3 + 300 cached * 0.3 + 20 out * 15, per million
+    assert reply.cost_usd == pytest.approx((150 * 3 + 300 * 0.3 + 20 * 15) / 1e6, rel=1e-12)
+
+
+def test_sdk_style_errors_become_model_errors():
+    class AuthenticationError(Exception):
+        status_code = 401
+    AuthenticationError.__module__ = "anthropic._exceptions"
+    model = AnthropicModel("claude-sonnet-4", api_key_env="ANTHROPIC_API_KEY",
+                           client=types.SimpleNamespace(messages=FakeMessages(error=AuthenticationError("bad key"))))
+    with pytest.raises(ModelError, match=r"401.*\$ANTHROPIC_API_KEY"):
+        asyncio.run(model.chat([Message(role="user", content="hi")]))
+
+
+def test_missing_package_message(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_anthropic(name, *args, **kw):
+        if name == "anthropic" or name.startswith("anthropic."):
+            raise ImportError("No module named 'anthropic'")
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_anthropic)
+    from pdesharp.llm import make_model
+
+    with pytest.raises(ImportError, match=r"pip install 'pdesharp\[anthropic\]'"):
+        make_model("anthropic:claude-sonnet-4")
