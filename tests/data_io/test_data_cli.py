@@ -58,6 +58,7 @@ def test_generate_cli_writes_float32_gzip_with_provenance(fake_generator, tmp_pa
         assert a["scheme_scheme"] == "fake exact solution" and a["scheme_cfl"] == 0.4
         assert a["pdesharp_version"] and a["created"].startswith("20")
         assert '"nx": 32' in a["options"]
+        assert a["parameters"] == "generator defaults" and "0.1" in a["task_parameters"]
     assert not list(out.parent.glob("*.part"))
     # a second run refuses to clobber the file unless asked
     with pytest.raises(SystemExit) as err:

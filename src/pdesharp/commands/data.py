@@ -246,7 +246,8 @@ def run_generate(args) -> int:
     try:
         with console.status(f"generating {args.samples} {task.name} samples (seed {args.seed})"):
             path = generate_to_file(task.name, args.samples, args.seed, out=out,
-                                    nx=args.nx, options=options)
+                                    nx=args.nx, options=options,
+                                    extra_attrs={"task_parameters": task.parameters})
     except GeneratorUnavailable as exc:
         fail(str(exc))
     except (TypeError, ValueError) as exc:

@@ -149,6 +149,7 @@ def generate_to_file(
     nx: int | None = None,
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    extra_attrs: Mapping[str, Any] | None = None,
 ) -> Path:
     """Run the task's generator and write its output to ``out`` with provenance attributes."""
     if n_samples < 1:
@@ -167,9 +168,10 @@ def generate_to_file(
         "task": task,
         "seed": int(seed),
         "n_samples": int(n_samples),
-        "parameters": dict(params) if params else {},
+        "parameters": dict(params) if params else "generator defaults",
         "options": kwargs,
     }
+    attrs.update(extra_attrs or {})
     extra = getattr(module, "ATTRS", None)  # a module may describe its scheme (name, CFL, ...)
     if isinstance(extra, Mapping):
         attrs.update({f"scheme_{k}": v for k, v in extra.items()})
