@@ -44,11 +44,26 @@ def _sampling_model(method: str, rec: RecordingModel, store: RunStore, *, model:
     return TECHNIQUES[method](rec)
 
 
+def has_test_split(evaluator) -> bool:
+    """Does the evaluator find test data? (``Evaluator.data_path`` raises DataNotFound, a
+    FileNotFoundError, when not; test doubles may answer ``has_split``.)"""
+    has_split = getattr(evaluator, "has_split", None)
+    if callable(has_split):
+        return bool(has_split("test"))
+    data_path = getattr(evaluator, "data_path", None)
+    if data_path is None:
+        return True
+    try:
+        data_path("test")
+    except FileNotFoundError:
+        return False
+    return True
+
+
 async def _test_result(store: RunStore, evaluator, cand) -> tuple[Any, str]:
     """The winner on the test split, or (None, why not). Test results are never shown to a
     model; they are only reported."""
-    has_split = getattr(evaluator, "has_split", None)
-    if callable(has_split) and not has_split("test"):
+    if not has_test_split(evaluator):
         return None, "no test data for this task: the table shows the dev score"
     try:
         result = await store.evaluate(evaluator, cand, split="test", feedback="nrmse")

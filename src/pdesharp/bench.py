@@ -1,0 +1,316 @@
+"""``pdesharp bench``: every method on every task, same model, evaluator and accounting.
+
+Layout of a bench folder::
+
+    bench.json                    the bench configuration (rewritten on every start)
+    <task>/<method>-r<k>/         one run folder per cell (RunStore + summary.json)
+    table.md, table.csv, table.json   the comparison table
+
+A cell whose ``summary.json`` exists is finished and not re-run; an unfinished cell is reopened
+and continued. All counts in the table are read back from the cells' run stores:
+
+* *solver evaluations*: counted executions on the feedback split (dev), debugging re-runs
+  included; the final test-split run of the winner is not part of it;
+* *debugging iterations per solver*: requests to fix a failed solver, divided by the number of
+  solvers written from scratch (samples, refinements, genesis candidates, patches);
+* model calls (paid or replayed from the journal are excluded: only calls that reached a model),
+  tokens in/out, cost, wall time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sqlite3
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pdesharp.baselines import BASELINES, short_label
+from pdesharp.baselines.common import BaselineConfig
+from pdesharp.baselines.runner import run_baseline
+from pdesharp.store import RunStore
+from pdesharp.task import Task, load_task
+
+ALL_METHODS = ("sharp",) + BASELINES
+
+
+class BenchError(ValueError):
+    """A bench cannot start (unknown method or task); the message says what to fix."""
+
+
+@dataclass
+class BenchConfig:
+    tasks: list[str]
+    methods: list[str]
+    model: str
+    out: str = "runs/bench"
+    repeats: int = 1
+    budget_evals: int | None = None  # the same evaluation budget for every method
+    samples: int = 32
+    refine_samples: int = 12
+    debug_rounds: int = 4
+    optillm_url: str | None = None
+    data_dir: str | None = None
+    max_samples: int | None = None  # evaluate on the first k samples of each split (smoke runs)
+    workers: int = 1  # solver executions at once
+    sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
+
+    def validate(self) -> None:
+        bad = [m for m in self.methods if m not in ALL_METHODS]
+        if bad:
+            raise BenchError(f"unknown method(s) {', '.join(bad)}; choose from "
+                             f"{', '.join(ALL_METHODS)}")
+        if not self.tasks:
+            raise BenchError("no tasks given (--tasks advection,burgers,...)")
+        if self.repeats < 1:
+            raise BenchError("--repeats must be at least 1")
+
+
+ModelFactory = Callable[[str, Task, int], Any]  # (method, task, repeat) -> ChatModel
+EvaluatorFactory = Callable[[Task], Any]
+
+
+def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
+    return Path(out) / task / f"{method}-r{repeat}"
+
+
+def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
+    from pdesharp.llm.factory import make_model
+
+    def factory(method: str, task: Task, repeat: int):
+        return make_model(cfg.model)
+
+    return factory
+
+
+def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
+    from pdesharp.evaluate import Evaluator
+
+    def factory(task: Task):
+        return Evaluator(task, data_dir=cfg.data_dir, max_samples=cfg.max_samples,
+                         workers=cfg.workers)
+
+    return factory
+
+
+def baseline_config(cfg: BenchConfig, repeat: int) -> BaselineConfig:
+    return BaselineConfig(samples=cfg.samples, refine_samples=cfg.refine_samples,
+                          debug_rounds=cfg.debug_rounds, budget_evals=cfg.budget_evals,
+                          seed=repeat)
+
+
+async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig) -> None:
+    """PDE-SHARP through its own pipeline, into the cell's run folder."""
+    from pdesharp.pipeline import solve
+
+    kwargs = dict(cfg.sharp_options)
+    if cfg.budget_evals is not None:
+        kwargs.setdefault("max_evals", cfg.budget_evals)
+    await solve(task, model=model, evaluator=evaluator, out=run_dir.parent,
+                run_id=run_dir.name, **kwargs)
+
+
+async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
+                   model_factory: ModelFactory, evaluator) -> Path:
+    """Run (or finish) one cell; returns its run folder."""
+    run_dir = cell_dir(cfg.out, task.name, method, repeat)
+    if (run_dir / "summary.json").is_file():
+        return run_dir
+    model = model_factory(method, task, repeat)
+    bcfg = baseline_config(cfg, repeat)
+    if method == "sharp":
+        await _run_sharp(task, model=model, evaluator=evaluator, run_dir=run_dir, cfg=cfg)
+        return run_dir
+    seed_run = None
+    if method == "codepde-r":
+        seed_run = await run_cell(task, "codepde", repeat, cfg=cfg, model_factory=model_factory,
+                                  evaluator=evaluator)
+    await run_baseline(method, task, model=model, evaluator=evaluator, out_root=run_dir.parent,
+                       cfg=bcfg, run_id=run_dir.name, seed_run=seed_run,
+                       optillm_url=cfg.optillm_url, upstream_model=cfg.model)
+    return run_dir
+
+
+async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = None,
+                    evaluator_factory: EvaluatorFactory | None = None,
+                    progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Run every (task, method, repeat) cell not yet finished, then write the tables."""
+    cfg.validate()
+    tasks = [load_task(t) for t in cfg.tasks]
+    out = Path(cfg.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(asdict(cfg), indent=2))
+    model_factory = model_factory or _default_model_factory(cfg)
+    evaluator_factory = evaluator_factory or _default_evaluator_factory(cfg)
+    # codepde before codepde-r, so refinement finds its seeds; otherwise the order given.
+    methods = sorted(cfg.methods, key=lambda m: (m == "codepde-r",))
+    for repeat in range(cfg.repeats):
+        for task in tasks:
+            evaluator = evaluator_factory(task)
+            for method in methods:
+                done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
+                if progress:
+                    progress(f"{task.name} / {method} / repeat {repeat}: "
+                             f"{'already finished' if done else 'running'}")
+                await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
+                               evaluator=evaluator)
+    rows = collect(out, cfg.tasks, cfg.methods, cfg.repeats)
+    write_tables(out, rows)
+    return rows
+
+
+# -- the table -------------------------------------------------------------------------------
+
+SOLVER_ORIGINS = ("genesis", "patch", "baseline")  # solvers written from scratch or by patch
+
+
+def cell_stats(run_dir: Path) -> dict:
+    """One finished cell's numbers: counts from its store (read-only), scores from summary.json."""
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    split = summary.get("feedback_split", "dev")
+    db = sqlite3.connect(f"file:{Path(run_dir) / RunStore.DB_NAME}?mode=ro", uri=True)
+    try:
+        evals = db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND split=?",
+                           (split,)).fetchone()[0]
+        debug = db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0]
+        calls, t_in, t_out, cost = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),"
+            " COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE cached=0 AND error=''").fetchone()
+        n_solvers = db.execute(
+            "SELECT COUNT(*) FROM candidates WHERE origin IN (%s)" % ",".join("?" * len(SOLVER_ORIGINS)),
+            SOLVER_ORIGINS).fetchone()[0]
+    finally:
+        db.close()
+    return {
+        "run": str(run_dir),
+        "status": summary.get("status"),
+        "test_nrmse": summary.get("test_nrmse"),
+        "dev_score": summary.get("best_dev_score"),
+        "evaluations": evals,
+        "debug_iterations": debug,
+        "solvers": n_solvers,
+        "model_calls": calls,
+        "tokens_in": t_in,
+        "tokens_out": t_out,
+        "tokens_in_reported": summary.get("tokens_in_reported", True),
+        "cost_usd": round(cost, 6),
+        "wall_seconds": summary.get("wall_seconds"),
+        "label": summary.get("method_short"),
+    }
+
+
+def _mean_spread(values: list[float]) -> tuple[float | None, float | None]:
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None, None
+    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
+
+
+def collect(out: str | Path, tasks: list[str], methods: list[str], repeats: int) -> list[dict]:
+    """One row per (task, method): means (and spread of the score) over finished repeats."""
+    rows = []
+    for task in tasks:
+        for method in methods:
+            cells = [cell_stats(d) for k in range(repeats)
+                     if ((d := cell_dir(out, task, method, k)) / "summary.json").is_file()]
+            if not cells:
+                continue
+            has_test = all(c["test_nrmse"] is not None for c in cells)
+            scores = [c["test_nrmse"] if has_test else c["dev_score"] for c in cells]
+            score, spread = _mean_spread(scores)
+            mean = lambda key: statistics.fmean(c[key] for c in cells)  # noqa: E731
+            solvers = sum(c["solvers"] for c in cells)
+            rows.append({
+                "task": task, "method": method,
+                "label": cells[0]["label"] or short_label(method),
+                "repeats": len(cells),
+                "score_split": "test" if has_test else "dev",
+                "nrmse": score, "nrmse_spread": spread, "nrmse_per_repeat": scores,
+                "dev_score": _mean_spread([c["dev_score"] for c in cells])[0],
+                "evaluations": mean("evaluations"),
+                "debug_iterations": mean("debug_iterations"),
+                "debug_per_solver": (sum(c["debug_iterations"] for c in cells) / solvers
+                                     if solvers else None),
+                "model_calls": mean("model_calls"),
+                "tokens_in": mean("tokens_in") if all(c["tokens_in_reported"] for c in cells)
+                else None,
+                "tokens_out": mean("tokens_out"),
+                "cost_usd": mean("cost_usd"),
+                "wall_seconds": statistics.fmean(c["wall_seconds"] or 0.0 for c in cells),
+                "runs": [c["run"] for c in cells],
+                "statuses": [c["status"] for c in cells],
+            })
+    return rows
+
+
+COLUMNS = [
+    ("task", "task"), ("label", "method"), ("nrmse", "nRMSE"), ("dev_score", "dev score"),
+    ("evaluations", "solver evals"), ("debug_per_solver", "debug iters / solver"),
+    ("model_calls", "model calls"), ("tokens_in", "tokens in"), ("tokens_out", "tokens out"),
+    ("cost_usd", "cost USD"), ("wall_seconds", "wall s"), ("repeats", "repeats"),
+]
+
+
+def fmt(key: str, row: dict) -> str:
+    v = row.get(key)
+    if key == "nrmse":
+        if v is None:
+            return "failed"
+        spread = f" ± {row['nrmse_spread']:.1e}" if row["repeats"] > 1 else ""
+        return f"{v:.3e}{spread} ({row['score_split']})"
+    if v is None:
+        return "n/a"
+    if key == "dev_score":
+        return f"{v:.3e}"
+    if key in ("evaluations", "model_calls", "tokens_in", "tokens_out", "debug_iterations"):
+        return f"{v:.1f}" if row["repeats"] > 1 and v != int(v) else f"{int(round(v))}"
+    if key == "debug_per_solver":
+        return f"{v:.2f}"
+    if key == "cost_usd":
+        return f"{v:.4f}"
+    if key == "wall_seconds":
+        return f"{v:.1f}"
+    return str(v)
+
+
+def to_markdown(rows: list[dict]) -> str:
+    head = "| " + " | ".join(h for _, h in COLUMNS) + " |"
+    sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
+    lines = [head, sep] + ["| " + " | ".join(fmt(k, r) for k, _ in COLUMNS) + " |" for r in rows]
+    notes = ["", "nRMSE: mean ± sample standard deviation over repeats, on the test split when "
+             "every repeat has one, else on dev (labelled). Solver evals: counted executions on "
+             "the feedback split, debugging re-runs included. 'n/a' tokens in: the OptiLLM proxy "
+             "reports completion tokens only."]
+    return "\n".join(lines + notes) + "\n"
+
+
+def to_csv(rows: list[dict]) -> str:
+    keys = ["task", "method", "label", "repeats", "score_split", "nrmse", "nrmse_spread",
+            "dev_score", "evaluations", "debug_iterations", "debug_per_solver", "model_calls",
+            "tokens_in", "tokens_out", "cost_usd", "wall_seconds"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in keys})
+    return buf.getvalue()
+
+
+def write_tables(out: str | Path, rows: list[dict]) -> None:
+    out = Path(out)
+    (out / "table.md").write_text(to_markdown(rows))
+    (out / "table.csv").write_text(to_csv(rows))
+    (out / "table.json").write_text(json.dumps(rows, indent=2))
+
+
+def load_bench(out: str | Path) -> tuple[BenchConfig, list[dict]]:
+    """A bench folder's configuration and its table rows (recomputed from the stores)."""
+    out = Path(out)
+    data = json.loads((out / "bench.json").read_text())
+    cfg = BenchConfig(**data)
+    return cfg, collect(out, cfg.tasks, cfg.methods, cfg.repeats)

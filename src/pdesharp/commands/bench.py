@@ -1,0 +1,61 @@
+"""``pdesharp bench``: run methods side by side on tasks and write the comparison table."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from pdesharp.commands._common import fail
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "bench", help="run PDE-SHARP and the baselines on the same tasks and compare them",
+        description="Run every method on every task (resumable: finished cells are kept) and "
+                    "write table.md / table.csv / table.json in the bench folder. Methods: "
+                    "sharp, codepde, codepde-r, cot, moa, cepo (cot/moa/cepo are our "
+                    "re-implementations of OptiLLM's techniques unless --optillm-url is given).")
+    p.add_argument("--tasks", required=True, type=_csv, help="comma-separated task names")
+    p.add_argument("--methods", type=_csv, default=["sharp", "codepde", "codepde-r", "cot",
+                                                     "moa", "cepo"],
+                   help="comma-separated methods (default: all six)")
+    p.add_argument("--model", required=True, help="model spec, e.g. openai:gpt-4o-mini")
+    p.add_argument("--repeats", type=int, default=1, help="independent repeats per cell")
+    p.add_argument("--out", default="runs/bench", help="bench folder (default runs/bench)")
+    p.add_argument("--budget-evals", type=int, default=None,
+                   help="the same solver-evaluation budget for every method")
+    p.add_argument("--samples", type=int, default=32,
+                   help="samples for codepde / cot / moa / cepo (CodePDE: 32)")
+    p.add_argument("--refine-samples", type=int, default=12, help="codepde-r programs (12)")
+    p.add_argument("--debug-rounds", type=int, default=4, help="debugging rounds per sample (4)")
+    p.add_argument("--optillm-url", default=None,
+                   help="URL of an OptiLLM proxy you started (e.g. http://127.0.0.1:8000/v1): "
+                        "cot/moa/cepo then run the real OptiLLM instead of our re-implementation")
+    p.add_argument("--data-dir", default=None, help="reference data folder")
+    p.add_argument("--max-samples", type=int, default=None,
+                   help="evaluate on the first K samples only (quick runs; not comparable)")
+    p.add_argument("--workers", type=int, default=1, help="solver executions at once")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pdesharp.bench import BenchConfig, BenchError, run_bench, to_markdown
+    from pdesharp.task import TaskError
+
+    cfg = BenchConfig(tasks=args.tasks, methods=args.methods, model=args.model, out=args.out,
+                      repeats=args.repeats, budget_evals=args.budget_evals, samples=args.samples,
+                      refine_samples=args.refine_samples, debug_rounds=args.debug_rounds,
+                      optillm_url=args.optillm_url, data_dir=args.data_dir,
+                      max_samples=args.max_samples, workers=args.workers)
+    try:
+        rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
+    except (BenchError, TaskError) as exc:
+        fail(str(exc))
+    print(to_markdown(rows))
+    print(f"tables written to {cfg.out}/table.md, table.csv, table.json; "
+          f"HTML: pdesharp report {cfg.out}")
+    return 0

@@ -1,0 +1,103 @@
+"""``pdesharp bench`` end to end: two tasks, the methods, the scripted model (replies ours),
+the real sandboxed evaluator on 2 dev samples; table counts checked against the stores."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import sqlite3
+
+import pytest
+from bench_script import make_script
+
+from pdesharp.bench import BenchConfig, cell_dir, run_bench
+from pdesharp.evaluate import Evaluator
+from pdesharp.llm import ScriptedModel
+
+METHODS = ["codepde", "codepde-r", "cot", "moa", "cepo"]
+# model calls per method with samples=1, refine_samples=1 and the script in bench_script:
+# codepde: generate (crash) + 1 debug on advection... see expected_calls below.
+
+
+def store_counts(run_dir):
+    db = sqlite3.connect(run_dir / "run.sqlite")
+    out = {
+        "evaluations": db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND "
+                                  "split='dev'").fetchone()[0],
+        "debug_iterations": db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0],
+        "model_calls": db.execute("SELECT COUNT(*) FROM model_calls WHERE cached=0").fetchone()[0],
+    }
+    db.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory, shared_data):
+    out = tmp_path_factory.mktemp("bench")
+    cfg = BenchConfig(tasks=["advection", "burgers"], methods=METHODS, model="scripted",
+                      out=str(out), samples=1, refine_samples=1)
+    models = {}
+
+    def model_factory(method, task, repeat):
+        # One scripted model per cell so that each cell's calls can be counted separately.
+        m = ScriptedModel(make_script(task.name), name=f"scripted:{method}")
+        models[(task.name, method)] = m
+        return m
+
+    def evaluator_factory(task):
+        # 2 samples, no convergence test / residual: tiny and fast, still the real sandbox.
+        return Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False,
+                         residual=False)
+
+    rows = asyncio.run(run_bench(cfg, model_factory=model_factory,
+                                 evaluator_factory=evaluator_factory))
+    return out, cfg, rows, models, model_factory, evaluator_factory
+
+
+def test_bench_table_counts_match_the_stores(bench):
+    out, cfg, rows, models, *_ = bench
+    assert [(r["task"], r["method"]) for r in rows] == [
+        (t, m) for t in ("advection", "burgers") for m in METHODS]
+    for r in rows:
+        run_dir = cell_dir(out, r["task"], r["method"], 0)
+        counts = store_counts(run_dir)
+        assert r["evaluations"] == counts["evaluations"]
+        assert r["debug_iterations"] == counts["debug_iterations"]
+        assert r["model_calls"] == counts["model_calls"] == len(models[(r["task"], r["method"])].calls)
+        assert r["score_split"] == "dev"  # the shared data has no test split
+        assert r["nrmse"] is not None and r["nrmse"] == r["dev_score"]
+    by = {(r["task"], r["method"]): r for r in rows}
+    # codepde: a crashing first solver, one debugging round, the fix: 2 executions, 2 calls.
+    assert (by["advection", "codepde"]["evaluations"], by["advection", "codepde"]["debug_iterations"],
+            by["advection", "codepde"]["model_calls"]) == (2, 1, 2)
+    assert by["advection", "codepde"]["debug_per_solver"] == 1.0
+    # One sample each: cot 1 call, moa 3 candidates + critique + final, cepo 3x(3x2 + 2) + 3.
+    assert by["advection", "cot"]["model_calls"] == 1
+    assert by["advection", "moa"]["model_calls"] == 5
+    assert by["advection", "cepo"]["model_calls"] == 27
+    for m in ("codepde-r", "cot", "moa", "cepo"):
+        assert by["advection", m]["evaluations"] == 1 and by["advection", m]["debug_iterations"] == 0
+    # The exact shift is far better than a frozen Burgers solution; both are real numbers.
+    assert by["advection", "cot"]["nrmse"] < 1e-2 < by["burgers", "cot"]["nrmse"]
+    assert "re-impl" in by["advection", "moa"]["label"]
+    table = (out / "table.md").read_text()
+    assert "| advection | cepo (re-impl.) |" in table and "(dev)" in table
+    with open(out / "table.csv") as fh:
+        csv_rows = list(csv.DictReader(fh))
+    assert len(csv_rows) == 10 and float(csv_rows[0]["evaluations"]) == 2
+    assert json.loads((out / "table.json").read_text())[0]["model_calls"] == 2
+
+
+def test_bench_is_resumable_finished_cells_are_not_rerun(bench):
+    out, cfg, rows, models, model_factory, evaluator_factory = bench
+    calls = []
+
+    def counting_factory(method, task, repeat):
+        calls.append((task.name, method))
+        return model_factory(method, task, repeat)
+
+    again = asyncio.run(run_bench(cfg, model_factory=counting_factory,
+                                  evaluator_factory=evaluator_factory))
+    assert calls == []
+    assert [r["evaluations"] for r in again] == [r["evaluations"] for r in rows]
