@@ -36,10 +36,12 @@ def plot_sample(task: Task, pred: dict[str, np.ndarray], ref: ReferenceData, pat
             if len(task.equation.space) == 2:
                 (x0, x1), (y0, y1) = (task.domain[a] for a in task.equation.space)
                 extent = [y0, y1, x1, x0]
-            for ax, img, title, cmap in zip(axes[row], (p, r, err),
-                                            ("prediction", "reference", "error"),
-                                            ("viridis", "viridis", "coolwarm")):
-                im = ax.imshow(img, extent=extent, cmap=cmap, aspect="auto")
+            emax = float(np.abs(err).max()) or 1.0
+            for ax, img, title, cmap, lim in zip(axes[row], (p, r, err),
+                                                 ("prediction", "reference", "error"),
+                                                 ("viridis", "viridis", "coolwarm"),
+                                                 ((None, None), (None, None), (-emax, emax))):
+                im = ax.imshow(img, extent=extent, cmap=cmap, aspect="auto", vmin=lim[0], vmax=lim[1])
                 ax.set_title(f"{name}: {title}")
                 fig.colorbar(im, ax=ax)
             continue
@@ -47,10 +49,11 @@ def plot_sample(task: Task, pred: dict[str, np.ndarray], ref: ReferenceData, pat
         t = ref.t if ref.t is not None else np.arange(p.shape[0])
         extent = [lo, hi, float(t[-1]), float(t[0])]
         vmin, vmax = float(r.min()), float(r.max())
+        emax = float(np.abs(err).max()) or 1.0  # symmetric, so white means no error
         for ax, img, title, cmap, lim in zip(axes[row][:3], (p, r, err),
                                              ("prediction", "reference", "error"),
                                              ("viridis", "viridis", "coolwarm"),
-                                             ((vmin, vmax), (vmin, vmax), (None, None))):
+                                             ((vmin, vmax), (vmin, vmax), (-emax, emax))):
             im = ax.imshow(img, extent=extent, cmap=cmap, aspect="auto", vmin=lim[0], vmax=lim[1])
             ax.set_title(f"{name}: {title}")
             ax.set_xlabel(task.equation.space[0])

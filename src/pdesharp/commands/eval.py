@@ -1,0 +1,87 @@
+"""``pdesharp eval SOLVER.py --task NAME``: score one solver file, as CodePDE would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
+from pdesharp.data.paths import DataNotFound
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate a solver file on a task's reference data (sandboxed)")
+    p.add_argument("solver", help="Python file defining the task's solver function")
+    add_task_argument(p)
+    p.add_argument("--split", choices=["dev", "test"], default="dev")
+    p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse",
+                   help="which score drives selection (recorded in the result)")
+    p.add_argument("--json", dest="json_out", default=None, help="write the full result as JSON")
+    p.add_argument("--plot", default=None, help="write a prediction/reference/error PNG")
+    p.add_argument("--prediction", default=None, help="save the prediction as .npz")
+    p.add_argument("--timeout", type=float, default=None, help="seconds (default: the task's)")
+    p.add_argument("--memory-mb", type=int, default=None, help="address-space limit of the child")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads in the child")
+    p.add_argument("--no-convergence", action="store_true", help="skip CodePDE's convergence test")
+    p.add_argument("--no-residual", action="store_true",
+                   help="skip the PDE residual unless --feedback residual")
+    p.add_argument("--max-samples", type=int, default=None, help="evaluate on the first N samples")
+    p.add_argument("--keep-scratch", action="store_true", help="keep the sandbox directory")
+    add_data_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _fmt(v, spec: str = ".3e") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def run(args) -> int:
+    from pdesharp.evaluate import Evaluator
+
+    task = task_or_exit(args.task)
+    path = Path(args.solver)
+    try:
+        code = path.read_text()
+    except OSError as exc:
+        fail(f"cannot read solver file {path}: {exc.strerror}")
+    ev = Evaluator(task, data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
+                   workers=args.workers, timeout=args.timeout, memory_mb=args.memory_mb,
+                   convergence=not args.no_convergence, max_samples=args.max_samples,
+                   residual=not args.no_residual, threads=args.threads,
+                   keep_scratch=args.keep_scratch)
+    try:
+        result = ev.evaluate_sync(code, split=args.split, feedback=args.feedback,
+                                  label=path.stem, plot_path=Path(args.plot) if args.plot else None,
+                                  prediction_path=Path(args.prediction) if args.prediction else None)
+    except DataNotFound as exc:
+        fail(str(exc))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result.model_dump(mode="json"), indent=2))
+    console = Console()
+    table = Table(title=f"{task.name}: {path.name} on {args.split} ({result.n_samples} samples)")
+    table.add_column("metric")
+    table.add_column("value")
+    style = "green" if result.ok else "red"
+    table.add_row("status", f"[{style}]{result.status}[/{style}]")
+    table.add_row("nRMSE", _fmt(result.nrmse))
+    table.add_row("PDE residual", _fmt(result.residual))
+    table.add_row("convergence order", _fmt(result.convergence_order, ".3f"))
+    table.add_row("solver time (s)", _fmt(result.solver_seconds, ".2f"))
+    table.add_row("wall time (s)", _fmt(result.wall_seconds, ".2f"))
+    table.add_row("peak memory (MB)", _fmt(result.peak_memory_mb, ".0f"))
+    if result.message:
+        table.add_row("message", result.message)
+    if result.convergence_note:
+        table.add_row("convergence note", result.convergence_note)
+    if result.plot_path:
+        table.add_row("plot", result.plot_path)
+    console.print(table)
+    if not result.ok and result.stderr_tail:
+        console.print("[bold]stderr (tail):[/bold]")
+        console.print(result.stderr_tail[-2000:], markup=False, highlight=False)
+    console.print(result.summary_line(), markup=False, highlight=False)
+    return 0 if result.ok else 1
