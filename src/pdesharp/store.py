@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pdesharp.llm.base import Message, Reply
+from pdesharp.llm.base import BudgetExceeded, Message, Reply
 from pdesharp.records import Candidate, EvalResult, Feedback, Split
 
 SCHEMA = """
@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS model_calls (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, model TEXT, tag TEXT, sample_index INTEGER,
     messages TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
-    cost_usd REAL, latency_s REAL, cached INTEGER, error TEXT DEFAULT '');
+    cost_usd REAL, latency_s REAL, cached INTEGER, error TEXT DEFAULT '',
+    request_key TEXT DEFAULT '', source TEXT DEFAULT 'model');
 CREATE TABLE IF NOT EXISTS candidates (
     id TEXT PRIMARY KEY, seq INTEGER, code TEXT, code_sha256 TEXT, origin TEXT, parents TEXT,
     judge TEXT, round INTEGER, cycle INTEGER, title TEXT, justification TEXT, static_check TEXT);
@@ -100,6 +101,9 @@ class RunStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._inflight: dict[tuple[str, str, str], asyncio.Future] = {}
+        # Feedback evaluations allowed in this run (None: unlimited). The one final test-split
+        # evaluation is outside this budget: it is the number the run reports.
+        self.eval_limit: int | None = None
         self._session_start = time.monotonic()
         (self.dir / "candidates").mkdir(exist_ok=True)
         (self.dir / "logs").mkdir(exist_ok=True)
@@ -223,6 +227,10 @@ class RunStore:
             result = await asyncio.shield(self._inflight[key])
             self._insert_eval(candidate.id, sha, split, feedback, result, counted=False)
             return result
+        if self.eval_limit is not None and split != "test" and \
+                self.n_evaluations + len(self._inflight) >= self.eval_limit:
+            raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
+                                 " (--max-evals)")
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
@@ -290,17 +298,30 @@ class RunStore:
 
     # -- model calls and events ----------------------------------------------------------
     def record_model_call(self, *, model: str, tag: str, messages: list[Message],
-                          reply: Reply | None, sample_index: int = 0, error: str = "") -> None:
+                          reply: Reply | None, sample_index: int = 0, error: str = "",
+                          request_key: str = "", source: str | None = None) -> None:
+        """One chat call. ``source``: "model" (a paid call), "cache" (the cross-run response
+        cache answered) or "replay" (a resumed run re-used this run's own earlier reply)."""
         usage = reply.usage if reply else None
+        if source is None:
+            source = "cache" if reply is not None and reply.cached else "model"
         self.db.execute(
             "INSERT INTO model_calls(ts, model, tag, sample_index, messages, reply, "
-            "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, error) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, error, request_key, "
+            "source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (_now(), reply.model if reply else model, tag, sample_index,
              json.dumps([m.model_dump() for m in messages]), reply.text if reply else None,
              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
              reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
-             int(bool(reply and reply.cached)), error))
+             int(source != "model"), error, request_key, source))
+
+    def replayable_calls(self) -> dict[str, list[sqlite3.Row]]:
+        """Completed calls of this run by request key, in call order (for resume)."""
+        out: dict[str, list[sqlite3.Row]] = {}
+        for r in self.db.execute("SELECT * FROM model_calls WHERE source != 'replay' AND "
+                                 "error = '' AND request_key != '' ORDER BY seq"):
+            out.setdefault(r["request_key"], []).append(r)
+        return out
 
     def event(self, kind: str, **data: Any) -> None:
         """A tournament event: nomination, proposal, patch_failed, saturation, budget_stop..."""
@@ -323,7 +344,7 @@ class RunStore:
 
     def accounting(self) -> dict:
         q = self.db.execute(
-            "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), "
+            "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), "  # paid calls only
             "COUNT(*) FILTER (WHERE cached=1), COALESCE(SUM(prompt_tokens) FILTER (WHERE cached=0), 0),"
             " COALESCE(SUM(completion_tokens) FILTER (WHERE cached=0), 0), "
             "COALESCE(SUM(cost_usd) FILTER (WHERE cached=0), 0) FROM model_calls").fetchone()

@@ -1,0 +1,101 @@
+"""Genesis: N candidate solvers written from the analysis. Nothing is executed here.
+
+The N calls run concurrently (bounded by ``workers``), each with its own ``sample_index`` so the
+response cache tells identical prompts apart. The code is the longest ```python block of the
+reply (CodePDE's rule). A reply without one gets one re-ask; if that fails too, the sample is
+recorded as a failed candidate (empty code, ``static_check`` saying why) and the run goes on.
+Each candidate gets a free static check: it parses, defines the solver with the template's
+parameter names, and imports only installed modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+
+from pdesharp.llm.base import Message
+from pdesharp.prompting import allowed_modules, ask, extract_code, render, task_context
+from pdesharp.records import Analysis, Candidate
+from pdesharp.task import Task
+
+NO_CODE = "no code block in the reply"
+
+
+def static_check(code: str, task: Task) -> str:
+    """"ok", or the first reason ``code`` cannot be a valid solver for ``task``."""
+    if not code.strip():
+        return NO_CODE
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"syntax error, line {exc.lineno}: {exc.msg}"
+    allowed = allowed_modules()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            if name.split(".")[0] not in allowed:
+                return f"imports {name}, which is not installed"
+    spec = task.solver
+    wanted = [a.name for a in spec.args]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == spec.name:
+            got = [a.arg for a in node.args.posonlyargs + node.args.args]
+            if got != wanted:
+                return f"{spec.name} takes ({', '.join(got)}), expected ({', '.join(wanted)})"
+            return "ok"
+    return f"no top-level function {spec.name}"
+
+
+def title_of(text: str) -> str:
+    m = re.search(r"^\W*title\W*:\s*(.+)$", text, re.IGNORECASE | re.MULTILINE)
+    return m.group(1).strip().strip("*").strip()[:120] if m else ""
+
+
+def justification_of(text: str, limit: int = 600) -> str:
+    """The prose before the code block, trimmed (the model's own account of its design)."""
+    head = text.split("```", 1)[0]
+    head = "\n".join(ln for ln in head.splitlines() if not re.match(r"^\W*title\W*:", ln, re.I))
+    return " ".join(head.split())[:limit]
+
+
+class LLMAuthor:
+    """Implements :class:`pdesharp.roles.Author` on a ChatModel."""
+
+    def __init__(self, model, name: str = "author", workers: int = 4):
+        self.model = model
+        self.name = name
+        self.workers = max(1, workers)
+
+    async def write(self, task: Task, analysis: Analysis, n: int) -> list[Candidate]:
+        gate = asyncio.Semaphore(self.workers)
+        width = len(str(n))  # g1..g9, or g01..g32: ids sort in order
+
+        async def one(i: int) -> Candidate:
+            async with gate:
+                return await self._sample(task, analysis, i, n, f"g{i + 1:0{width}d}")
+
+        return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+    async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str) -> Candidate:
+        prompt = render("genesis", **task_context(task), route=analysis.route,
+                        steps=analysis.steps, stability=analysis.stability,
+                        key_facts=analysis.key_facts, index=i + 1, total=n)
+        messages = [Message(role="system", content=render("system", role="a solver author")),
+                    Message(role="user", content=prompt)]
+        text = await ask(self.model, messages, "genesis", sample_index=i)
+        code = extract_code(text)
+        if code is None:
+            messages += [Message(role="assistant", content=text),
+                         Message(role="user", content=render("reask_code",
+                                                             signature=task.solver.signature))]
+            retry = await ask(self.model, messages, "genesis.reask", sample_index=i)
+            code = extract_code(retry)
+            text = text if code is None else retry
+        code = code or ""
+        return Candidate(id=cid, code=code, origin="genesis", title=title_of(text),
+                         justification=justification_of(text), static_check=static_check(code, task))

@@ -1,0 +1,171 @@
+"""PDE-SHARP end to end: Analysis -> Genesis -> Synthesis -> final test evaluation -> report.
+
+Read :func:`solve` top to bottom: that is the whole method. The roles (who analyses, who writes
+candidates, who judges) are pluggable (:class:`Roles`; LLM roles or the built-in analyst), and
+everything that happens lands in the run store, which is what makes runs resumable: a resumed
+run executes :func:`solve` again on the same store, where every completed model call is
+replayed from the journal and every completed evaluation is looked up, not repeated. The
+pipeline makes no random choices (ties break by candidate order), so ``seed`` only feeds what
+the roles may sample.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from pdesharp.llm.base import BudgetExceeded
+from pdesharp.records import Analysis, Feedback
+from pdesharp.store import RunStore
+from pdesharp.synthesis.tournament import Tournament, TournamentSettings
+from pdesharp.task import Task
+
+
+class SolveConfig(BaseModel):
+    """Everything a run depends on; saved as the run's ``config.json`` (resume reloads it)."""
+
+    task: str = ""  # built-in task name or spec path, for `pdesharp resume`
+    model: str | None = None  # "provider:model", "builtin", or "scripted:PATH" (testing aid)
+    judges: list[str] | None = None  # three model specs; default: the main model three times
+    candidates: int = Field(32, ge=1)
+    feedback: Feedback = "nrmse"
+    max_rounds: int = Field(4, ge=1)
+    rejudge_cycles: int = Field(1, ge=0)
+    saturation_factor: float = Field(0.9, gt=0, le=1)
+    patience: int = Field(1, ge=1)
+    debug_attempts: int = Field(2, ge=0)
+    workers: int = Field(2, ge=1)
+    max_usd: float | None = None
+    max_tokens: int | None = None
+    max_evals: int | None = None
+    seed: int = 0
+    no_cache: bool = False
+    out: str = "runs"
+    data_dir: str | None = None
+    dev_data: str | None = None
+    test_data: str | None = None
+    timeout: float | None = None
+    max_samples: int | None = None  # evaluate on the first samples only (quick runs, tests)
+    base_url: str | None = None  # OpenAI-compatible endpoint override
+
+
+@dataclass
+class Roles:
+    """Who fills each extension point of :mod:`pdesharp.roles`."""
+
+    analyst: object  # roles.Analyst
+    author: object  # roles.Author
+    judges: list  # three roles.Judge
+    reporter: object | None = None  # a ChatModel for the narrative, or None to skip it
+
+
+@dataclass
+class SolveResult:
+    run_dir: Path
+    status: Literal["finished", "budget_stop"]
+    best_id: str | None
+    best_dev_score: float | None
+    test_nrmse: float | None
+    stop_reason: str = ""
+    summary: dict = field(default_factory=dict)
+
+
+Progress = Callable[..., None]
+
+
+async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, evaluator,
+                progress: Progress | None = None) -> SolveResult:
+    """Run PDE-SHARP on ``task``. BudgetExceeded ends the search early, never the run."""
+    progress = progress or (lambda **kw: None)
+    store.set_status("running")
+    store.eval_limit = config.max_evals
+    analysis: Analysis | None = None
+    stop_reason = ""
+    try:
+        # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
+        progress(stage="analysis")
+        analysis = await roles.analyst.analyse(task)
+        (store.dir / "analysis.json").write_text(analysis.model_dump_json(indent=2))
+        store.event("analysis", route=analysis.route, source=analysis.source)
+
+        # 2. Genesis: N candidate solvers, statically checked, none executed.
+        progress(stage="genesis", candidates=config.candidates)
+        candidates = await roles.author.write(task, analysis, config.candidates)
+        for c in candidates:
+            store.add_candidate(c)
+        store.event("genesis", written=len(candidates),
+                    failed=sum(c.static_check != "ok" for c in candidates))
+        progress(stage="genesis", written=len(candidates))
+
+        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts.
+        settings = TournamentSettings(
+            feedback=config.feedback, max_rounds=config.max_rounds,
+            rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
+            patience=config.patience, debug_attempts=config.debug_attempts,
+            workers=config.workers)
+        await Tournament(task, analysis, roles.judges, store, evaluator, settings,
+                         progress).run(candidates)
+    except BudgetExceeded as exc:
+        stop_reason = str(exc)
+        store.event("budget_stop", reason=stop_reason)
+        progress(stage="budget_stop", reason=stop_reason)
+
+    # 4. Final evaluation: the best solver by feedback, once, on the test split. This number
+    #    is reported and never shown to any model.
+    progress(stage="test")
+    best = store.best_candidate("dev", config.feedback)
+    test_nrmse, test_note = None, ""
+    if best is None:
+        test_note = "no solver executed successfully"
+    elif not _has_test_split(evaluator):
+        test_note = "no test split (only dev data available)"
+    else:
+        test = await store.evaluate(evaluator, best[0], split="test", feedback="nrmse")
+        test_nrmse = test.nrmse if test.ok else None
+        test_note = "" if test.ok else f"test evaluation failed: {test.summary_line()}"
+    best_path = None
+    if best is not None:
+        best_path = store.dir / "best_solver.py"
+        best_path.write_text(best[0].code)
+
+    # 5. Report.
+    status = "budget_stop" if stop_reason else "finished"
+    store.set_status(status, stop_reason)
+    final = {"best_dev_score": best[1].score if best else None, "test_nrmse": test_nrmse,
+             "test_note": test_note, "best_id": best[0].id if best else None,
+             "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
+             "route": analysis.route if analysis else None}
+    progress(stage="report")
+    from pdesharp.reporter import write_report
+
+    await write_report(task, store, analysis, config, None if stop_reason else roles.reporter, final)
+    summary = store.write_summary(**final)
+    progress(stage="done", **final)
+    return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
+                       best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,
+                       stop_reason=stop_reason, summary=summary)
+
+
+def _has_test_split(evaluator) -> bool:
+    data_path = getattr(evaluator, "data_path", None)
+    if data_path is None:
+        return bool(getattr(evaluator, "has_test", True))
+    try:
+        data_path("test")
+    except FileNotFoundError:  # DataNotFound: the task declares or finds no test data
+        return False
+    return True
+
+
+def config_of(store: RunStore) -> SolveConfig:
+    """The config a run was started with (for `pdesharp resume`)."""
+    return SolveConfig.model_validate(store.config)
+
+
+def dump_config(config: SolveConfig) -> dict:
+    return json.loads(config.model_dump_json())

@@ -1,0 +1,142 @@
+"""Rendering the Jinja2 prompt templates and reading structure back out of model replies.
+
+Templates live in ``pdesharp/prompts/*.j2`` and are rendered with ``StrictUndefined``: a
+template that names a variable the caller did not pass is a bug and fails loudly. Every
+prompt that asks for code includes ``_task.j2``: the task description, the solver template,
+the libraries actually installed, and the constraints every solver must respect.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from functools import lru_cache
+
+import jinja2
+
+from pdesharp.task import Task
+
+# Libraries a solver may reasonably use; only the installed ones are offered to the model.
+CANDIDATE_LIBRARIES = ["numpy", "scipy", "torch", "jax", "numba"]
+
+CONSTRAINTS = [
+    "Keep the function name and the parameter names and order of the template unchanged.",
+    "Accept any grid size N and any batch size; nothing may be hard-coded to the data's grid.",
+    "Return every requested output frame, including the initial one at t = 0.",
+    "No plotting, no file I/O, no network access, no printing of large arrays.",
+    "Use only the Python standard library and the installed libraries listed above.",
+]
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pdesharp", "prompts"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+def render(name: str, **context) -> str:
+    """Render ``prompts/<name>.j2`` with ``context`` (missing variables raise)."""
+    return _env().get_template(f"{name}.j2").render(**context).strip() + "\n"
+
+
+@lru_cache(maxsize=1)
+def available_libraries() -> tuple[str, ...]:
+    """Installed numerical libraries, asking the evaluator first (it knows the sandbox)."""
+    try:
+        from pdesharp.evaluate import available_libraries as from_evaluator  # type: ignore
+        return tuple(from_evaluator())
+    except (ImportError, AttributeError):
+        pass
+    return tuple(name for name in CANDIDATE_LIBRARIES if importlib.util.find_spec(name))
+
+
+def allowed_modules() -> set[str]:
+    """Top-level modules a solver may import: the standard library and the installed set."""
+    return set(sys.stdlib_module_names) | set(available_libraries())
+
+
+def task_context(task: Task) -> dict:
+    """The variables ``_task.j2`` needs."""
+    return {
+        "task": task,
+        "template": task.solver.template.rstrip(),
+        "signature": task.solver.signature,
+        "libraries": list(available_libraries()),
+        "constraints": CONSTRAINTS,
+    }
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> str | None:
+    """The longest ```python fenced block (CodePDE's rule); None if there is none."""
+    blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("python", "py")]
+    if not blocks:
+        return None
+    return max(blocks, key=len).strip("\n") + "\n"
+
+
+def extract_json(text: str) -> dict | None:
+    """The last JSON object in ``text``: a ```json block if any, else the last balanced
+    ``{...}``. Tolerates trailing commas and Python literals (True/False/None)."""
+    candidates = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
+    candidates += _balanced_objects(text)
+    for raw in reversed(candidates):
+        obj = _loads_tolerant(raw.strip())
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def _balanced_objects(text: str) -> list[str]:
+    out, depth, start, in_str, esc = [], 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            esc = (ch == "\\") and not esc
+            if ch == '"' and not esc:
+                in_str = False
+            continue
+        if ch == '"':
+            in_str, esc = True, False
+        elif ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0 and start is not None:
+                out.append(text[start:i + 1])
+    return out
+
+
+def _loads_tolerant(raw: str):
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        pass
+    fixed = re.sub(r",\s*([}\]])", r"\1", raw)
+    fixed = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", fixed)))
+    try:
+        return json.loads(fixed)
+    except json.JSONDecodeError:
+        return None
+
+
+async def ask(model, messages: list, tag: str, *, sample_index: int = 0,
+              temperature: float | None = None, max_tokens: int | None = 8192) -> str:
+    """One chat call with the pipeline's conventions (the tag names the calling role)."""
+    from pdesharp.llm.base import ChatParams
+
+    params = ChatParams(tag=tag, sample_index=sample_index, max_tokens=max_tokens,
+                        temperature=temperature)
+    reply = await model.chat(list(messages), params)
+    return reply.text

@@ -1,0 +1,114 @@
+"""The run report: ``report.md`` in the run folder, built from the run store.
+
+Sections: the key analysis facts, a round-by-round table of every solver the tournament made
+(parents, judge, change, score), the best solver per round, the accounting, and a short
+narrative written by a model (one call, tag "reporter"; skipped with the built-in analyst, with
+no reporter model, or after a budget stop). The test-split number appears in the report but is
+never part of the narrative prompt: no model ever sees it.
+"""
+
+from __future__ import annotations
+
+from pdesharp.llm.base import BudgetExceeded, Message, ModelError
+from pdesharp.prompting import ask, render
+from pdesharp.records import Analysis
+from pdesharp.store import RunStore
+from pdesharp.task import Task
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3e}"
+    return str(v)
+
+
+def _cell(text: str, limit: int = 70) -> str:
+    text = " ".join(str(text).split()).replace("|", "/")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
+                       reporter_model, final: dict) -> str:
+    feedback = config.feedback
+    lines = [f"# PDE-SHARP run `{store.run_id}`: {task.title}", ""]
+    acc = store.accounting()
+    lines += ["## Result", "",
+              f"- Best solver: `{final.get('best_id') or 'none'}`"
+              + (f" (`{final['best_solver']}`)" if final.get("best_solver") else ""),
+              f"- Best dev-split score ({feedback}): {_fmt(final.get('best_dev_score'))}",
+              f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
+              + (f" ({final['test_note']})" if final.get("test_note") else "")]
+    if final.get("stop_reason"):
+        lines.append(f"- Stopped early: {final['stop_reason']}")
+    lines.append("")
+
+    if analysis is not None:
+        c = analysis.classification
+        lines += ["## Analysis", "", f"- Source: {analysis.source}; route: **{analysis.route}**",
+                  f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
+                  f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
+        for b in analysis.stability:
+            lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
+                         + (f" ≈ {b.value:.3g} on 1024 cells" if b.value is not None else ""))
+        lines += [f"- {f}" for f in analysis.key_facts]
+        lines.append("")
+
+    lines += ["## Tournament", "", "| cycle | round | solver | parents | judge | change | score |",
+              "|---|---|---|---|---|---|---|"]
+    for cand in store.candidates():
+        if cand.origin not in ("patch", "debug"):
+            continue
+        r = store.result_for(cand.id, "dev", feedback)
+        score = (_fmt(r.score) if r and r.ok else (r.status if r else "not run"))
+        lines.append(f"| {cand.cycle} | {cand.round} | `{cand.id}` | {', '.join(cand.parents)} | "
+                     f"{cand.judge or ''} | {_cell(cand.title or cand.justification)} | {score} |")
+    genesis = store.candidates(origin="genesis")
+    ran = [c for c in genesis if store.result_for(c.id, "dev", feedback)]
+    lines += ["", f"Genesis wrote {len(genesis)} candidates "
+              f"({sum(c.static_check != 'ok' for c in genesis)} failed the static check); "
+              f"{len(ran)} were nominated and executed.", ""]
+    rounds = store.events("round_best")
+    if rounds:
+        lines += ["Best per round:", ""]
+        lines += [f"- cycle {e['cycle']}, round {e['round']}: `{e['best']}` ({_fmt(e['score'])})"
+                  for e in rounds]
+        lines.append("")
+    for kind in ("saturation", "patch_failed", "patch_abandoned", "budget_stop"):
+        n = len(store.events(kind))
+        if n:
+            lines.append(f"- {kind.replace('_', ' ')}: {n} event(s)")
+    lines += ["", "## Accounting", "",
+              f"- Solver evaluations: {acc['evaluations']} (debugging iterations: "
+              f"{acc['debug_iterations']})",
+              f"- Model calls: {acc['model_calls']} paid, {acc['cached_model_calls']} from cache "
+              f"or replay; tokens in/out: {acc['tokens_in']}/{acc['tokens_out']}; "
+              f"cost: ${acc['cost_usd']:.4f}",
+              f"- Wall time: {acc['wall_seconds']:.1f} s", ""]
+
+    if reporter_model is not None and analysis is not None and final.get("best_id"):
+        narrative = await _narrative(task, store, analysis, reporter_model, rounds, final)
+        if narrative:
+            lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
+    text = "\n".join(lines) + "\n"
+    (store.dir / "report.md").write_text(text)
+    return text
+
+
+async def _narrative(task, store, analysis, model, rounds, final) -> str:
+    lineage = store.lineage(final["best_id"])
+    prompt = render("reporter", title=task.title, route=analysis.route,
+                    key_facts=analysis.key_facts,
+                    rounds=[{"cycle": e["cycle"], "round": e["round"], "best": e["best"],
+                             "score": _fmt(e["score"])} for e in rounds],
+                    best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
+                    lineage=[c.id for c in lineage],
+                    justifications=[f"{c.id}: {_cell(c.justification, 300)}"
+                                    for c in lineage if c.justification])
+    try:
+        return await ask(model, [Message(role="user", content=prompt)], "reporter",
+                         temperature=0.3, max_tokens=1024)
+    except (ModelError, BudgetExceeded) as exc:  # the report is written without it
+        store.event("reporter_skipped", reason=str(exc)[:300])
+        return ""

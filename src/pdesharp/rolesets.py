@@ -1,0 +1,134 @@
+"""Choosing the roles of a run from its config: LLM roles on chat models, or the built-in analyst.
+
+``--model builtin`` (or no model) selects :mod:`pdesharp.builtin`, which fills the same
+Protocols with symbolic analysis and a scheme catalogue. Any other spec builds a chat model
+with :func:`pdesharp.llm.make_model`, wrapped in :class:`~pdesharp.recording.RecordingModel` so
+every call is journalled in the run store, replayed on resume and held to the budgets.
+
+Testing aid: ``--model scripted:PATH`` answers from a YAML rules file (:class:`RulesModel`).
+The replies in such files are written by us to exercise the pipeline; they are not recordings
+of any real model. The format::
+
+    delay_s: 0.0            # optional: wait this long per call (to test killing a run)
+    rules:                  # the first rule that matches a call answers it
+      - tag: judge.nominate # matches this tag and its sub-tags ("judge" matches all judge.*)
+        when: ["Round 1 "]  # optional: all substrings must occur in the last message
+        context: ["judge-2"] # optional: all substrings must occur somewhere in the messages
+        sample: 3           # optional: only for this ChatParams.sample_index
+        reply: |
+          ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+
+from pdesharp.analysis import LLMAnalyst
+from pdesharp.genesis import LLMAuthor
+from pdesharp.llm.base import ChatParams, Message, Reply
+from pdesharp.llm.scripted import ScriptedModel
+from pdesharp.pipeline import Roles, SolveConfig
+from pdesharp.recording import RecordingModel
+from pdesharp.store import RunStore
+from pdesharp.synthesis.judges import LLMJudge
+
+JUDGE_NAMES = ["judge-1", "judge-2", "judge-3"]
+
+
+class RulesModel:
+    """A stateless scripted ChatModel: the reply depends only on the request, so a resumed
+    run sees the same replies as the killed one."""
+
+    def __init__(self, rules: list[dict], name: str = "scripted:rules", delay_s: float = 0.0):
+        self.rules = rules
+        self.name = name
+        self.delay_s = delay_s
+        self._scripted = ScriptedModel(self._answer, name=name)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "RulesModel":
+        path = Path(path)
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+            raise ValueError(f"{path}: a scripted model file needs a top-level 'rules' list")
+        return cls(data["rules"], name=f"scripted:{path.name}", delay_s=float(data.get("delay_s", 0)))
+
+    def _answer(self, messages: list[Message], params: ChatParams, index: int) -> str:
+        prompt = messages[-1].content if messages else ""
+        everything = "\n".join(m.content for m in messages)
+        for rule in self.rules:
+            tag = str(rule.get("tag", ""))
+            if tag and not (params.tag == tag or params.tag.startswith(tag + ".")):
+                continue
+            if "sample" in rule and int(rule["sample"]) != params.sample_index:
+                continue
+            if not _all_in(rule.get("when", []), prompt):
+                continue
+            if not _all_in(rule.get("context", []), everything):
+                continue
+            return str(rule["reply"])
+        raise LookupError(f"{self.name}: no rule answers a call with tag {params.tag!r}")
+
+    async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return await self._scripted.chat(messages, params)
+
+
+def _all_in(needles, text: str) -> bool:
+    return all(n in text for n in ([needles] if isinstance(needles, str) else needles))
+
+
+def is_builtin(spec: str | None) -> bool:
+    return spec is None or spec.strip().lower() in ("", "builtin")
+
+
+def make_chat_model(spec: str, config: SolveConfig):
+    """The raw chat model for ``spec`` (not yet journalled)."""
+    if spec.startswith("scripted:"):
+        return RulesModel.from_file(spec.split(":", 1)[1])
+    from pdesharp.llm import default_cache_path, make_model
+
+    return make_model(spec, base_url=config.base_url,
+                      cache=None if config.no_cache else default_cache_path())
+
+
+def builtin_roles(config: SolveConfig) -> Roles:
+    try:
+        from pdesharp import builtin
+        analyst, author, judge = builtin.BuiltinAnalyst, builtin.BuiltinAuthor, builtin.BuiltinJudge
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            "the built-in analyst (pdesharp.builtin) is not available in this installation "
+            f"({exc}); pass --model provider:model to use a language model instead") from None
+    return Roles(analyst=analyst(), author=author(),
+                 judges=[judge(name=n, feedback=config.feedback) for n in JUDGE_NAMES],
+                 reporter=None)
+
+
+def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None) -> Roles:
+    """LLM roles for ``config.model`` (and ``config.judges``), journalled in ``store``.
+    ``models`` maps a spec to a ready chat model (tests inject scripted models this way)."""
+    if is_builtin(config.model):
+        return builtin_roles(config)
+    models = models or {}
+    cache: dict[str, RecordingModel] = {}
+
+    def model(spec: str) -> RecordingModel:
+        if spec not in cache:
+            raw = models.get(spec) or make_chat_model(spec, config)
+            cache[spec] = RecordingModel(raw, store, max_usd=config.max_usd,
+                                         max_tokens=config.max_tokens)
+        return cache[spec]
+
+    main = model(config.model)
+    judge_specs = config.judges or [config.model] * 3
+    if len(judge_specs) != 3:
+        raise ValueError(f"--judges needs three model specs, got {len(judge_specs)}")
+    judges = [LLMJudge(model(s), name=n, feedback=config.feedback)
+              for s, n in zip(judge_specs, JUDGE_NAMES)]
+    return Roles(analyst=LLMAnalyst(main), author=LLMAuthor(main, workers=config.workers),
+                 judges=judges, reporter=main)

@@ -1,0 +1,202 @@
+"""Synthesis: the selection-hybridisation tournament, one round at a time.
+
+A round: (i) every judge nominates one solver from the pool; (ii) the distinct nominees run on
+the feedback split, in parallel, and their results are shared with all judges; (iii) each judge
+modifies its base (its nominee, or the current best if its nominee failed) with SEARCH/REPLACE
+edits, possibly borrowing from others; a patch that does not apply goes back to the judge once
+with the nearest lines; the modified solvers run. Any failing execution gets up to K debugging
+calls (each a counted debugging iteration; each re-run a counted evaluation). Rounds repeat until
+the best score has not improved by ``saturation_factor`` for ``patience`` rounds, or
+``max_rounds``. Rejudging cycles then start over with fresh judge contexts on the expanded pool.
+
+Everything is recorded in the run store; the tournament keeps no state the store cannot rebuild,
+which is what makes a killed run resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pdesharp.genesis import static_check
+from pdesharp.llm.base import BudgetExceeded
+from pdesharp.records import Analysis, Candidate, EvalResult, Feedback
+from pdesharp.roles import PoolEntry
+from pdesharp.store import RunStore
+from pdesharp.synthesis.patch import PatchError, apply_patch
+from pdesharp.task import Task
+
+
+@dataclass
+class TournamentSettings:
+    feedback: Feedback = "nrmse"
+    max_rounds: int = 4
+    rejudge_cycles: int = 1
+    saturation_factor: float = 0.9  # a round "improves" if best_new < factor * best_old
+    patience: int = 1  # rounds without improvement before the cycle stops
+    debug_attempts: int = 2
+    workers: int = 2
+
+
+async def gather_all(coros) -> list:
+    """Run concurrently; on the first failure cancel the rest and re-raise that exception
+    (a budget stop must not leave orphan calls running)."""
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(c) for c in coros]
+    except BaseExceptionGroup as group:
+        budget = [e for e in group.exceptions if isinstance(e, BudgetExceeded)]
+        raise (budget or list(group.exceptions))[0] from None
+    return [t.result() for t in tasks]
+
+
+class Tournament:
+    def __init__(self, task: Task, analysis: Analysis, judges: list, store: RunStore, evaluator,
+                 settings: TournamentSettings, progress: Callable[..., None] | None = None):
+        self.task, self.analysis, self.judges = task, analysis, judges
+        self.store, self.evaluator, self.s = store, evaluator, settings
+        self.progress = progress or (lambda **kw: None)
+        self.pool: list[Candidate] = []
+        self._gate = asyncio.Semaphore(max(1, settings.workers))
+
+    # -- results -------------------------------------------------------------------------
+    def entry(self, c: Candidate) -> PoolEntry:
+        result = self.store.result_for(c.id, "dev", self.s.feedback)
+        if result is None and c.static_check != "ok":
+            result = _static_failure(c, self.s.feedback)
+        return PoolEntry(candidate=c, result=result)
+
+    def best_score(self) -> float | None:
+        best = self.store.best_candidate("dev", self.s.feedback)
+        return best[1].score if best else None
+
+    async def _run(self, c: Candidate) -> EvalResult:
+        if c.static_check != "ok":  # free check failed: not executed, not counted
+            return _static_failure(c, self.s.feedback)
+        async with self._gate:
+            return await self.store.evaluate(self.evaluator, c, split="dev", feedback=self.s.feedback)
+
+    async def evaluate(self, c: Candidate, judge, rnd: int, cycle: int) -> tuple[Candidate, EvalResult]:
+        """Run ``c``; while it fails, let ``judge`` debug it (up to K times). Returns the last
+        version and its result."""
+        result = await self._run(c)
+        cur = c
+        if any(p.origin == "debug" and p.parents == [c.id] for p in self.pool):
+            return cur, result  # this failure was debugged before; judges see the fixes
+        for attempt in range(1, self.s.debug_attempts + 1):
+            if result.ok or judge is None:
+                break
+            self.store.count_debug_iteration(cur.id, key=f"{c.id}#{attempt}")
+            proposal = await judge.debug(PoolEntry(candidate=cur, result=result))
+            try:
+                code = _apply(proposal, cur.code)
+            except PatchError as exc:
+                self.store.event("debug_patch_failed", candidate=cur.id, judge=judge.name,
+                                 error=str(exc)[:500])
+                continue
+            cur = self._add(Candidate(
+                id=f"{c.id}-d{attempt}", code=code, origin="debug", parents=[cur.id],
+                judge=judge.name, round=rnd, cycle=cycle, title=proposal.title or cur.title,
+                justification=proposal.justification))
+            result = await self._run(cur)
+            self.store.event("debug", candidate=cur.id, attempt=attempt, status=result.status)
+        return cur, result
+
+    def _add(self, c: Candidate) -> Candidate:
+        if c.origin != "genesis":
+            c = c.model_copy(update={"static_check": static_check(c.code, self.task)})
+        self.store.add_candidate(c)
+        self.pool.append(c)
+        return c
+
+    # -- the loop ------------------------------------------------------------------------
+    async def run(self, genesis: list[Candidate]) -> None:
+        for c in genesis:
+            if c.code.strip():  # failed samples (no code) are recorded but never shown
+                self.pool.append(c)
+        if not self.pool:
+            self.store.event("no_candidates")
+            return
+        for cycle in range(1 + self.s.rejudge_cycles):
+            if cycle:
+                for j in self.judges:
+                    j.reset()
+                self.store.event("rejudge", cycle=cycle, pool=len(self.pool))
+            stale = 0
+            for rnd in range(1, self.s.max_rounds + 1):
+                before = self.best_score()
+                await self.round(cycle, rnd)
+                after = self.best_score()
+                improved = after is not None and (before is None or after < self.s.saturation_factor * before)
+                best = self.store.best_candidate("dev", self.s.feedback)
+                self.store.event("round_best", cycle=cycle, round=rnd,
+                                 best=best[0].id if best else None, score=after)
+                self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
+                stale = 0 if improved else stale + 1
+                if stale >= self.s.patience:
+                    self.store.event("saturation", cycle=cycle, round=rnd, best=after)
+                    break
+
+    async def round(self, cycle: int, rnd: int) -> None:
+        for j in self.judges:
+            if hasattr(j, "round"):
+                j.round, j.cycle = rnd, cycle
+        visible = [self.entry(c) for c in self.pool]
+        noms = await gather_all(j.nominate(self.task, self.analysis, visible) for j in self.judges)
+        by_id = {c.id: c for c in self.pool}
+        nominators: dict[str, object] = {}
+        for j, n in zip(self.judges, noms):
+            self.store.event("nomination", cycle=cycle, round=rnd, judge=j.name,
+                             nominee=n.nominee, ranking=n.ranking, reasons=n.reasons)
+            if n.nominee in by_id:
+                nominators.setdefault(n.nominee, j)
+        ran = await gather_all(self.evaluate(by_id[cid], j, rnd, cycle)
+                               for cid, j in nominators.items())
+        final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
+        shared = [self.entry(c) for c in self.pool if self.store.result_for(c.id, "dev", self.s.feedback)]
+        shared.sort(key=lambda e: (e.result.score is None, e.result.score or 0.0))
+
+        async def turn(idx: int, judge, nominee: str) -> None:
+            base = final.get(nominee) or by_id.get(nominee)
+            base_entry = self.entry(base) if base else None
+            if base_entry is None or not (base_entry.result and base_entry.result.ok):
+                best = self.store.best_candidate("dev", self.s.feedback)
+                if best is not None:
+                    base_entry = self.entry(best[0])
+            if base_entry is None:
+                return
+            proposal = await judge.propose(self.task, base_entry, shared, self.s.feedback)
+            self.store.event("proposal", cycle=cycle, round=rnd, judge=judge.name,
+                             base=proposal.base, parents=proposal.parents, title=proposal.title)
+            try:
+                code = _apply(proposal, base_entry.candidate.code)
+            except PatchError as exc:
+                self.store.event("patch_failed", cycle=cycle, round=rnd, judge=judge.name,
+                                 error=str(exc)[:800])
+                proposal = await judge.repair_patch(proposal, str(exc))
+                try:
+                    code = _apply(proposal, base_entry.candidate.code)
+                except PatchError as exc2:
+                    self.store.event("patch_abandoned", cycle=cycle, round=rnd,
+                                     judge=judge.name, error=str(exc2)[:800])
+                    return
+            child = self._add(Candidate(
+                id=f"c{cycle}r{rnd}-j{idx + 1}", code=code, origin="patch",
+                parents=proposal.parents or [base_entry.candidate.id], judge=judge.name,
+                round=rnd, cycle=cycle, title=proposal.title, justification=proposal.justification))
+            await self.evaluate(child, judge, rnd, cycle)
+
+        await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
+
+
+def _apply(proposal, code: str) -> str:
+    if proposal.code is not None:
+        return proposal.code
+    return apply_patch(code, proposal.patch or "")
+
+
+def _static_failure(c: Candidate, feedback: Feedback) -> EvalResult:
+    return EvalResult(status="error", split="dev", feedback=feedback,
+                      message=f"not executed: static check failed: {c.static_check}",
+                      stderr_tail=c.static_check)

@@ -1,0 +1,116 @@
+"""Scripted model replies for the pipeline tests.
+
+Every reply here was written by us, the pdesharp developers, to drive specific code paths
+(routes, malformed output, failing patches, crashing solvers). None of it is a recording of a
+real language model. The solvers are tiny exact-shift advection solvers so that real
+evaluations on two dev samples stay fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from pdesharp.records import EvalResult
+
+SHIFT = '''import numpy as np
+
+def solver(u0_batch, t_coordinate, beta):
+    B, N = u0_batch.shape
+    k = np.fft.rfftfreq(N, d=1.0 / N)
+    U = np.fft.rfft(u0_batch, axis=1)
+    scale = {scale}
+    out = np.empty((B, len(t_coordinate), N))
+    for i, t in enumerate(t_coordinate):
+        frame = np.fft.irfft(U * np.exp(-2j * np.pi * k * beta * t), n=N, axis=1)
+        out[:, i] = frame if i == 0 else scale * frame
+    return out
+'''
+
+CRASH = '''import numpy as np
+
+def solver(u0_batch, t_coordinate, beta):
+    raise RuntimeError("scripted crash: dt is undefined")
+'''
+
+
+def shift(scale: float) -> str:
+    return SHIFT.format(scale=scale)
+
+
+def fenced(lang: str, body: str) -> str:
+    return f"```{lang}\n{body.rstrip()}\n```"
+
+
+def js(obj) -> str:
+    return fenced("json", json.dumps(obj))
+
+
+def classification() -> str:
+    return ("Linear first-order hyperbolic transport with periodic boundaries.\n" +
+            js({"time_order": 1, "space_order": 1, "linear": True, "pde_type": "hyperbolic",
+                "boundary": "periodic", "notes": "pure translation"}))
+
+
+def route_step(applies: bool, method: str = "") -> str:
+    return ("My assessment follows.\n" + js({"applies": applies, "method": method,
+                                               "summary": "scripted"}))
+
+
+def stability() -> str:
+    return ("Explicit upwind needs CFL <= 1.\n" + js({
+        "bounds": [{"scheme": "explicit upwind", "expression": "dx/abs(beta)", "note": "CFL 1"}],
+        "recommended_schemes": ["exact spectral shift"],
+        "key_facts": ["the solution is a pure shift by beta*t"]}))
+
+
+def analysis_replies(route: str) -> dict[str, list[str]]:
+    """Analysis replies that lead to ``route``."""
+    r = {"analysis.classification": [classification()]}
+    order = [("analytical", "analytical"), ("transformation", "transformation"),
+             ("decomposition", "hybrid")]
+    for step, step_route in order:
+        if route == step_route:
+            r[f"analysis.{step}"] = [route_step(True, f"{step_route} method")]
+            break
+        r[f"analysis.{step}"] = [route_step(False)]
+    if route != "analytical":
+        r["analysis.stability"] = [stability()]
+    return r
+
+
+def genesis_reply(code: str, title: str) -> str:
+    return f"Title: {title}\nA design written by the test.\n\n" + fenced("python", code)
+
+
+def nominate(nominee: str, ranking=None) -> str:
+    ranking = ranking or [nominee]
+    return "My ranking.\n" + js({"ranking": ranking, "reasons": {nominee: "scripted"},
+                                 "nominee": nominee})
+
+
+def patch(search: str, replace: str, title: str, parents: list[str]) -> str:
+    return (f"Change:\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n" +
+            js({"title": title, "justification": f"scripted: {title}", "parents": parents}))
+
+
+class MarkerEvaluator:
+    """Test evaluator that executes nothing: ``scale = X`` in the code gives nRMSE |1 - X| +
+    1e-3; a ``raise`` gives an error result. Counts calls to prove de-duplication."""
+
+    def __init__(self, has_test: bool = True):
+        self.calls: list[tuple[str, str]] = []
+        self.has_test = has_test
+
+    async def evaluate(self, code, *, split, feedback, label=""):
+        self.calls.append((label, split))
+        await asyncio.sleep(0)
+        if "raise " in code:
+            return EvalResult(status="error", split=split, feedback=feedback,
+                              message="RuntimeError: scripted crash",
+                              stderr_tail="Traceback ...\nRuntimeError: scripted crash")
+        scale = float(code.split("scale = ")[1].split()[0]) if "scale = " in code else 0.0
+        err = abs(1.0 - scale) + 1e-3
+        return EvalResult(status="ok", split=split, feedback=feedback, n_samples=2,
+                          nrmse=err if feedback == "nrmse" else None,
+                          residual=err if feedback == "residual" else None, solver_seconds=0.01)

@@ -1,0 +1,239 @@
+"""The whole pipeline with scripted models (replies written by us, see scripts.py).
+
+Most tests use MarkerEvaluator (executes nothing) so the tournament logic is checked quickly;
+test_real_evaluator_end_to_end runs real sandboxed evaluations on two shared dev samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from pdesharp.pipeline import SolveConfig, solve
+from pdesharp.rolesets import RulesModel, build_roles
+from pdesharp.store import RunStore
+from pdesharp.task import load_task
+
+from pipeline_scripts import (CRASH, MarkerEvaluator, analysis_replies, genesis_reply, js, nominate,
+                      patch, shift)
+
+J = ["judge-1", "judge-2", "judge-3"]
+
+
+def rules_for(route="numerical", genesis=None, extra=None):
+    """Rules (first match wins): specific ones first, generic fallbacks last."""
+    rules = list(extra or [])
+    for tag, replies in analysis_replies(route).items():
+        rules.append({"tag": tag, "reply": replies[0]})
+    for i, (code, title) in enumerate(genesis or []):
+        rules.append({"tag": "genesis", "sample": i, "reply": genesis_reply(code, title)})
+    rules.append({"tag": "reporter", "reply": "Narrative written by the test."})
+    return rules
+
+
+def run(tmp_path, rules, evaluator, **cfg):
+    task = load_task("advection")
+    config = SolveConfig(task="advection", model="scripted:test", out=str(tmp_path), **cfg)
+    store = RunStore.create(tmp_path, task=task, config=config.model_dump(), run_id="run")
+    model = RulesModel(rules)
+    roles = build_roles(config, store, models={"scripted:test": model})
+    result = asyncio.run(solve(task, config, store, roles, evaluator))
+    return store, result
+
+
+def calls_by_tag(store):
+    return dict(store.db.execute("SELECT tag, COUNT(*) FROM model_calls GROUP BY tag").fetchall())
+
+
+def tournament_rules():
+    r1 = "Round 1 of cycle 0"
+    ctx = lambda j: f"You are {j},"  # noqa: E731
+    return [
+        # cycle 0, round 1: two judges pick g2, judge-3 picks the crashing g3
+        {"tag": "judge.nominate", "when": r1, "context": ctx(J[0]), "reply": nominate("g2")},
+        {"tag": "judge.nominate", "when": r1, "context": ctx(J[1]), "reply": nominate("g2")},
+        {"tag": "judge.nominate", "when": r1, "context": ctx(J[2]), "reply": nominate("g3")},
+        {"tag": "judge.debug", "reply": patch(
+            '    raise RuntimeError("scripted crash: dt is undefined")',
+            "    return np.repeat(u0_batch[:, None, :], len(t_coordinate), axis=1)",
+            "copy the initial state", ["g3"])},
+        {"tag": "judge.propose", "when": r1, "context": ctx(J[0]),
+         "reply": patch("    scale = 0.8", "    scale = 0.95", "less damping", ["g2"])},
+        # judge-2 quotes a line that is not in g2: the patch fails and is repaired once
+        {"tag": "judge.propose", "when": r1, "context": ctx(J[1]),
+         "reply": patch("    scale = 0.7", "    scale = 0.99", "wrong quote", ["g2"])},
+        {"tag": "judge.repair", "reply": patch("    scale = 0.8", "    scale = 0.99",
+                                               "almost no damping", ["g2"])},
+        # judge-3 writes a whole new file, borrowing from g2 (a hybrid)
+        {"tag": "judge.propose", "when": r1, "context": ctx(J[2]), "reply":
+            "Hybrid of g3-d1 and g2.\n```python\n" + shift(1.0) + "```\n"
+            + js({"title": "exact shift", "justification": "no damping at all",
+                  "parents": ["g3-d1", "g2"]})},
+        # later rounds and the rejudging cycle: everyone nominates the winner, the same no-op
+        {"tag": "judge.nominate", "reply": nominate("c0r1-j3", ["c0r1-j3", "c0r1-j2"])},
+        {"tag": "judge.propose", "reply": patch("    scale = 1.0", "    scale = 1.00",
+                                                "same again", ["c0r1-j3"])},
+    ]
+
+
+GENESIS3 = [(shift(0.5), "half"), (shift(0.8), "damped"), (CRASH, "crashes")]
+
+
+def test_numerical_route_full_tournament(tmp_path):
+    ev = MarkerEvaluator()
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()), ev,
+                     candidates=3, max_rounds=3, rejudge_cycles=1)
+    # model calls: analysis 5, genesis 3, cycle 0 round 1: 3 nominate + 1 debug + 3 propose
+    # + 1 repair; round 2: 3 + 3 (then saturation); cycle 1 round 1: 3 + 3; reporter 1
+    tags = calls_by_tag(store)
+    assert sum(v for k, v in tags.items() if k.startswith("analysis")) == 5
+    assert tags["genesis"] == 3 and tags["judge.debug"] == 1 and tags["judge.repair"] == 1
+    assert tags["judge.nominate"] == 9 and tags["judge.propose"] == 9 and tags["reporter"] == 1
+    assert sum(tags.values()) == 29
+    # evaluations: g2, g3, g3-d1, c0r1-j1..3, then one for the identical no-op patches; + test
+    dev_runs = [c for c in ev.calls if c[1] == "dev"]
+    assert len(dev_runs) == 7 and ev.calls.count(("c0r1-j3", "test")) == 1
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["evaluations"] == 8 and s["debug_iterations"] == 1 and s["model_calls"] == 29
+    assert s["best_dev_score"] == pytest.approx(1e-3) and s["test_nrmse"] == pytest.approx(1e-3)
+    assert res.best_id == "c0r1-j3" and res.status == "finished"
+    # candidates by origin, lineage of the winner (hybrid: two parents)
+    assert [c.id for c in store.candidates("genesis")] == ["g1", "g2", "g3"]
+    assert [c.id for c in store.candidates("debug")] == ["g3-d1"]
+    assert len(store.candidates("patch")) == 3 + 3 + 3
+    assert store.candidate("c0r1-j3").parents == ["g3-d1", "g2"]
+    assert [c.id for c in store.lineage("c0r1-j3")] == ["c0r1-j3", "g3-d1", "g2", "g3"]
+    # events: the failed patch, saturation in both cycles, the rejudging cycle
+    assert len(store.events("patch_failed")) == 1 and not store.events("patch_abandoned")
+    assert "scale = 0.8" in store.events("patch_failed")[0]["error"]  # nearest lines shown
+    assert [e["cycle"] for e in store.events("saturation")] == [0, 1]
+    assert len(store.events("rejudge")) == 1
+    # rejudging judges start from a fresh context: their first call has only system + 1 user
+    first_c1 = store.db.execute("SELECT messages FROM model_calls WHERE tag='judge.nominate' "
+                                "ORDER BY seq LIMIT 1 OFFSET 6").fetchone()[0]
+    assert len(json.loads(first_c1)) == 2
+    # artefacts
+    run_dir = tmp_path / "run"
+    assert (run_dir / "best_solver.py").read_text() == shift(1.0)
+    report = (run_dir / "report.md").read_text()
+    assert "Narrative written by the test." in report and "c0r1-j2" in report
+    # the test score is never shown to a model
+    prompts = "".join(r[0] for r in store.db.execute("SELECT messages FROM model_calls"))
+    assert "Test-split" not in prompts
+
+
+@pytest.mark.parametrize("route,analysis_calls,phrase", [
+    ("analytical", 2, "found an exact solution"),
+    ("transformation", 4, "found a transformation"),
+    ("hybrid", 5, "recommends an operator split"),
+    ("numerical", 5, "No exact route applies"),
+])
+def test_each_analysis_route_drives_genesis(tmp_path, route, analysis_calls, phrase):
+    rules = rules_for(route, [(shift(1.0), "exact")], [
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.propose", "reply": patch("    scale = 1.0", "    scale = 1.0  # kept",
+                                                "no-op", ["g1"])}])
+    store, res = run(tmp_path, rules, MarkerEvaluator(), candidates=1, max_rounds=1,
+                     rejudge_cycles=0)
+    analysis = json.loads((tmp_path / "run" / "analysis.json").read_text())
+    assert analysis["route"] == route
+    tags = calls_by_tag(store)
+    assert sum(v for k, v in tags.items() if k.startswith("analysis")) == analysis_calls
+    genesis_prompt = store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag='genesis'").fetchone()[0]
+    assert phrase in genesis_prompt
+    if route != "analytical":
+        assert analysis["stability"][0]["value"] == pytest.approx((1 / 1024) / 0.1)
+    assert res.best_id in ("g1", "c0r1-j1")
+
+
+def test_malformed_replies_are_reasked_or_recorded(tmp_path):
+    bad_json = "Hyperbolic.\n```json\n{\"time_order\": 1, \"linear\": tru\n```"
+    extra = [
+        {"tag": "analysis.classification.reask", "reply": js({
+            "time_order": 1, "space_order": 1, "linear": True, "pde_type": "hyperbolic",
+            "boundary": "periodic"})},
+        {"tag": "analysis.classification", "reply": bad_json},
+        {"tag": "genesis.reask", "sample": 1, "reply": "Still no code, sorry."},
+        {"tag": "genesis", "sample": 1, "reply": "I would use an upwind scheme."},
+        {"tag": "judge.nominate.reask", "reply": "nominee is g1"},
+        {"tag": "judge.nominate", "reply": "I like g1 best."},
+        {"tag": "judge.propose", "reply": patch("    scale = 0.9", "    scale = 1.0", "fix", ["g1"])},
+    ]
+    store, res = run(tmp_path, rules_for("numerical", [(shift(0.9), "ok")], extra),
+                     MarkerEvaluator(), candidates=2, max_rounds=1, rejudge_cycles=0)
+    analysis = json.loads((tmp_path / "run" / "analysis.json").read_text())
+    assert analysis["classification"]["pde_type"] == "hyperbolic"  # from the re-ask
+    g2 = store.candidate("g2")
+    assert g2.code == "" and g2.static_check == "no code block in the reply"
+    tags = calls_by_tag(store)
+    assert tags["genesis.reask"] == 1 and tags["judge.nominate.reask"] == 3
+    noms = store.events("nomination")
+    assert all(n["nominee"] == "g1" and "_fallback" in n["reasons"] for n in noms)
+    # the failed sample is never shown to judges
+    nominate_prompt = store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag='judge.nominate'").fetchone()[0]
+    assert "Solver g2" not in nominate_prompt and "Solver g1" in nominate_prompt
+    assert res.best_id == "c0r1-j1"
+
+
+def test_patch_failing_twice_is_abandoned_and_debug_limit_holds(tmp_path):
+    extra = [
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.debug", "reply": patch('    raise RuntimeError("scripted crash: dt is undefined")',
+                                              '    raise ValueError("still broken")',
+                                              "still broken", ["g1"])},
+        {"tag": "judge.propose", "reply": patch("    not in the file", "x", "bad", ["g1"])},
+        {"tag": "judge.repair", "reply": patch("    still not in the file", "x", "bad", ["g1"])},
+    ]
+    ev = MarkerEvaluator()
+    store, res = run(tmp_path, rules_for("numerical", [(CRASH, "crash")], extra), ev,
+                     candidates=1, max_rounds=1, rejudge_cycles=0, debug_attempts=2)
+    # g1 crashes; two debugging iterations: the first changes the code (still crashing), the
+    # second's SEARCH no longer matches -> recorded as a failed debug patch
+    assert store.n_debug_iterations == 2
+    assert [c.id for c in store.candidates("debug")] == ["g1-d1"]
+    assert len(store.events("debug_patch_failed")) == 1
+    assert len(store.events("patch_abandoned")) == 3  # every judge's patch failed twice
+    assert res.best_id is None and res.test_nrmse is None
+    assert not (tmp_path / "run" / "best_solver.py").exists()
+    assert store.n_evaluations == 2  # g1 and g1-d1
+
+
+def test_budget_stop_on_evaluations_keeps_best_so_far(tmp_path):
+    ev = MarkerEvaluator()
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()), ev,
+                     candidates=3, max_rounds=3, rejudge_cycles=1, max_evals=3)
+    assert res.status == "budget_stop" and "--max-evals" in res.stop_reason
+    assert store.status == "budget_stop" and len(store.events("budget_stop")) == 1
+    s = store.summary()
+    assert s["evaluations"] == 4  # three feedback evaluations + the final test evaluation
+    assert s["best_solver"] and res.test_nrmse is not None
+    assert "reporter" not in calls_by_tag(store)  # no narrative after a budget stop
+    assert "Stopped early" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_budget_stop_on_tokens_during_analysis(tmp_path):
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                     MarkerEvaluator(), candidates=3, max_tokens=500)
+    assert res.status == "budget_stop" and "--max-tokens" in res.stop_reason
+    assert res.best_id is None and store.n_evaluations == 0
+    assert store.summary()["tokens_in"] >= 500 - store.summary()["tokens_out"]
+
+
+def test_feedback_none_shows_only_status(tmp_path):
+    rules = rules_for("numerical", [(shift(0.5), "a"), (CRASH, "b")], [
+        {"tag": "judge.nominate", "context": "You are judge-3,", "reply": nominate("g2")},
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.debug", "reply": "I cannot fix it."},
+        {"tag": "judge.propose", "reply": patch("    scale = 0.5", "    scale = 1.0", "x", ["g1"])}])
+    store, res = run(tmp_path, rules, MarkerEvaluator(has_test=False), candidates=2,
+                     max_rounds=1, rejudge_cycles=0, feedback="none", debug_attempts=1)
+    prompt = store.db.execute("SELECT messages FROM model_calls WHERE tag='judge.propose'"
+                              " ORDER BY seq DESC LIMIT 1").fetchone()[0]
+    assert "ran successfully" in prompt and "failed to execute" in prompt
+    assert "nRMSE" not in prompt and "1.001e" not in prompt
+    assert res.best_id == "g1"  # no scores: the earliest solver that ran ok
+    assert store.summary()["test_note"].startswith("no test split")
