@@ -109,6 +109,9 @@ class LLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, the client's delayed ACK
+            # adds ~40 ms to every reply.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # keep pytest output clean
                 pass

@@ -144,9 +144,10 @@ def shared_limit(key: str, n: int) -> ConcurrencyLimit:
 class LimitedModel:
     """Holds a slot of a :class:`ConcurrencyLimit` for the duration of each call."""
 
-    def __init__(self, inner: ChatModel, limit: int | ConcurrencyLimit):
+    def __init__(self, inner: ChatModel, max_concurrent: int | ConcurrencyLimit):
         self.inner = inner
-        self.limit = limit if isinstance(limit, ConcurrencyLimit) else ConcurrencyLimit(limit)
+        self.limit = (max_concurrent if isinstance(max_concurrent, ConcurrencyLimit)
+                      else ConcurrencyLimit(max_concurrent))
         self.name = inner.name
 
     def __repr__(self) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import re
+import ssl
+import sys
 import time
 from typing import Any
 
@@ -110,12 +112,14 @@ class OpenAICompatModel:
     def _client(self):
         import openai
 
-        # A fresh client per call, closed when the call ends. An httpx connection pool belongs to
+        # A fresh client per call, closed when the call ends: an httpx connection pool belongs to
         # the event loop that opened it, and a pool outliving its loop (successive asyncio.run()
-        # in tests and notebooks) fails noisily on close; a TLS handshake per call is negligible
-        # next to a model's seconds of generation.
+        # in tests and notebooks) fails noisily on close. What makes a client expensive to build
+        # is its TLS context (~0.2 s of CA loading), so that one is shared.
+        http = openai.DefaultAsyncHttpxClient(verify=_shared_ssl_context())
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
-                                  max_retries=self.max_retries, timeout=self.timeout)
+                                  max_retries=self.max_retries, timeout=self.timeout,
+                                  http_client=http)
 
     def request_body(self, messages: list[Message], params: ChatParams) -> dict[str, Any]:
         """The keyword arguments sent to ``chat.completions.create`` (quirks applied)."""
@@ -174,6 +178,24 @@ class OpenAICompatModel:
                 cost = table.cost(self.model, usage)
         return Reply(text=text, model=answered_by, usage=usage, cost_usd=cost, latency_s=latency,
                      finish_reason=getattr(choice, "finish_reason", None))
+
+
+_ssl_context: ssl.SSLContext | None = None
+
+
+def _shared_ssl_context() -> ssl.SSLContext:
+    """The TLS context the SDK's HTTP library would build by default, built once per process."""
+    global _ssl_context
+    if _ssl_context is None:
+        import openai
+
+        # The SDK's default client subclasses the HTTP library's AsyncClient; use that library's
+        # own factory so CA bundle and SSL_CERT_FILE handling match the SDK's defaults.
+        base = openai.DefaultAsyncHttpxClient.__mro__[1]
+        library = sys.modules[base.__module__.split(".")[0]]
+        factory = getattr(library, "create_ssl_context", None)
+        _ssl_context = factory() if factory else ssl.create_default_context()
+    return _ssl_context
 
 
 def _usage(u: Any) -> Usage:
