@@ -19,6 +19,7 @@ from pdesharp.llm.base import (
 )
 from pdesharp.llm.budget import Budget, ConcurrencyLimit, LimitedModel, MeteredModel
 from pdesharp.llm.cache import CachedModel, ResponseCache, cache_key, default_cache_path
+from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 from pdesharp.llm.factory import make_model
 from pdesharp.llm.openai_compat import OpenAICompatModel, is_reasoning_model
 from pdesharp.llm.presets import PRESETS, is_builtin, parse_spec
@@ -36,6 +37,7 @@ __all__ = [
     "BudgetExceeded", "ChatModel", "ChatParams", "Message", "ModelError", "Reply", "Usage",
     "Budget", "ConcurrencyLimit", "LimitedModel", "MeteredModel",
     "CachedModel", "ResponseCache", "cache_key", "default_cache_path",
+    "add_llm_arguments", "llm_options",
     "make_model", "OpenAICompatModel", "is_reasoning_model",
     "PRESETS", "is_builtin", "parse_spec",
     "Price", "PriceError", "PriceTable", "default_prices", "load_prices", "set_default_prices",
