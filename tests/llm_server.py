@@ -25,6 +25,9 @@ Usage::
     from llm_server import LLMServer          # tests/ is on sys.path under pytest
     with LLMServer(["hello"]) as srv:
         model = OpenAICompatModel("m", base_url=srv.url, api_key="x")
+
+or the ``llm_server`` fixture: ``from llm_server import llm_server  # noqa: F401``.
+A list script that runs out answers 400 naming the request number (not retried by the SDK).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Union
+
+import pytest
 
 
 @dataclass
@@ -208,7 +213,8 @@ class LLMServer:
         elif index < len(self.script):
             item = self.script[index]
         else:
-            item = ServerReply(status=500, error_message=(
+            # 400, not 5xx: the SDK does not retry it, so the test fails at once with this message.
+            item = ServerReply(status=400, error_message=(
                 f"test server script exhausted: request #{index} but only "
                 f"{len(self.script)} scripted replies"))
         return ServerReply(text=item) if isinstance(item, str) else item
@@ -234,3 +240,12 @@ class LLMServer:
                          "message": {"role": "assistant", "content": reply.text}}],
             "usage": usage,
         }
+
+
+@pytest.fixture
+def llm_server():
+    """A started :class:`LLMServer` with an empty script (set ``llm_server.script``).
+
+    Use it from any test module with ``from llm_server import llm_server  # noqa: F401``."""
+    with LLMServer() as srv:
+        yield srv

@@ -9,7 +9,7 @@ import asyncio
 import socket
 
 import pytest
-from llm_server import LLMServer, ServerReply
+from llm_server import LLMServer, ServerReply, llm_server  # noqa: F401  (fixture)
 
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.llm.openai_compat import (
@@ -240,3 +240,33 @@ def test_models_endpoint_is_served(server):
 
     client = openai.OpenAI(base_url=server.url, api_key="k")
     assert [m.id for m in client.models.list()] == ["test-model"]
+
+
+def test_refusal_is_reported_as_finish_reason(server):
+    server.script = lambda body, i: ServerReply("")
+    model = make(server)
+
+    class Msg:
+        content = None
+        refusal = "I can't help with that."
+
+    class Choice:
+        message = Msg()
+        finish_reason = "stop"
+
+    class Resp:
+        choices = [Choice()]
+        usage = None
+        model = "test-model"
+
+    reply = model._reply(Resp(), 0.1)
+    assert reply.text == "" and reply.finish_reason == "refusal"
+
+
+def test_exhausted_server_script_fails_fast_with_a_clear_message(llm_server):
+    llm_server.script = ["only"]
+    model = make(llm_server, max_retries=2)
+    assert chat(model).text == "only"
+    with pytest.raises(ModelError, match=r"script exhausted: request #1 but only 1 scripted"):
+        chat(model)
+    assert len(llm_server.chat_requests) == 2  # a 400 is not retried

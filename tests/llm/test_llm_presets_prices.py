@@ -41,6 +41,8 @@ def transport(model):
     ("deepseek:deepseek-chat", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek-chat"),
     ("openrouter:anthropic/claude-sonnet-4", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
      "anthropic/claude-sonnet-4"),
+    ("gemini:gemini-2.5-pro", "https://generativelanguage.googleapis.com/v1beta/openai/",
+     "GEMINI_API_KEY", "gemini-2.5-pro"),
     ("ollama:qwen2.5-coder:7b", "http://localhost:11434/v1", None, "qwen2.5-coder:7b"),
     ("vllm:Qwen/Qwen2.5-7B-Instruct", "http://localhost:8000/v1", None, "Qwen/Qwen2.5-7B-Instruct"),
 ])

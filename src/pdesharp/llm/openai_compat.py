@@ -166,6 +166,9 @@ class OpenAICompatModel:
                              f"is --base-url an OpenAI-compatible chat API? Got: {str(resp)[:200]}")
         choice = choices[0]
         text = getattr(choice.message, "content", None) or ""
+        finish = getattr(choice, "finish_reason", None)
+        if not text and getattr(choice.message, "refusal", None):
+            finish = "refusal"  # the model declined; callers see an empty text and why
         usage = _usage(getattr(resp, "usage", None))
         answered_by = getattr(resp, "model", None) or self.model
         if self.free:
@@ -177,7 +180,7 @@ class OpenAICompatModel:
             else:
                 cost = table.cost(self.model, usage)
         return Reply(text=text, model=answered_by, usage=usage, cost_usd=cost, latency_s=latency,
-                     finish_reason=getattr(choice, "finish_reason", None))
+                     finish_reason=finish)
 
 
 _ssl_context: ssl.SSLContext | None = None

@@ -6,6 +6,7 @@ provider       base URL                            API key variable      adapter
 openai         https://api.openai.com/v1 [1]_      OPENAI_API_KEY        openai
 deepseek       https://api.deepseek.com            DEEPSEEK_API_KEY      openai
 openrouter     https://openrouter.ai/api/v1        OPENROUTER_API_KEY    openai
+gemini         Google's OpenAI-compatible API [2]_  GEMINI_API_KEY        openai
 ollama         http://localhost:11434/v1           (none)                openai
 vllm           http://localhost:8000/v1            (none)                openai
 anthropic      https://api.anthropic.com           ANTHROPIC_API_KEY     anthropic
@@ -13,6 +14,7 @@ compat         (``--base-url`` required)           (none unless given)   openai
 =============  ==================================  ====================  ==========
 
 .. [1] ``$OPENAI_BASE_URL`` overrides it, as in the ``openai`` SDK.
+.. [2] https://generativelanguage.googleapis.com/v1beta/openai/
 
 Any spec also takes ``base_url`` / ``api_key_env`` overrides (e.g. ``ollama:qwen2.5-coder:7b``
 on another host, or ``openai:gpt-4o-mini`` through an OptiLLM proxy). A bare model name with a
@@ -50,6 +52,7 @@ PRESETS: dict[str, Preset] = {
         Preset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", base_url_env="OPENAI_BASE_URL"),
         Preset("deepseek", "https://api.deepseek.com", "DEEPSEEK_API_KEY"),
         Preset("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        Preset("gemini", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY"),
         Preset("ollama", "http://localhost:11434/v1", None, free=True),
         Preset("vllm", "http://localhost:8000/v1", None, free=True),
         Preset("anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", adapter="anthropic"),
@@ -71,6 +74,8 @@ def _guess_provider(model: str) -> str | None:
         return "deepseek"
     if m.startswith("claude"):
         return "anthropic"
+    if m.startswith("gemini"):
+        return "gemini"
     if "/" in m:
         return "openrouter"
     return None

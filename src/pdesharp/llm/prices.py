@@ -53,7 +53,7 @@ class Price:
 
 # Prefixes of our "provider:model" specs (see presets.py) stripped before a price lookup.
 PROVIDER_PREFIXES = frozenset(
-    {"openai", "deepseek", "openrouter", "ollama", "vllm", "anthropic", "compat", "scripted"}
+    {"openai", "deepseek", "openrouter", "gemini", "ollama", "vllm", "anthropic", "compat", "scripted"}
 )
 
 
