@@ -1,0 +1,30 @@
+"""``pdesharp report RUN_OR_BENCH_DIR [--out FILE.html]``: a self-contained HTML report."""
+
+from __future__ import annotations
+
+from pdesharp.commands._common import fail
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML report of a run or bench folder")
+    p.add_argument("folder", help="a run folder (run.sqlite) or a bench folder (bench.json)")
+    p.add_argument("--out", default=None, help="HTML file to write (default <folder>/report.html)")
+    p.add_argument("--no-plot", action="store_true",
+                   help="do not draw the winner's solution/reference/error figure (drawing it "
+                        "may run the winner once more on dev data; that run is not counted)")
+    p.add_argument("--data-dir", default=None, help="reference data folder for the figure")
+    p.add_argument("--max-samples", type=int, default=None,
+                   help="load only the first K dev samples for the figure")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pdesharp.report.html import ReportError, write_report
+
+    try:
+        path = write_report(args.folder, args.out, plot=not args.no_plot, data_dir=args.data_dir,
+                            max_samples=args.max_samples)
+    except (ReportError, FileNotFoundError) as exc:
+        fail(str(exc))
+    print(f"report written to {path}")
+    return 0

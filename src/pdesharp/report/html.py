@@ -1,0 +1,138 @@
+"""``pdesharp report``: one self-contained HTML file for a run folder or a bench folder.
+
+Self-contained means the page loads nothing: the stylesheet is inlined, every figure is a
+base64 ``data:`` URI (matplotlib SVG, the evaluator's PNG), and there is no script. Every text
+that came from a model or from solver code is HTML-escaped by Jinja2's autoescaping.
+
+    path = write_report("runs/advection-20261122-...")            # -> <run>/report.html
+    path = write_report("runs/bench", out="bench.html")            # a bench folder
+
+The winner's solution / reference / error figure is made by the evaluator
+(:func:`pdesharp.evaluate.plot.plot_sample` in its child process). If the run folder does not
+have one yet (``plots/winner-dev.png``), the winner is run once more on the dev split to draw
+it; that execution belongs to the report, is cached in the folder, and is *not* counted as a
+solver evaluation of the run. ``plot=False`` skips it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from pdesharp.report.figures import png_uri, round_bars, score_curves
+from pdesharp.report.runview import RunView, load_run
+
+
+class ReportError(ValueError):
+    """The folder is neither a run nor a bench folder."""
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pdesharp", "report"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["sci"] = lambda v: "–" if v is None else f"{v:.3e}"
+    env.filters["num"] = lambda v, d=0: "–" if v is None else f"{v:,.{d}f}"
+    return env
+
+
+def _css() -> str:
+    return (resources.files("pdesharp") / "report" / "style.css").read_text()
+
+
+def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str | None, str]:
+    """The winner's prediction/reference/error PNG as a data URI, and a note on where it came
+    from. Draws it (one extra, uncounted execution) when the folder has none."""
+    cached = view.dir / "plots" / "winner-dev.png"
+    if view.winner is None:
+        return None, "no solver ran successfully, so there is nothing to plot"
+    if not cached.is_file():
+        stored = view.results.get(view.winner.id)
+        if stored is not None and stored.plot_path and Path(stored.plot_path).is_file():
+            return png_uri(stored.plot_path), "drawn during the run"
+        try:
+            from pdesharp.evaluate import Evaluator
+            from pdesharp.task import task_from_dict
+
+            task = task_from_dict(view.task, str(view.dir / "task.yaml"))
+            ev = Evaluator(task, data_dir=data_dir, max_samples=max_samples, convergence=False,
+                           residual=False)
+            result = asyncio.run(ev.evaluate(view.winner.code, split="dev", feedback="nrmse",
+                                             label="report-plot", plot_path=cached))
+        except Exception as exc:  # missing data, no task: the report still renders
+            return None, f"plot not drawn: {exc}"
+        if not cached.is_file():
+            return None, f"plot not drawn: the winner did not run ({result.summary_line()})"
+        return png_uri(cached), ("drawn for this report by running the winner once more on "
+                                 "the dev split (not counted as a solver evaluation)")
+    return png_uri(cached), "drawn for this report (cached in plots/winner-dev.png)"
+
+
+def render_run(run_dir: str | Path, *, plot: bool = True, data_dir=None,
+               max_samples=None) -> str:
+    view = load_run(run_dir)
+    curve_svg = score_curves({view.label: view.curve},
+                             title=f"{view.task.get('name', '')}: best score vs evaluations")
+    rounds_svg = round_bars([(label, best) for label, best, _ in view.rounds],
+                            title="best score per round") if view.rounds else None
+    plot_uri, plot_note = (winner_plot(view, data_dir=data_dir, max_samples=max_samples)
+                           if plot else (None, "plots disabled (--no-plot)"))
+    return _env().get_template("run.html.j2").render(
+        css=_css(), v=view, s=view.summary, curve_svg=curve_svg, rounds_svg=rounds_svg,
+        plot_uri=plot_uri, plot_note=plot_note, generated=_now())
+
+
+def render_bench(bench_dir: str | Path) -> str:
+    from pdesharp.bench import COLUMNS, cell_dir, fmt, load_bench
+
+    bench_dir = Path(bench_dir)
+    cfg, rows = load_bench(bench_dir)
+    per_task = []
+    for task in cfg.tasks:
+        curves, cells = {}, []
+        for row in [r for r in rows if r["task"] == task]:
+            for k in range(cfg.repeats):
+                d = cell_dir(bench_dir, task, row["method"], k)
+                if not (d / "summary.json").is_file():
+                    continue
+                view = load_run(d)
+                name = row["label"] + (f" r{k}" if cfg.repeats > 1 else "")
+                curves[name] = view.curve
+                cells.append({"name": name, "href": str(d.relative_to(bench_dir)),
+                              "status": view.summary.get("status", "")})
+        svg = score_curves(curves, title=f"{task}: best dev score vs solver evaluations")
+        per_task.append({"task": task, "svg": svg, "cells": cells})
+    table = [[fmt(k, r) for k, _ in COLUMNS] for r in rows]
+    return _env().get_template("bench.html.j2").render(
+        css=_css(), cfg=cfg, headers=[h for _, h in COLUMNS], table=table, per_task=per_task,
+        generated=_now())
+
+
+def write_report(folder: str | Path, out: str | Path | None = None, *, plot: bool = True,
+                 data_dir=None, max_samples=None) -> Path:
+    """Write the HTML report of a run or bench folder; returns the file written."""
+    folder = Path(folder).expanduser()
+    if (folder / "bench.json").is_file():
+        html = render_bench(folder)
+    elif (folder / "run.sqlite").is_file():
+        html = render_run(folder, plot=plot, data_dir=data_dir, max_samples=max_samples)
+    else:
+        raise ReportError(f"{folder} is neither a run folder (run.sqlite) nor a bench folder "
+                          "(bench.json)")
+    path = Path(out) if out else folder / "report.html"
+    path.write_text(html)
+    return path
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,219 @@
+"""Everything the HTML report shows about one run, read from its folder without writing to it.
+
+The run store is opened read-only (``mode=ro``): making a report never changes a run's
+accounting (``RunStore.open`` would add the report's own wall time to the run).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from pdesharp.records import Analysis, Candidate, EvalResult
+
+SOLVER_ORIGINS = ("genesis", "patch", "baseline")
+
+
+@dataclass
+class Node:
+    """One candidate in the lineage tree."""
+
+    cand: Candidate
+    result: EvalResult | None = None
+    children: list["Node"] = field(default_factory=list)
+    winner: bool = False
+    in_winner_lineage: bool = False
+
+    @property
+    def score(self) -> float | None:
+        return self.result.score if self.result else None
+
+    @property
+    def hybrid(self) -> bool:
+        return len(self.cand.parents) >= 2
+
+
+@dataclass
+class Diff:
+    child: str
+    parent: str
+    kind: str  # "hybrid", "patch", "debug", ...
+    lines: list[tuple[str, str]]  # (css class, text)
+    added: int = 0
+    removed: int = 0
+
+
+@dataclass
+class RunView:
+    dir: Path
+    summary: dict
+    config: dict
+    task: dict
+    analysis: Analysis | None
+    candidates: list[Candidate]
+    results: dict[str, EvalResult]  # candidate id -> latest feedback-split result
+    roots: list[Node]
+    curve: list[tuple[int, float]]  # (evaluation number, best score so far)
+    rounds: list[tuple[str, float | None, float | None]]  # (label, best in round, best so far)
+    diffs: list[Diff]
+    winner: Candidate | None
+    events: list[dict]
+
+    @property
+    def method(self) -> str:
+        return self.summary.get("method") or self.config.get("method") or "sharp"
+
+    @property
+    def label(self) -> str:
+        return self.summary.get("method_label") or ("PDE-SHARP" if self.method == "sharp"
+                                                   else self.method)
+
+    @property
+    def feedback_split(self) -> str:
+        return self.summary.get("feedback_split", "dev")
+
+
+def _ro(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def _candidate(row) -> Candidate:
+    return Candidate(id=row["id"], code=row["code"], origin=row["origin"],
+                     parents=json.loads(row["parents"] or "[]"), judge=row["judge"],
+                     round=row["round"] or 0, cycle=row["cycle"] or 0, title=row["title"] or "",
+                     justification=row["justification"] or "",
+                     static_check=row["static_check"] or "ok")
+
+
+def diff_lines(parent: str, child: str, a: str, b: str, context: int = 3) -> Diff:
+    lines, added, removed = [], 0, 0
+    for line in difflib.unified_diff(a.splitlines(), b.splitlines(), f"{parent}.py",
+                                     f"{child}.py", n=context, lineterm=""):
+        if line.startswith(("+++", "---")):
+            cls = "file"
+        elif line.startswith("@@"):
+            cls = "hunk"
+        elif line.startswith("+"):
+            cls, added = "add", added + 1
+        elif line.startswith("-"):
+            cls, removed = "del", removed + 1
+        else:
+            cls = "ctx"
+        lines.append((cls, line))
+    return Diff(child=child, parent=parent, kind="", lines=lines, added=added, removed=removed)
+
+
+def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
+    run_dir = Path(run_dir)
+    db_path = run_dir / "run.sqlite"
+    if not db_path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a pdesharp run folder (no run.sqlite)")
+    summary = json.loads((run_dir / "summary.json").read_text()) \
+        if (run_dir / "summary.json").is_file() else {}
+    config = json.loads((run_dir / "config.json").read_text()) \
+        if (run_dir / "config.json").is_file() else {}
+    task = yaml.safe_load((run_dir / "task.yaml").read_text()) \
+        if (run_dir / "task.yaml").is_file() else {}
+    analysis = None
+    if (run_dir / "analysis.json").is_file():
+        try:
+            analysis = Analysis.model_validate_json((run_dir / "analysis.json").read_text())
+        except ValueError:
+            analysis = None
+    split = summary.get("feedback_split", "dev")
+    feedback = summary.get("feedback") or config.get("feedback") or "nrmse"
+    db = _ro(db_path)
+    try:
+        cands = [_candidate(r) for r in db.execute("SELECT * FROM candidates ORDER BY seq")]
+        results: dict[str, EvalResult] = {}
+        curve, best, n = [], None, 0
+        for r in db.execute("SELECT candidate_id, result, counted, score FROM evaluations "
+                            "WHERE split=? AND feedback=? ORDER BY seq", (split, feedback)):
+            results[r["candidate_id"]] = EvalResult.model_validate_json(r["result"])
+            if r["counted"]:
+                n += 1
+                if r["score"] is not None and (best is None or r["score"] < best):
+                    best = r["score"]
+                if best is not None:
+                    curve.append((n, best))
+        events = [{"kind": r["kind"], **json.loads(r["data"])}
+                  for r in db.execute("SELECT kind, data FROM events ORDER BY seq")]
+    finally:
+        db.close()
+    by_id = {c.id: c for c in cands}
+    winner_id = summary.get("best_id") or summary.get("best_solver")
+    winner = by_id.get(winner_id) if winner_id else None
+    lineage = _lineage(winner.id, by_id) if winner else []
+    nodes = {c.id: Node(c, results.get(c.id), winner=bool(winner and c.id == winner.id),
+                        in_winner_lineage=c.id in lineage) for c in cands}
+    roots = []
+    for c in cands:
+        parent = next((p for p in c.parents if p in nodes and p != c.id), None)
+        (nodes[parent].children if parent else roots).append(nodes[c.id])
+    return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
+                   candidates=cands, results=results, roots=roots, curve=curve,
+                   rounds=_rounds(cands, results), diffs=_diffs(cands, by_id, lineage, max_diffs),
+                   winner=winner, events=events)
+
+
+def _lineage(cid: str, by_id: dict[str, Candidate]) -> list[str]:
+    out, queue = [], [cid]
+    while queue:
+        cur = queue.pop(0)
+        if cur in out or cur not in by_id:
+            continue
+        out.append(cur)
+        queue.extend(by_id[cur].parents)
+    return out
+
+
+def _rounds(cands, results) -> list[tuple[str, float | None, float | None]]:
+    """Best score of the solvers made in each (cycle, round) of a tournament, and the best so
+    far. Only for runs with a tournament (genesis or patch candidates)."""
+    if not any(c.origin in ("genesis", "patch") for c in cands):
+        return []
+    groups: dict[tuple[int, int], list[float]] = {}
+    for c in cands:
+        if c.origin in ("seed",):
+            continue
+        r = results.get(c.id)
+        key = (c.cycle, c.round)
+        groups.setdefault(key, [])
+        if r is not None and r.score is not None:
+            groups[key].append(r.score)
+    rows, best = [], None
+    for (cycle, rnd) in sorted(groups):
+        scores = groups[(cycle, rnd)]
+        in_round = min(scores) if scores else None
+        if in_round is not None and (best is None or in_round < best):
+            best = in_round
+        label = "genesis" if (cycle, rnd) == (0, 0) else f"cycle {cycle}, round {rnd}"
+        rows.append((label, in_round, best))
+    return rows
+
+
+def _diffs(cands, by_id, lineage, limit) -> list[Diff]:
+    """Hybrids first, then the winner's lineage, then other patches and debug fixes."""
+    def rank(c: Candidate) -> int:
+        if len(c.parents) >= 2:
+            return 0
+        return 1 if c.id in lineage else 2
+
+    picked = [c for c in cands if c.parents and c.parents[0] in by_id and c.origin != "seed"]
+    picked.sort(key=rank)
+    out = []
+    for c in picked[:limit]:
+        for parent in c.parents if len(c.parents) >= 2 else c.parents[:1]:
+            if parent not in by_id:
+                continue
+            d = diff_lines(parent, c.id, by_id[parent].code, c.code)
+            d.kind = "hybrid" if len(c.parents) >= 2 else c.origin
+            out.append(d)
+    return out
