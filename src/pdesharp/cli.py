@@ -11,7 +11,7 @@ import importlib
 import sys
 
 COMMAND_MODULES = [
-    "tasks", "eval", "data", "solve", "translate", "runs", "bench", "report",
+    "tasks", "eval", "data", "solve", "translate", "runs", "bench", "report", "models",
 ]
 
 

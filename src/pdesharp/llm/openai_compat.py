@@ -102,6 +102,7 @@ class OpenAICompatModel:
         self.endpoint = Endpoint(url=self.base_url, model=model, key_env=api_key_env,
                                  timeout_s=timeout, max_retries=max_retries,
                                  has_key=self._api_key != NO_KEY)
+
     def __repr__(self) -> str:
         return f"OpenAICompatModel({self.name!r}, base_url={self.base_url!r})"
 
@@ -120,6 +121,19 @@ class OpenAICompatModel:
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
                                   max_retries=self.max_retries, timeout=self.timeout,
                                   http_client=http)
+
+    async def list_models(self) -> list[str]:
+        """Model ids the endpoint offers (``GET /models``), for checking a configuration."""
+        import openai
+
+        try:
+            async with self._client() as client:
+                page = await client.models.list()
+                return sorted(m.id for m in page.data)
+        except openai.OpenAIError as exc:
+            raise model_error(exc, self.endpoint) from exc
+        except ValueError as exc:
+            raise model_error(exc, self.endpoint) from exc
 
     def request_body(self, messages: list[Message], params: ChatParams) -> dict[str, Any]:
         """The keyword arguments sent to ``chat.completions.create`` (quirks applied)."""
