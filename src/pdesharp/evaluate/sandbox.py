@@ -178,21 +178,26 @@ async def run_sandboxed(argv: list[str], *, cwd: Path, env: dict[str, str], time
 
 
 def _kill_leftovers(pgid: int, seen: dict[int, psutil.Process]) -> list[int]:
-    """Kill whatever the solver left running: its process group and any descendant we saw."""
-    killed: list[int] = []
+    """Kill whatever the solver left running: its process group and any descendant we saw.
+
+    Waits (briefly) until they are gone, so that callers can rely on it on return.
+    """
+    victims: list[psutil.Process] = []
     if _group_alive(pgid):
         for p in psutil.process_iter():
             try:
                 if os.getpgid(p.pid) == pgid:
-                    killed.append(p.pid)
+                    victims.append(p)
             except (psutil.Error, OSError):
                 pass
         _killpg(pgid, signal.SIGKILL)
-    for pid, p in seen.items():
+    for p in seen.values():
         try:
             if p.is_running():  # is_running compares creation times, so a reused pid is safe
                 p.kill()
-                killed.append(pid)
+                victims.append(p)
         except psutil.Error:
             pass
-    return sorted(set(killed))
+    if victims:
+        psutil.wait_procs(victims, timeout=2.0)
+    return sorted({p.pid for p in victims})
