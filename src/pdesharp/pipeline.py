@@ -51,6 +51,7 @@ class SolveConfig(BaseModel):
     test_data: str | None = None
     timeout: float | None = None
     max_samples: int | None = None  # evaluate on the first samples only (quick runs, tests)
+    convergence: bool = True  # run CodePDE's empirical convergence test in each evaluation
     base_url: str | None = None  # OpenAI-compatible endpoint override
 
 

@@ -58,24 +58,40 @@ class Tournament:
         self.store, self.evaluator, self.s = store, evaluator, settings
         self.progress = progress or (lambda **kw: None)
         self.pool: list[Candidate] = []
+        self.known: dict[str, EvalResult] = {}
         self._gate = asyncio.Semaphore(max(1, settings.workers))
 
     # -- results -------------------------------------------------------------------------
+    # The tournament sees only results it obtained itself in this execution (self.known),
+    # never whatever else the store holds: on a resumed run the store already has results
+    # from "later" in the killed run, and showing them early would change the prompts.
     def entry(self, c: Candidate) -> PoolEntry:
-        result = self.store.result_for(c.id, "dev", self.s.feedback)
+        result = self.known.get(c.id)
         if result is None and c.static_check != "ok":
             result = _static_failure(c, self.s.feedback)
         return PoolEntry(candidate=c, result=result)
 
+    def best(self) -> tuple[Candidate, EvalResult] | None:
+        """Lowest score; with no scores (feedback "none"), the first solver that ran ok."""
+        ok = [(c, self.known[c.id]) for c in self.pool
+              if c.id in self.known and self.known[c.id].ok]
+        scored = [p for p in ok if p[1].score is not None]
+        if scored:
+            return min(scored, key=lambda p: p[1].score)
+        return ok[0] if ok else None
+
     def best_score(self) -> float | None:
-        best = self.store.best_candidate("dev", self.s.feedback)
+        best = self.best()
         return best[1].score if best else None
 
     async def _run(self, c: Candidate) -> EvalResult:
         if c.static_check != "ok":  # free check failed: not executed, not counted
             return _static_failure(c, self.s.feedback)
         async with self._gate:
-            return await self.store.evaluate(self.evaluator, c, split="dev", feedback=self.s.feedback)
+            result = await self.store.evaluate(self.evaluator, c, split="dev",
+                                               feedback=self.s.feedback)
+        self.known[c.id] = result
+        return result
 
     async def evaluate(self, c: Candidate, judge, rnd: int, cycle: int) -> tuple[Candidate, EvalResult]:
         """Run ``c``; while it fails, let ``judge`` debug it (up to K times). Returns the last
@@ -129,7 +145,7 @@ class Tournament:
                 await self.round(cycle, rnd)
                 after = self.best_score()
                 improved = after is not None and (before is None or after < self.s.saturation_factor * before)
-                best = self.store.best_candidate("dev", self.s.feedback)
+                best = self.best()
                 self.store.event("round_best", cycle=cycle, round=rnd,
                                  best=best[0].id if best else None, score=after)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
@@ -154,14 +170,14 @@ class Tournament:
         ran = await gather_all(self.evaluate(by_id[cid], j, rnd, cycle)
                                for cid, j in nominators.items())
         final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
-        shared = [self.entry(c) for c in self.pool if self.store.result_for(c.id, "dev", self.s.feedback)]
+        shared = [self.entry(c) for c in self.pool if c.id in self.known]
         shared.sort(key=lambda e: (e.result.score is None, e.result.score or 0.0))
 
         async def turn(idx: int, judge, nominee: str) -> None:
             base = final.get(nominee) or by_id.get(nominee)
             base_entry = self.entry(base) if base else None
             if base_entry is None or not (base_entry.result and base_entry.result.ok):
-                best = self.store.best_candidate("dev", self.s.feedback)
+                best = self.best()
                 if best is not None:
                     base_entry = self.entry(best[0])
             if base_entry is None:

@@ -1,0 +1,211 @@
+"""``pdesharp solve TASK`` and ``pdesharp resume RUN``: run PDE-SHARP with a live display.
+
+``--model scripted:PATH`` is a testing aid: replies come from a YAML rules file written by us
+(see :mod:`pdesharp.rolesets`), never from a real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
+from pdesharp.llm.base import ModelError
+from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
+from pdesharp.store import RunStore, RunStoreError
+from pdesharp.task import TaskError, load_task
+
+DEFAULT_OUT = "runs"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("solve", help="run PDE-SHARP (Analysis, Genesis, Synthesis) on a task")
+    add_task_argument(p, positional=True)
+    p.add_argument("--model", default=os.environ.get("PDESHARP_MODEL"),
+                   help="provider:model (e.g. openai:gpt-4o), or 'builtin' for the built-in "
+                        "analyst (default: $PDESHARP_MODEL, else builtin)")
+    p.add_argument("--judges", default=None, help="three comma-separated model specs")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint URL")
+    p.add_argument("--candidates", type=int, default=32, help="Genesis samples (default 32)")
+    p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse")
+    p.add_argument("--max-rounds", type=int, default=4)
+    p.add_argument("--rejudge-cycles", type=int, default=1)
+    p.add_argument("--saturation-factor", type=float, default=0.9,
+                   help="a round improves if best_new < factor * best_old (default 0.9)")
+    p.add_argument("--patience", type=int, default=1,
+                   help="rounds without improvement before a cycle stops (default 1)")
+    p.add_argument("--debug-attempts", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="parallel evaluations")
+    p.add_argument("--max-usd", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--max-evals", type=int, default=None)
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    p.add_argument("--out", default=None, help=f"runs folder (default $PDESHARP_RUNS or ./{DEFAULT_OUT})")
+    p.add_argument("--run-id", default=None, help="name of the run folder (default: generated)")
+    add_data_arguments(p)
+    p.add_argument("--timeout", type=float, default=None, help="seconds per evaluation")
+    p.add_argument("--max-samples", type=int, default=None,
+                   help="evaluate on the first N samples of each split (quick runs)")
+    p.add_argument("--no-convergence", action="store_true",
+                   help="skip the empirical convergence test in evaluations")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no live display")
+    p.set_defaults(func=cmd_solve)
+
+    r = sub.add_parser("resume", help="continue a killed or interrupted run")
+    r.add_argument("run", help="run folder, or run id under the runs folder")
+    r.add_argument("--out", default=None)
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=cmd_resume)
+
+
+def runs_root(out: str | None) -> Path:
+    return Path(out or os.environ.get("PDESHARP_RUNS") or DEFAULT_OUT)
+
+
+def find_run(run: str, out: str | None) -> RunStore:
+    path = Path(run)
+    if not (path / RunStore.DB_NAME).is_file():
+        path = runs_root(out) / run
+    try:
+        return RunStore.open(path)
+    except RunStoreError as exc:
+        fail(str(exc))
+
+
+def cmd_solve(args) -> int:
+    task_or_exit(args.task)
+    task_ref = str(Path(args.task).resolve()) if Path(args.task).is_file() else args.task
+    judges = [s.strip() for s in args.judges.split(",")] if args.judges else None
+    try:
+        config = SolveConfig(
+            task=task_ref, model=args.model, judges=judges, candidates=args.candidates,
+            feedback=args.feedback, max_rounds=args.max_rounds,
+            rejudge_cycles=args.rejudge_cycles, saturation_factor=args.saturation_factor,
+            patience=args.patience, debug_attempts=args.debug_attempts, workers=args.workers,
+            max_usd=args.max_usd, max_tokens=args.max_tokens, max_evals=args.max_evals,
+            seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
+            data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
+            timeout=args.timeout, max_samples=args.max_samples,
+            convergence=not args.no_convergence, base_url=args.base_url)
+    except ValueError as exc:
+        fail(str(exc))
+    task = load_task(config.task)
+    try:
+        store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=args.run_id)
+    except FileExistsError:
+        fail(f"run folder {runs_root(args.out) / args.run_id} exists; resume it with "
+             f"`pdesharp resume {args.run_id}` or choose another --run-id")
+    return run_solve(task, config, store, quiet=args.quiet)
+
+
+def cmd_resume(args) -> int:
+    store = find_run(args.run, args.out)
+    if store.status == "finished":
+        print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
+        return 0
+    config = config_of(store)
+    try:
+        task = load_task(config.task)
+    except TaskError as exc:
+        fail(str(exc))
+    store.event("resume")
+    return run_solve(task, config, store, quiet=args.quiet)
+
+
+def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False) -> int:
+    from pdesharp.data.paths import DataNotFound
+    from pdesharp.evaluate import Evaluator
+    from pdesharp.rolesets import build_roles
+
+    console = Console(stderr=True)
+    evaluator = Evaluator(task, data_dir=config.data_dir, dev_data=config.dev_data,
+                          test_data=config.test_data, workers=config.workers,
+                          timeout=config.timeout, max_samples=config.max_samples,
+                          convergence=config.convergence)
+    try:
+        evaluator.data_path("dev")
+        roles = build_roles(config, store)
+    except (DataNotFound, ValueError, RuntimeError, ImportError, ModelError) as exc:
+        store.set_status("failed", str(exc)[:300])
+        fail(f"{exc}\n(run folder: {store.dir})")
+    display = Display(store.run_id)
+    hint = f"the run is resumable: pdesharp resume {store.dir}"
+    try:
+        with Live(display, console=console, refresh_per_second=4, transient=False,
+                  redirect_stdout=False) if not quiet and console.is_terminal else _Null():
+            result = asyncio.run(solve(task, config, store, roles, evaluator,
+                                       progress=display.update(store)))
+    except ModelError as exc:
+        store.set_status("interrupted", str(exc)[:300])
+        store.write_summary()
+        console.print(f"[red]model error:[/] {exc}\n{hint}")
+        return 1
+    except KeyboardInterrupt:
+        store.set_status("interrupted", "interrupted by the user")
+        console.print(f"interrupted; {hint}")
+        return 130
+    finally:
+        store.close()
+    s = result.summary
+    if result.stop_reason:
+        console.print(f"[yellow]budget stop:[/] {result.stop_reason} (best result so far kept)")
+    print(f"run:            {result.run_dir}")
+    print(f"best solver:    {s.get('best_solver') or 'none'}")
+    print(f"dev {config.feedback}:   {_fmt(result.best_dev_score)}")
+    print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
+          + (f" ({s['test_note']})" if s.get("test_note") else ""))
+    print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")
+    print(f"model calls:    {s['model_calls']}, tokens {s['tokens_in']}/{s['tokens_out']}, "
+          f"${s['cost_usd']:.4f}")
+    print(f"report:         {result.run_dir / 'report.md'}")
+    return 0
+
+
+def _fmt(v) -> str:
+    return "–" if v is None else f"{v:.3e}"
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class Display:
+    """The live status panel; updated from the pipeline's progress callback."""
+
+    def __init__(self, run_id: str):
+        self.state: dict = {"run": run_id, "stage": "starting"}
+
+    def update(self, store: RunStore):
+        def progress(**info) -> None:
+            self.state.update({k: v for k, v in info.items() if v is not None})
+            acc = store.accounting()  # on the event-loop thread, where the store lives
+            self.state.update(tokens=f"{acc['tokens_in']}/{acc['tokens_out']}",
+                              cost=f"${acc['cost_usd']:.4f}", evaluations=acc["evaluations"])
+        return progress
+
+    def __rich__(self) -> Table:
+        t = Table(show_header=False, title="pdesharp solve", box=None)
+        s = self.state
+        rows = [("run", s.get("run")), ("stage", s.get("stage")),
+                ("candidates", s.get("written", s.get("candidates"))),
+                ("round", f"cycle {s['cycle']}, round {s['round']}" if "round" in s else None),
+                ("best score", _fmt(s["best"]) if s.get("best") is not None else None),
+                ("evaluations", s.get("evaluations")), ("tokens in/out", s.get("tokens")),
+                ("cost", s.get("cost"))]
+        for k, v in rows:
+            if v is not None:
+                t.add_row(k, str(v))
+        return t
+
+

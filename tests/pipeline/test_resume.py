@@ -1,0 +1,97 @@
+"""A run killed with SIGKILL mid-tournament resumes and finishes without repeating any
+completed model call or solver evaluation.
+
+`pdesharp solve --model scripted:PATH` runs in a subprocess; PATH is a rules file whose replies
+were written by us for this test (pipeline_scripts.py), not recorded from a real model.
+Evaluations are real (two shared dev samples, no convergence test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import yaml
+from pipeline_scripts import analysis_replies, genesis_reply, nominate, patch, shift
+
+from pdesharp.cli import main
+
+
+def rules() -> dict:
+    r = [{"tag": tag, "reply": replies[0]} for tag, replies in analysis_replies("numerical").items()]
+    r += [{"tag": "genesis", "sample": 0, "reply": genesis_reply(shift(0.5), "half")},
+          {"tag": "genesis", "sample": 1, "reply": genesis_reply(shift(0.8), "damped")}]
+    chain = [("g2", "0.8", "0.9"), ("c0r1-j1", "0.9", "0.95"), ("c0r2-j1", "0.95", "0.99")]
+    for rnd, (base, old, new) in enumerate(chain, start=1):
+        r.append({"tag": "judge.nominate", "when": f"Round {rnd} of cycle 0", "reply": nominate(base)})
+        r.append({"tag": "judge.propose", "when": f"Round {rnd} of cycle 0",
+                  "reply": patch(f"    scale = {old}", f"    scale = {new}", f"scale {new}", [base])})
+    r.append({"tag": "reporter", "reply": "Narrative written by the test."})
+    return {"delay_s": 0.2, "rules": r}
+
+
+def rows(db, sql):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_sigkill_then_resume_repeats_nothing(tmp_path, shared_data):
+    script = tmp_path / "rules.yaml"
+    script.write_text("# replies written by us for this test, not a real model's\n"
+                      + yaml.safe_dump(rules(), sort_keys=False))
+    out, run_dir = tmp_path / "runs", tmp_path / "runs" / "killed"
+    argv = ["solve", "advection", "--model", f"scripted:{script}", "--candidates", "2",
+            "--max-rounds", "3", "--patience", "3", "--rejudge-cycles", "0",
+            "--dev-data", str(shared_data / "advection_dev.hdf5"), "--data-dir", str(tmp_path),
+            "--max-samples", "2", "--no-convergence", "--out", str(out), "--run-id", "killed",
+            "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "pdesharp.cli", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    db = run_dir / "run.sqlite"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"run ended before it was killed: {proc.stderr.read()!r}")
+            if db.exists() and rows(db, "SELECT COUNT(*) FROM events WHERE kind='round_best'")[0][0]:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("no tournament round within 120 s")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+    assert rows(db, "SELECT status FROM runs")[0][0] == "running"
+    calls_before = rows(db, "SELECT COUNT(*) FROM model_calls WHERE source='model'")[0][0]
+    evals_before = rows(db, "SELECT COUNT(*) FROM evaluations WHERE counted=1")[0][0]
+    assert evals_before >= 2  # g2 and the round-1 patch ran before the kill
+
+    assert main(["resume", str(run_dir), "--quiet"]) == 0
+
+    assert rows(db, "SELECT status FROM runs")[0][0] == "finished"
+    # no completed model call was made twice: every request key reached the model once
+    assert rows(db, "SELECT request_key, COUNT(*) FROM model_calls WHERE source='model' "
+                    "GROUP BY request_key HAVING COUNT(*) > 1") == []
+    replayed = rows(db, "SELECT COUNT(*) FROM model_calls WHERE source='replay'")[0][0]
+    assert replayed >= calls_before - 3  # all completed calls replayed (<= 3 were in flight)
+    # no evaluation executed twice; every one of the four distinct solvers ran exactly once
+    assert rows(db, "SELECT code_sha256, split, feedback, COUNT(*) FROM evaluations "
+                    "WHERE counted=1 GROUP BY 1, 2, 3 HAVING COUNT(*) > 1") == []
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["evaluations"] == 4  # g2, scale 0.9, 0.95, 0.99 (no test split here)
+    assert summary["test_note"].startswith("no test split")
+    assert "scale = 0.99" in (run_dir / "best_solver.py").read_text()
+    # paid calls over both sessions equal those of one uninterrupted run:
+    # 5 analysis + 2 genesis + 3 rounds x (3 nominate + 3 propose) + 1 reporter
+    assert summary["model_calls"] == 26
