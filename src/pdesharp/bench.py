@@ -19,6 +19,7 @@ and continued. All counts in the table are read back from the cells' run stores:
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -57,7 +58,8 @@ class BenchConfig:
     optillm_url: str | None = None
     data_dir: str | None = None
     max_samples: int | None = None  # evaluate on the first k samples of each split (smoke runs)
-    workers: int = 1  # solver executions at once
+    workers: int = 1  # solver executions at once (per task)
+    parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
 
     def validate(self) -> None:
@@ -80,10 +82,18 @@ def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
 
 
 def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
-    from pdesharp.llm.factory import make_model
+    """Models as ``pdesharp solve`` makes them (presets, response cache, ``scripted:FILE``).
+    ``sharp`` gets None: its pipeline builds and journals its own roles from ``cfg.model``."""
+    from pdesharp.pipeline import SolveConfig
+    from pdesharp.rolesets import is_builtin, make_chat_model
 
     def factory(method: str, task: Task, repeat: int):
-        return make_model(cfg.model)
+        if method == "sharp":
+            return None
+        if is_builtin(cfg.model):
+            raise BenchError(f"--model builtin has no language model for the baseline {method!r};"
+                             " give a model spec (provider:model) or bench only 'sharp'")
+        return make_chat_model(cfg.model, SolveConfig(model=cfg.model))
 
     return factory
 
@@ -105,34 +115,50 @@ def baseline_config(cfg: BenchConfig, repeat: int) -> BaselineConfig:
 
 
 async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig) -> None:
-    """PDE-SHARP through its own pipeline, into the cell's run folder."""
-    from pdesharp.pipeline import solve
+    """PDE-SHARP through its own pipeline, into the cell's run folder (reopened if a killed
+    bench left it unfinished: the pipeline's journal replays what was already asked)."""
+    from pdesharp.baselines.runner import open_or_create
+    from pdesharp.pipeline import SolveConfig, dump_config, solve
+    from pdesharp.rolesets import build_roles
 
-    kwargs = dict(cfg.sharp_options)
-    if cfg.budget_evals is not None:
-        kwargs.setdefault("max_evals", cfg.budget_evals)
-    await solve(task, model=model, evaluator=evaluator, out=run_dir.parent,
-                run_id=run_dir.name, **kwargs)
+    options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir, **cfg.sharp_options}
+    config = SolveConfig(task=task.name, model=cfg.model, max_evals=cfg.budget_evals,
+                         out=str(run_dir.parent), **options)
+    store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))
+    try:
+        roles = build_roles(config, store, models={cfg.model: model} if model is not None else None)
+        await solve(task, config, store, roles, evaluator)
+    finally:
+        store.close()
+
+
+_CELL_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def _lock(run_dir: Path) -> asyncio.Lock:
+    return _CELL_LOCKS.setdefault(str(run_dir.resolve()), asyncio.Lock())
 
 
 async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
                    model_factory: ModelFactory, evaluator) -> Path:
-    """Run (or finish) one cell; returns its run folder."""
+    """Run (or finish) one cell; returns its run folder. A cell runs at most once at a time
+    (codepde-r waits for the codepde cell it takes its seeds from)."""
     run_dir = cell_dir(cfg.out, task.name, method, repeat)
-    if (run_dir / "summary.json").is_file():
-        return run_dir
-    model = model_factory(method, task, repeat)
-    bcfg = baseline_config(cfg, repeat)
-    if method == "sharp":
-        await _run_sharp(task, model=model, evaluator=evaluator, run_dir=run_dir, cfg=cfg)
-        return run_dir
     seed_run = None
     if method == "codepde-r":
         seed_run = await run_cell(task, "codepde", repeat, cfg=cfg, model_factory=model_factory,
                                   evaluator=evaluator)
-    await run_baseline(method, task, model=model, evaluator=evaluator, out_root=run_dir.parent,
-                       cfg=bcfg, run_id=run_dir.name, seed_run=seed_run,
-                       optillm_url=cfg.optillm_url, upstream_model=cfg.model)
+    async with _lock(run_dir):
+        if (run_dir / "summary.json").is_file():
+            return run_dir
+        model = model_factory(method, task, repeat)
+        if method == "sharp":
+            await _run_sharp(task, model=model, evaluator=evaluator, run_dir=run_dir, cfg=cfg)
+            return run_dir
+        await run_baseline(method, task, model=model, evaluator=evaluator,
+                           out_root=run_dir.parent, cfg=baseline_config(cfg, repeat),
+                           run_id=run_dir.name, seed_run=seed_run, optillm_url=cfg.optillm_url,
+                           upstream_model=cfg.model)
     return run_dir
 
 
@@ -147,18 +173,23 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
     (out / "bench.json").write_text(json.dumps(asdict(cfg), indent=2))
     model_factory = model_factory or _default_model_factory(cfg)
     evaluator_factory = evaluator_factory or _default_evaluator_factory(cfg)
-    # codepde before codepde-r, so refinement finds its seeds; otherwise the order given.
-    methods = sorted(cfg.methods, key=lambda m: (m == "codepde-r",))
+    sem = asyncio.Semaphore(max(1, cfg.parallel_cells))
+
+    async def cell(task: Task, method: str, repeat: int, evaluator) -> None:
+        async with sem:
+            done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
+            if progress:
+                progress(f"{task.name} / {method} / repeat {repeat}: "
+                         f"{'already finished' if done else 'running'}")
+            await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
+                           evaluator=evaluator)
+
     for repeat in range(cfg.repeats):
         for task in tasks:
             evaluator = evaluator_factory(task)
-            for method in methods:
-                done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
-                if progress:
-                    progress(f"{task.name} / {method} / repeat {repeat}: "
-                             f"{'already finished' if done else 'running'}")
-                await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
-                               evaluator=evaluator)
+            # codepde-r last, so that it finds its codepde seeds finished or in progress.
+            methods = sorted(cfg.methods, key=lambda m: m == "codepde-r")
+            await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))
     rows = collect(out, cfg.tasks, cfg.methods, cfg.repeats)
     write_tables(out, rows)
     return rows

@@ -7,6 +7,8 @@ first CodePDE generation is a crashing solver so that a debugging round happens.
 
 from __future__ import annotations
 
+import json
+
 SHIFT = '''import numpy as np
 
 def solver(u0_batch, t_coordinate, beta):
@@ -40,12 +42,45 @@ def solver_code(task: str, variant: str) -> str:
     return body.format(extra=f"\n\n# variant: {variant}")
 
 
+def _json(obj) -> str:
+    return "```json\n" + json.dumps(obj) + "\n```"
+
+
+def sharp_reply(task: str, tag: str) -> str:
+    """PDE-SHARP's roles (analysis, genesis, one judged round, narrative), scripted by us."""
+    if tag == "analysis.classification":
+        return "Scripted classification.\n" + _json({
+            "time_order": 1, "space_order": 2 if task == "burgers" else 1,
+            "linear": task != "burgers", "pde_type": "hyperbolic" if task == "advection"
+            else "parabolic", "boundary": "periodic", "notes": "scripted"})
+    if tag.startswith("analysis.") and tag != "analysis.stability":
+        return "Scripted step.\n" + _json({"applies": False, "method": "", "summary": "scripted"})
+    if tag == "analysis.stability":
+        return "Scripted bound.\n" + _json({
+            "bounds": [{"scheme": "explicit upwind", "expression": "dx", "note": "scripted"}],
+            "recommended_schemes": ["scripted scheme"], "key_facts": ["scripted fact"]})
+    if tag == "genesis":
+        return "Title: scripted design\n\n```python\n" + solver_code(task, "sharp-genesis") + "```"
+    if tag == "judge.nominate":
+        return "Scripted ranking.\n" + _json({"ranking": ["g1"], "reasons": {"g1": "only one"},
+                                              "nominee": "g1"})
+    if tag == "judge.propose":
+        return ("<<<<<<< SEARCH\n# variant: sharp-genesis\n=======\n# variant: sharp-patched\n"
+                ">>>>>>> REPLACE\n" + _json({"title": "scripted patch", "justification": "x",
+                                               "parents": ["g1"]}))
+    if tag == "reporter":
+        return "Scripted narrative."
+    raise AssertionError(f"no scripted sharp reply for tag {tag!r}")
+
+
 def make_script(task: str):
     state = {"crashed": False}
 
     def script(messages, params, index):
         tag = params.tag
         code = None
+        if tag.split(".")[0] in ("analysis", "genesis", "judge", "reporter"):
+            return sharp_reply(task, tag)
         if tag.endswith(".rating"):
             return "The response is complete. Rating: [[1]]"
         if tag.endswith((".critique", ".plan", ".execute", ".review", ".candidate")):

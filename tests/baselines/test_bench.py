@@ -15,7 +15,7 @@ from pdesharp.bench import BenchConfig, cell_dir, run_bench
 from pdesharp.evaluate import Evaluator
 from pdesharp.llm import ScriptedModel
 
-METHODS = ["codepde", "codepde-r", "cot", "moa", "cepo"]
+METHODS = ["sharp", "codepde", "codepde-r", "cot", "moa", "cepo"]
 # model calls per method with samples=1, refine_samples=1 and the script in bench_script:
 # codepde: generate (crash) + 1 debug on advection... see expected_calls below.
 
@@ -36,10 +36,13 @@ def store_counts(run_dir):
 def bench(tmp_path_factory, shared_data):
     out = tmp_path_factory.mktemp("bench")
     cfg = BenchConfig(tasks=["advection", "burgers"], methods=METHODS, model="scripted",
-                      out=str(out), samples=1, refine_samples=1)
+                      out=str(out), samples=1, refine_samples=1,
+                      sharp_options={"candidates": 1, "max_rounds": 1, "rejudge_cycles": 0,
+                                     "no_cache": True},
+                      parallel_cells=3)
     models = {}
 
-    def model_factory(method, task, repeat):
+    def model_factory(method, task, repeat):  # noqa: ARG001
         # One scripted model per cell so that each cell's calls can be counted separately.
         m = ScriptedModel(make_script(task.name), name=f"scripted:{method}")
         models[(task.name, method)] = m
@@ -48,7 +51,7 @@ def bench(tmp_path_factory, shared_data):
     def evaluator_factory(task):
         # 2 samples, no convergence test / residual: tiny and fast, still the real sandbox.
         return Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False,
-                         residual=False)
+                         residual=False, workers=2)
 
     rows = asyncio.run(run_bench(cfg, model_factory=model_factory,
                                  evaluator_factory=evaluator_factory))
@@ -65,6 +68,7 @@ def test_bench_table_counts_match_the_stores(bench):
         assert r["evaluations"] == counts["evaluations"]
         assert r["debug_iterations"] == counts["debug_iterations"]
         assert r["model_calls"] == counts["model_calls"] == len(models[(r["task"], r["method"])].calls)
+        assert r["nrmse"] is not None, (r["task"], r["method"], r["statuses"])
         assert r["score_split"] == "dev"  # the shared data has no test split
         assert r["nrmse"] is not None and r["nrmse"] == r["dev_score"]
     by = {(r["task"], r["method"]): r for r in rows}
@@ -85,8 +89,13 @@ def test_bench_table_counts_match_the_stores(bench):
     assert "| advection | cepo (re-impl.) |" in table and "(dev)" in table
     with open(out / "table.csv") as fh:
         csv_rows = list(csv.DictReader(fh))
-    assert len(csv_rows) == 10 and float(csv_rows[0]["evaluations"]) == 2
-    assert json.loads((out / "table.json").read_text())[0]["model_calls"] == 2
+    assert len(csv_rows) == 12 and float(csv_rows[1]["evaluations"]) == 2
+    assert json.loads((out / "table.json").read_text())[1]["model_calls"] == 2
+    # sharp: 5 analysis + 1 genesis + 3 nominations + 3 proposals + narrative; g1 and the
+    # patch (three identical proposals share one execution) run on dev.
+    assert by["advection", "sharp"]["model_calls"] == 13
+    assert by["advection", "sharp"]["evaluations"] == 2
+    assert by["advection", "sharp"]["label"] == "sharp"
 
 
 def test_bench_is_resumable_finished_cells_are_not_rerun(bench):
@@ -101,3 +110,31 @@ def test_bench_is_resumable_finished_cells_are_not_rerun(bench):
                                   evaluator_factory=evaluator_factory))
     assert calls == []
     assert [r["evaluations"] for r in again] == [r["evaluations"] for r in rows]
+
+
+def test_bench_html_report_has_table_and_one_curve_per_task(bench):
+    from html.parser import HTMLParser
+
+    from pdesharp.report.html import write_report
+
+    out = bench[0]
+    html = write_report(out).read_text()
+
+    class P(HTMLParser):
+        ids, srcs, cells = set(), [], 0
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if "id" in a:
+                self.ids.add(a["id"])
+            if tag == "img":
+                self.srcs.append(a.get("src", ""))
+            if tag == "td":
+                self.cells += 1
+
+    p = P()
+    p.feed(html)
+    assert {"comparison", "task-advection", "task-burgers"} <= p.ids
+    assert len(p.srcs) == 2 and all(s.startswith("data:image/svg+xml;base64,") for s in p.srcs)
+    assert p.cells == 12 * 12  # 12 rows (2 tasks x 6 methods) x 12 columns
+    assert "cepo (re-impl.)" in html and "<script" not in html

@@ -38,7 +38,9 @@ def register(sub) -> None:
     p.add_argument("--data-dir", default=None, help="reference data folder")
     p.add_argument("--max-samples", type=int, default=None,
                    help="evaluate on the first K samples only (quick runs; not comparable)")
-    p.add_argument("--workers", type=int, default=1, help="solver executions at once")
+    p.add_argument("--workers", type=int, default=1, help="solver executions at once, per task")
+    p.add_argument("--parallel-cells", type=int, default=1,
+                   help="methods of one task run at once (they share --workers)")
     p.set_defaults(func=run)
 
 
@@ -50,7 +52,8 @@ def run(args) -> int:
                       repeats=args.repeats, budget_evals=args.budget_evals, samples=args.samples,
                       refine_samples=args.refine_samples, debug_rounds=args.debug_rounds,
                       optillm_url=args.optillm_url, data_dir=args.data_dir,
-                      max_samples=args.max_samples, workers=args.workers)
+                      max_samples=args.max_samples, workers=args.workers,
+                      parallel_cells=args.parallel_cells)
     try:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
     except (BenchError, TaskError) as exc:
