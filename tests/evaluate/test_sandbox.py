@@ -76,6 +76,19 @@ CASES = {
             print("about to fail")
             return helper(u0_batch)
     """,
+    "bad_frame0": """
+        def solver(u0_batch, t_coordinate, beta):
+            u = np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
+            u[:, 0] = 0.0  # forgot the initial condition: reported, not fatal (as in CodePDE)
+            return u
+    """,
+    "conv_hang": """
+        def solver(u0_batch, t_coordinate, beta):
+            if u0_batch.shape[-1] != 1024:  # the convergence test's grids: hang there
+                while True:
+                    time.sleep(1)
+            return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
+    """,
     "exits": """
         def solver(u0_batch, t_coordinate, beta):
             sys.exit(3)
@@ -96,14 +109,17 @@ def results(shared_data):
         slow = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
                          residual=False, workers=1, timeout=20, memory_mb=1024)
 
+        conv = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=True,
+                         residual=False, workers=1, timeout=20, memory_mb=1024)
+
         async def run_all():
             jobs = {}
             for name, body in CASES.items():
                 code = HEADER + textwrap.dedent(body)
-                which = slow if name == "sleep_forever" else ev
+                which = {"sleep_forever": slow, "conv_hang": conv}.get(name, ev)
                 jobs[name] = which.evaluate(code, split="dev", feedback="nrmse", label=name)
             out = await asyncio.gather(*jobs.values())
-            return dict(zip(jobs, out)), ev.n_evaluations + slow.n_evaluations
+            return dict(zip(jobs, out)), ev.n_evaluations + slow.n_evaluations + conv.n_evaluations
 
         res, count = asyncio.run(run_all())
     finally:
@@ -159,6 +175,18 @@ def test_no_secrets_in_the_child(results):
     assert "LEAKED=[]" in r.stdout_tail
     assert "must-not-leak" not in r.stdout_tail + r.stderr_tail
     assert "pdesharp-eval-secrets" in r.stdout_tail  # HOME is the scratch directory
+
+
+def test_frame0_mismatch_is_reported_not_fatal(results):
+    r = results["bad_frame0"]
+    assert r.status == "ok" and r.nrmse is not None
+    assert "frame 0 differs from the initial condition" in r.message
+
+
+def test_timeout_in_convergence_test_keeps_the_nrmse(results):
+    r = results["conv_hang"]
+    assert r.status == "ok" and r.nrmse is not None and r.convergence_order is None
+    assert "convergence test timed out" in r.convergence_note
 
 
 def test_wrong_frame_count_is_shape(results):

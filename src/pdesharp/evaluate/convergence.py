@@ -94,8 +94,14 @@ def fine_to_coarse(u_fine, x_fine, t_fine, x_coarse, t_coarse) -> np.ndarray:
     return interp1d(t_fine, in_space, axis=1, kind="linear", fill_value="extrapolate")(t_coarse)
 
 
+def _log_ratio(a: float, b: float) -> float:
+    """log(a/b) with NumPy semantics (nan/inf rather than ZeroDivisionError), as CodePDE gets."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.log(np.float64(a) / np.float64(b)))
+
+
 def _mean_rate(errors: list[float], sizes: list[float]) -> float:
-    rates = [np.log(errors[i] / errors[i + 1]) / np.log(sizes[i + 1] / sizes[i])
+    rates = [_log_ratio(errors[i], errors[i + 1]) / np.log(sizes[i + 1] / sizes[i])
              for i in range(len(sizes) - 2)]
     return float(np.mean(rates))
 
@@ -163,7 +169,7 @@ def downsample_2d(task: Task, fn: Callable, ref: ReferenceData,
         shape = next(iter(inputs.values())).shape
         coarse = _solve(task, fn, inputs, shape)
         errors.append(grid_error(coarse, fine[:, ::r, ::r]))
-    per = [np.log(errors[i] / errors[i + 1]) / np.log(rates[i] / rates[i + 1])
+    per = [_log_ratio(errors[i], errors[i + 1]) / np.log(rates[i] / rates[i + 1])
            for i in range(len(errors) - 1)]
     return float(sum(per) / len(per)), errors
 
