@@ -53,6 +53,8 @@ class SolveConfig(BaseModel):
     max_samples: int | None = None  # evaluate on the first samples only (quick runs, tests)
     convergence: bool = True  # run CodePDE's empirical convergence test in each evaluation
     base_url: str | None = None  # OpenAI-compatible endpoint override
+    llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
+    prices: str | None = None  # price table YAML overriding the shipped one
 
 
 @dataclass

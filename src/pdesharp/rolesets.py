@@ -90,10 +90,12 @@ def make_chat_model(spec: str, config: SolveConfig):
     """The raw chat model for ``spec`` (not yet journalled)."""
     if spec.startswith("scripted:"):
         return RulesModel.from_file(spec.split(":", 1)[1])
-    from pdesharp.llm import default_cache_path, make_model
+    from pdesharp.llm import default_cache_path, load_prices, make_model, set_default_prices
 
+    if config.prices:
+        set_default_prices(load_prices(config.prices))
     return make_model(spec, base_url=config.base_url,
-                      cache=None if config.no_cache else default_cache_path())
+                      cache=None if config.no_cache else default_cache_path(), **config.llm)
 
 
 def builtin_roles(config: SolveConfig) -> Roles:

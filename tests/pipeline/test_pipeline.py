@@ -237,3 +237,32 @@ def test_feedback_none_shows_only_status(tmp_path):
     assert "nRMSE" not in prompt and "1.001e" not in prompt
     assert res.best_id == "g1"  # no scores: the earliest solver that ran ok
     assert store.summary()["test_note"].startswith("no test split")
+
+
+def test_model_error_mid_run_then_resume_replays_completed_calls(tmp_path):
+    from pdesharp.llm.base import ModelError
+    from pdesharp.llm.scripted import ScriptedModel
+
+    task = load_task("advection")
+    config = SolveConfig(task="advection", model="m", out=str(tmp_path), candidates=1,
+                         max_rounds=1, rejudge_cycles=0)
+    store = RunStore.create(tmp_path, task=task, config=config.model_dump(), run_id="run")
+    script = {k: v for k, v in analysis_replies("numerical").items()}
+    script["genesis"] = [ModelError("endpoint http://127.0.0.1:9 refused the connection")]
+    dead = ScriptedModel(script, name="m")
+    with pytest.raises(ModelError):
+        asyncio.run(solve(task, config, store, build_roles(config, store, {"m": dead}),
+                          MarkerEvaluator()))
+    # second session: a healthy model answers; the five analysis calls are replayed
+    healthy = RulesModel(rules_for("numerical", [(shift(1.0), "exact")], [
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.propose", "reply": patch("    scale = 1.0", "    scale = 1.0  # ok", "x", ["g1"])}]),
+        name="m")
+    res = asyncio.run(solve(task, config, store, build_roles(config, store, {"m": healthy}),
+                            MarkerEvaluator()))
+    assert res.status == "finished" and res.best_id in ("g1", "c0r1-j1")
+    src = dict(store.db.execute("SELECT source, COUNT(*) FROM model_calls GROUP BY source"))
+    assert src["replay"] == 5
+    assert store.db.execute("SELECT COUNT(*) FROM model_calls WHERE tag LIKE 'analysis%' AND "
+                            "source='model'").fetchone()[0] == 5
+    assert store.db.execute("SELECT COUNT(*) FROM model_calls WHERE error != ''").fetchone()[0] == 1

@@ -62,8 +62,12 @@ def test_sigkill_then_resume_repeats_nothing(tmp_path, shared_data):
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise AssertionError(f"run ended before it was killed: {proc.stderr.read()!r}")
-            if db.exists() and rows(db, "SELECT COUNT(*) FROM events WHERE kind='round_best'")[0][0]:
-                break
+            try:
+                if db.exists() and rows(db, "SELECT COUNT(*) FROM events "
+                                            "WHERE kind='round_best'")[0][0]:
+                    break
+            except sqlite3.OperationalError:  # the schema is being created
+                pass
             time.sleep(0.1)
         else:
             raise AssertionError("no tournament round within 120 s")
@@ -95,3 +99,21 @@ def test_sigkill_then_resume_repeats_nothing(tmp_path, shared_data):
     # paid calls over both sessions equal those of one uninterrupted run:
     # 5 analysis + 2 genesis + 3 rounds x (3 nominate + 3 propose) + 1 reporter
     assert summary["model_calls"] == 26
+
+    # the run is listed and shown
+    assert main(["runs", "--out", str(out)]) == 0
+    assert main(["show", "killed", "--out", str(out)]) == 0
+
+
+def test_dead_endpoint_message_and_resumable_run(tmp_path, shared_data, capsys):
+    """A refused connection stops the run with an actionable message; nothing is lost."""
+    argv = ["solve", "advection", "--model", "compat:nobody", "--base-url",
+            "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-cache",
+            "--dev-data", str(shared_data / "advection_dev.hdf5"), "--out", str(tmp_path),
+            "--run-id", "dead", "--quiet"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "127.0.0.1:9" in err and "pdesharp resume" in err
+    db = tmp_path / "dead" / "run.sqlite"
+    assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"
+    assert rows(db, "SELECT COUNT(*) FROM model_calls WHERE error != ''")[0][0] == 1

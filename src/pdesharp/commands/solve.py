@@ -17,6 +17,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
 from pdesharp.llm.base import ModelError
+from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
 from pdesharp.store import RunStore, RunStoreError
 from pdesharp.task import TaskError, load_task
@@ -32,6 +33,7 @@ def register(sub) -> None:
                         "analyst (default: $PDESHARP_MODEL, else builtin)")
     p.add_argument("--judges", default=None, help="three comma-separated model specs")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint URL")
+    add_llm_arguments(p)
     p.add_argument("--candidates", type=int, default=32, help="Genesis samples (default 32)")
     p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse")
     p.add_argument("--max-rounds", type=int, default=4)
@@ -93,7 +95,8 @@ def cmd_solve(args) -> int:
             seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
             data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
             timeout=args.timeout, max_samples=args.max_samples,
-            convergence=not args.no_convergence, base_url=args.base_url)
+            convergence=not args.no_convergence, base_url=args.base_url,
+            llm=_llm_opts(args), prices=args.prices)
     except ValueError as exc:
         fail(str(exc))
     task = load_task(config.task)
@@ -103,6 +106,13 @@ def cmd_solve(args) -> int:
         fail(f"run folder {runs_root(args.out) / args.run_id} exists; resume it with "
              f"`pdesharp resume {args.run_id}` or choose another --run-id")
     return run_solve(task, config, store, quiet=args.quiet)
+
+
+def _llm_opts(args) -> dict:
+    opts = {k: getattr(args, a) for k, a in (("api_key_env", "api_key_env"),
+            ("concurrency", "concurrency"), ("timeout", "llm_timeout"),
+            ("max_retries", "llm_retries")) if getattr(args, a, None) is not None}
+    return opts
 
 
 def cmd_resume(args) -> int:
