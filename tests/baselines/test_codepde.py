@@ -132,3 +132,30 @@ def test_refinement_shows_seeds_with_their_score_line_and_keeps_only_refined(tmp
     assert summary["feedback_evaluations"] == 3 and summary["seed_evaluations"] == 6
     store = RunStore.open(tmp_path / "advection-codepde-r")
     assert set(store.candidate("r00").parents) == {f"seed-s{i:02d}" for i in (0, 1, 3, 4, 5)}
+
+
+def test_killed_in_a_debugging_round_resumes_without_asking_or_running_twice(tmp_path):
+    task = load_task("advection")
+    ev = MarkerEvaluator(test_data=False)
+    cfg = BaselineConfig(samples=1)
+
+    class Killed(Exception):
+        pass
+
+    first = ScriptedModel({"codepde.generate": [solver_reply("# RAISE")],
+                           "codepde.debug": [Killed("kill -9 stand-in")]})
+    try:
+        run(run_baseline("codepde", task, model=first, evaluator=ev, out_root=tmp_path, cfg=cfg))
+    except Killed:
+        pass
+    assert ev.calls == [("s00", "dev")]
+    # The resumed run replays the generation from the run's journal (no model call), reuses
+    # the stored result of s00 (no execution) and only asks the model for the debugging fix.
+    second = ScriptedModel({"codepde.debug": [solver_reply("# SCORE 2e-3")]})
+    summary = run(run_baseline("codepde", task, model=second, evaluator=ev, out_root=tmp_path,
+                               cfg=cfg))
+    second.assert_exhausted()
+    assert [c.tag for c in second.calls] == ["codepde.debug"]
+    assert ev.calls == [("s00", "dev"), ("s00.d1", "dev")]
+    assert summary["model_calls"] == 2 and summary["cached_model_calls"] == 1
+    assert summary["debug_iterations"] == 1 and summary["best_solver"] == "s00.d1"

@@ -21,13 +21,15 @@ from pdesharp.baselines.common import (
     sample_and_debug,
 )
 from pdesharp.llm.base import ChatModel, Message
+from pdesharp.prompting import available_libraries
 from pdesharp.records import EvalResult
 from pdesharp.task import Task
 
 
 def generation_messages(task: Task) -> list[Message]:
     return [Message(role="system", content=render("system")),
-            Message(role="user", content=render("generate", task=task))]
+            Message(role="user", content=render("generate", task=task,
+                                                libraries=list(available_libraries())))]
 
 
 def _done_samples(store, kind: str) -> dict[int, dict]:

@@ -1,8 +1,9 @@
 """What every baseline shares: prompts, code extraction, call recording, the evaluation budget,
 and CodePDE's generate-then-debug loop for one sample.
 
-Accounting is the same as for ``sharp``: every model call goes through :class:`RecordingModel`
-into the run store's ``model_calls`` table, every solver execution through
+Accounting is the same as for ``sharp``: every model call goes through the pipeline's
+:class:`pdesharp.recording.RecordingModel` into the run store's ``model_calls`` table (which
+also replays a killed run's own replies when it is resumed), every solver execution through
 :meth:`pdesharp.store.RunStore.evaluate` (one counted *solver evaluation* per execution on the
 feedback split, debugging re-runs included), and every request to the model to fix a failed
 solver is one *debugging iteration* (``RunStore.count_debug_iteration``).
@@ -19,7 +20,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError, Reply
+from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
 from pdesharp.task import Task
 
@@ -73,28 +74,6 @@ class BaselineConfig(BaseModel):
     budget_evals: int | None = None  # stop starting new executions once this many were counted
     test: bool = True  # evaluate the winner on the test split when that data exists
     seed: int = 0  # for the seed order shown in refinement prompts
-
-
-class RecordingModel:
-    """Wraps a chat model so that every call (and every failed call) lands in the run store."""
-
-    def __init__(self, inner: ChatModel, store):
-        self.inner = inner
-        self.store = store
-        self.name = inner.name
-
-    async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
-        params = params or ChatParams()
-        try:
-            reply = await self.inner.chat(messages, params)
-        except Exception as exc:
-            self.store.record_model_call(model=self.name, tag=params.tag, messages=messages,
-                                         reply=None, sample_index=params.sample_index,
-                                         error=f"{type(exc).__name__}: {exc}"[:2000])
-            raise
-        self.store.record_model_call(model=self.name, tag=params.tag, messages=messages,
-                                     reply=reply, sample_index=params.sample_index)
-        return reply
 
 
 class EvalBudget:

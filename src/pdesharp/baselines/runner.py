@@ -14,9 +14,10 @@ from typing import Any
 
 from pdesharp.baselines import BASELINES, OPTILLM_METHODS, method_label, short_label
 from pdesharp.baselines.codepde import best_programs, refinement, repeated_sampling
-from pdesharp.baselines.common import BaselineConfig, RecordingModel, counted_evaluations
+from pdesharp.baselines.common import BaselineConfig, counted_evaluations
 from pdesharp.baselines.optillm import TECHNIQUES
 from pdesharp.llm.base import ChatModel
+from pdesharp.recording import RecordingModel
 from pdesharp.store import RunStore
 from pdesharp.task import Task
 
