@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible chat server for tests (stdlib only, runs in a thread).
 
-Serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on 127.0.0.1 at a free port.
+Serves ``POST /v1/chat/completions`` and ``GET /v1/models`` on 127.0.0.1 at a free port, and
+Anthropic's ``POST /v1/messages`` (same script; point the SDK at ``srv.root_url``).
 Replies come from a script written by us for the test (never recordings of a real model):
 
 * a list of replies, consumed in request order, or
@@ -96,8 +97,15 @@ class LLMServer:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     @property
+    def root_url(self) -> str:
+        """Without "/v1": the base URL the Anthropic SDK expects."""
+        return self.url[: -len("/v1")]
+
+    @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+        """Chat requests of either protocol (OpenAI chat completions, Anthropic messages)."""
+        return [r for r in self.requests
+                if r.path.rstrip("/").endswith(("/chat/completions", "/messages"))]
 
     def fail_next(self, status: int = 500, times: int = 1, message: str | None = None) -> None:
         body = json.dumps({"error": {"message": message or f"scripted HTTP {status}",
@@ -182,9 +190,16 @@ class LLMServer:
         return rec
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict | None) -> tuple[int, str]:
-        if not handler.path.rstrip("/").endswith("/chat/completions"):
+        path = handler.path.rstrip("/")
+        anthropic = path.endswith("/v1/messages")
+        if not (anthropic or path.endswith("/chat/completions")):
             return 404, json.dumps({"error": {"message": f"no route {handler.path}"}})
-        if self.api_key is not None and handler.headers.get("Authorization") != f"Bearer {self.api_key}":
+        # OpenAI clients send "Authorization: Bearer KEY"; Anthropic clients "x-api-key: KEY"
+        # (older SDKs) or the bearer header (newer ones).
+        key = (handler.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if anthropic and handler.headers.get("x-api-key"):
+            key = handler.headers["x-api-key"]
+        if self.api_key is not None and key != self.api_key:
             return 401, json.dumps({"error": {"message": "Incorrect API key provided",
                                               "type": "invalid_request_error", "code": "invalid_api_key"}})
         if body is None:
@@ -205,6 +220,8 @@ class LLMServer:
         if reply.status != 200:
             return reply.status, json.dumps({"error": {"message": reply.error_message,
                                                        "type": "test_error"}})
+        if anthropic:
+            return 200, json.dumps(self._anthropic_message(body, reply, index))
         return 200, json.dumps(self._completion(body, reply, index))
 
     def _scripted(self, body: dict, index: int) -> ServerReply:
@@ -218,6 +235,26 @@ class LLMServer:
                 f"test server script exhausted: request #{index} but only "
                 f"{len(self.script)} scripted replies"))
         return ServerReply(text=item) if isinstance(item, str) else item
+
+    @staticmethod
+    def _anthropic_message(body: dict, reply: ServerReply, index: int) -> dict:
+        prompt_text = str(body.get("system", "")) + "".join(
+            str(m.get("content", "")) for m in body.get("messages", []))
+        prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _estimate(prompt_text)
+        cached = reply.cached_tokens or 0
+        stop = {"stop": "end_turn", "length": "max_tokens"}.get(reply.finish_reason,
+                                                                reply.finish_reason)
+        return {
+            "id": f"msg_test_{index}", "type": "message", "role": "assistant",
+            "model": reply.model or body.get("model", "unknown"),
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": stop, "stop_sequence": None,
+            # Anthropic counts cache reads outside input_tokens.
+            "usage": {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
+                      "cache_creation_input_tokens": 0,
+                      "output_tokens": (reply.completion_tokens if reply.completion_tokens
+                                        is not None else _estimate(reply.text))},
+        }
 
     @staticmethod
     def _completion(body: dict, reply: ServerReply, index: int) -> dict:

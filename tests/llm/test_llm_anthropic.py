@@ -59,7 +59,7 @@ def test_chat_with_fake_client():
         ChatParams(temperature=1.4, max_tokens=None)))
     body = messages.calls[0]
     assert body["system"] == "be brief" and body["messages"] == [{"role": "user", "content": "hi"}]
-    assert body["max_tokens"] == 8192 and body["temperature"] == 1.0  # clipped to Anthropic's [0, 1]
+    assert body["max_tokens"] == 8192 and body["extra_body"] == {"temperature": 1.0}  # clipped to Anthropic's [0, 1]
     assert reply.text == "ok" and reply.finish_reason == "length" and model.name == "anthropic:claude-sonnet-4"
     # 150 uncached * 3 + 300 cached * 0.3 + 20 out * 15, per million
     assert reply.cost_usd == pytest.approx((150 * 3 + 300 * 0.3 + 20 * 15) / 1e6, rel=1e-12)
@@ -88,3 +88,31 @@ def test_missing_package_message(monkeypatch):
 
     with pytest.raises(ImportError, match=r"pip install 'pdesharp\[anthropic\]'"):
         make_model("anthropic:claude-sonnet-4")
+
+
+def test_real_sdk_over_loopback_http():
+    """End to end through the installed ``anthropic`` SDK (skipped without the extra)."""
+    pytest.importorskip("anthropic")
+    from llm_server import LLMServer, ServerReply
+
+    with LLMServer([ServerReply("hello", prompt_tokens=100, cached_tokens=40, completion_tokens=5),
+                    "again"], api_key="sk-a") as srv:
+        prices = PriceTable({"claude-sonnet-4": Price(input=3.0, output=15.0, cached_input=0.3)})
+        model = AnthropicModel("claude-sonnet-4", base_url=srv.root_url, api_key="sk-a",
+                               max_retries=1, prices=prices)
+        reply = asyncio.run(model.chat([Message(role="system", content="S"),
+                                        Message(role="user", content="hi")],
+                                       ChatParams(temperature=0.2, max_tokens=64)))
+        body = srv.chat_requests[0].body
+        assert srv.chat_requests[0].path == "/v1/messages"
+        assert body["system"] == "S" and body["max_tokens"] == 64 and body["temperature"] == 0.2
+        assert reply.text == "hello" and reply.finish_reason == "stop"
+        assert (reply.usage.prompt_tokens, reply.usage.cached_tokens) == (100, 40)
+        # 60 uncached * 3 + 40 cached * 0.3 + 5 out * 15, per million
+        assert reply.cost_usd == pytest.approx((60 * 3 + 40 * 0.3 + 5 * 15) / 1e6, rel=1e-12)
+        srv.fail_next(500)
+        assert asyncio.run(model.chat([Message(role="user", content="x")])).text == "again"
+        assert [r.status for r in srv.chat_requests] == [200, 500, 200]  # the SDK's own retry
+        bad = AnthropicModel("claude-sonnet-4", base_url=srv.root_url, api_key="wrong", max_retries=0)
+        with pytest.raises(ModelError, match="401"):
+            asyncio.run(bad.chat([Message(role="user", content="x")]))

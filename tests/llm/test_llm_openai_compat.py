@@ -270,3 +270,15 @@ def test_exhausted_server_script_fails_fast_with_a_clear_message(llm_server):
     with pytest.raises(ModelError, match=r"script exhausted: request #1 but only 1 scripted"):
         chat(model)
     assert len(llm_server.chat_requests) == 2  # a 400 is not retried
+
+
+def test_tls_context_is_built_once_and_is_a_verifying_context():
+    import ssl
+
+    import openai
+
+    from pdesharp.llm.http import shared_ssl_context
+
+    ctx = shared_ssl_context(openai.DefaultAsyncHttpxClient)
+    assert ctx is shared_ssl_context(openai.DefaultAsyncHttpxClient)
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname

@@ -8,7 +8,8 @@ Differences from the OpenAI protocol handled here:
 * ``max_tokens`` is mandatory (default 8192 when ChatParams leaves it unset);
 * usage: ``input_tokens`` excludes cache reads and cache writes, so
   ``prompt_tokens = input + cache_read + cache_creation`` and ``cached_tokens = cache_read``;
-* ``stop_reason`` "end_turn"/"stop_sequence" -> "stop", "max_tokens" -> "length".
+* ``stop_reason`` "end_turn"/"stop_sequence" -> "stop", "max_tokens" -> "length";
+* ``temperature`` is clipped to [0, 1] and sent as a raw JSON field (see ``request_body``).
 
 Retries and timeouts are the SDK's own, as for the OpenAI transport.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from pdesharp.llm.base import ChatParams, Message, ModelError, Reply, Usage
 from pdesharp.llm.errors import Endpoint, model_error
+from pdesharp.llm.http import shared_ssl_context
 from pdesharp.llm.prices import PriceTable, default_prices
 
 DEFAULT_MAX_TOKENS = 8192
@@ -78,6 +80,7 @@ class AnthropicModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self._prices = prices
+        key_from_env = api_key is None and bool(api_key_env)  # which variable to blame on a 401
         if client is None:
             _import_anthropic()  # fail at construction, before a run starts
             if api_key is None and api_key_env:
@@ -87,15 +90,19 @@ class AnthropicModel:
                                      f"Export {api_key_env}=... or pass --api-key-env NAME.")
         self._api_key = api_key
         self._fixed_client = client  # tests inject a fake with .messages.create
-        self.endpoint = Endpoint(url=self.base_url, model=model, key_env=api_key_env,
+        self.endpoint = Endpoint(url=self.base_url, model=model,
+                                 key_env=api_key_env if key_from_env else None,
                                  timeout_s=timeout, max_retries=max_retries,
                                  has_key=api_key is not None)
 
     def _client(self):
         """A fresh SDK client (closed after the call), as in openai_compat, or the injected one."""
         anthropic = _import_anthropic()
+        http = anthropic.DefaultAsyncHttpxClient(
+            verify=shared_ssl_context(anthropic.DefaultAsyncHttpxClient))
         return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self.base_url,
-                                        max_retries=self.max_retries, timeout=self.timeout)
+                                        max_retries=self.max_retries, timeout=self.timeout,
+                                        http_client=http)
 
     async def _create(self, body: dict[str, Any]):
         if self._fixed_client is not None:
@@ -110,8 +117,11 @@ class AnthropicModel:
         if system:
             body["system"] = system
         if params.temperature is not None:
-            # Anthropic's range is [0, 1]; OpenAI-style 0..2 values are clipped.
-            body["temperature"] = min(max(params.temperature, 0.0), 1.0)
+            # Anthropic's range is [0, 1]; OpenAI-style 0..2 values are clipped. Sent as an extra
+            # body field because recent SDK releases dropped ``temperature`` from the typed
+            # signature of messages.create while older ones require it there; the raw JSON
+            # field works with both.
+            body["extra_body"] = {"temperature": min(max(params.temperature, 0.0), 1.0)}
         return body
 
     async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:

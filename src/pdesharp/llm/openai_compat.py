@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-import ssl
-import sys
 import time
 from typing import Any
 
 from pdesharp.llm.base import ChatParams, Message, ModelError, Reply, Usage
 from pdesharp.llm.errors import Endpoint, model_error
+from pdesharp.llm.http import shared_ssl_context
 from pdesharp.llm.prices import PriceTable, default_prices
 
 # Matched against the model id after any "vendor/" prefix ("openai/o3-mini" on OpenRouter).
@@ -92,6 +91,7 @@ class OpenAICompatModel:
         self.extra_body = dict(extra_body or {})
         self._prices = prices
         self.api_key_env = api_key_env
+        key_from_env = api_key is None and bool(api_key_env)  # which variable to blame on a 401
         if api_key is None and api_key_env:
             api_key = os.environ.get(api_key_env)
             if not api_key:
@@ -99,7 +99,8 @@ class OpenAICompatModel:
                     f"${api_key_env} is not set: {self.name} at {self.base_url} needs an API key. "
                     f"Export {api_key_env}=... or name another variable with --api-key-env.")
         self._api_key = api_key or NO_KEY
-        self.endpoint = Endpoint(url=self.base_url, model=model, key_env=api_key_env,
+        self.endpoint = Endpoint(url=self.base_url, model=model,
+                                 key_env=api_key_env if key_from_env else None,
                                  timeout_s=timeout, max_retries=max_retries,
                                  has_key=self._api_key != NO_KEY)
 
@@ -113,11 +114,10 @@ class OpenAICompatModel:
     def _client(self):
         import openai
 
-        # A fresh client per call, closed when the call ends: an httpx connection pool belongs to
-        # the event loop that opened it, and a pool outliving its loop (successive asyncio.run()
-        # in tests and notebooks) fails noisily on close. What makes a client expensive to build
-        # is its TLS context (~0.2 s of CA loading), so that one is shared.
-        http = openai.DefaultAsyncHttpxClient(verify=_shared_ssl_context())
+        # A fresh client per call, closed when the call ends, with a shared TLS context (why:
+        # see pdesharp.llm.http).
+        default_cls = openai.DefaultAsyncHttpxClient
+        http = default_cls(verify=shared_ssl_context(default_cls))
         return openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
                                   max_retries=self.max_retries, timeout=self.timeout,
                                   http_client=http)
@@ -195,24 +195,6 @@ class OpenAICompatModel:
                 cost = table.cost(self.model, usage)
         return Reply(text=text, model=answered_by, usage=usage, cost_usd=cost, latency_s=latency,
                      finish_reason=finish)
-
-
-_ssl_context: ssl.SSLContext | None = None
-
-
-def _shared_ssl_context() -> ssl.SSLContext:
-    """The TLS context the SDK's HTTP library would build by default, built once per process."""
-    global _ssl_context
-    if _ssl_context is None:
-        import openai
-
-        # The SDK's default client subclasses the HTTP library's AsyncClient; use that library's
-        # own factory so CA bundle and SSL_CERT_FILE handling match the SDK's defaults.
-        base = openai.DefaultAsyncHttpxClient.__mro__[1]
-        library = sys.modules[base.__module__.split(".")[0]]
-        factory = getattr(library, "create_ssl_context", None)
-        _ssl_context = factory() if factory else ssl.create_default_context()
-    return _ssl_context
 
 
 def _usage(u: Any) -> Usage:
