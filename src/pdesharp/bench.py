@@ -71,6 +71,10 @@ class BenchConfig:
             raise BenchError("no tasks given (--tasks advection,burgers,...)")
         if self.repeats < 1:
             raise BenchError("--repeats must be at least 1")
+        if self.model.strip().lower() in ("", "builtin") and set(self.methods) - {"sharp"}:
+            raise BenchError("--model builtin has no language model for the baselines "
+                             f"({', '.join(m for m in self.methods if m != 'sharp')}); give a "
+                             "model spec (provider:model) or bench only 'sharp'")
 
 
 ModelFactory = Callable[[str, Task, int], Any]  # (method, task, repeat) -> ChatModel
