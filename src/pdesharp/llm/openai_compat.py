@@ -143,16 +143,18 @@ class OpenAICompatModel:
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
         }
+        extra = dict(self.extra_body)
         if self.reasoning:
             if params.max_tokens is not None:
-                body["max_completion_tokens"] = params.max_tokens
+                # As a raw JSON field: older SDK releases lack the typed keyword.
+                extra["max_completion_tokens"] = params.max_tokens
         else:
             if params.temperature is not None:
                 body["temperature"] = params.temperature
             if params.max_tokens is not None:
                 body["max_tokens"] = params.max_tokens
-        if self.extra_body:
-            body["extra_body"] = dict(self.extra_body)
+        if extra:
+            body["extra_body"] = extra
         return body
 
     async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
