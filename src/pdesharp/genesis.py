@@ -15,7 +15,8 @@ import asyncio
 import re
 
 from pdesharp.llm.base import Message
-from pdesharp.prompting import allowed_modules, ask, extract_code, render, task_context
+from pdesharp.prompting import (allowed_modules, ask, extract_code, render, task_context,
+                                without_json)
 from pdesharp.records import Analysis, Candidate
 from pdesharp.task import Task
 
@@ -83,7 +84,9 @@ class LLMAuthor:
 
     async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str) -> Candidate:
         prompt = render("genesis", **task_context(task), route=analysis.route,
-                        steps=analysis.steps, stability=analysis.stability,
+                        steps=[{"name": st.name, "text": without_json(st.text)}
+                               for st in analysis.steps],
+                        stability=analysis.stability,
                         key_facts=analysis.key_facts, index=i + 1, total=n)
         messages = [Message(role="system", content=render("system", role="a solver author")),
                     Message(role="user", content=prompt)]

@@ -33,7 +33,6 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
     lines = [f"# PDE-SHARP run `{store.run_id}`: {task.title}", ""]
-    acc = store.accounting()
     lines += ["## Result", "",
               f"- Best solver: `{final.get('best_id') or 'none'}`"
               + (f" (`{final['best_solver']}`)" if final.get("best_solver") else ""),
@@ -79,6 +78,11 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         n = len(store.events(kind))
         if n:
             lines.append(f"- {kind.replace('_', ' ')}: {n} event(s)")
+    if reporter_model is not None and analysis is not None and final.get("best_id"):
+        narrative = await _narrative(task, store, analysis, reporter_model, rounds, final)
+        if narrative:
+            lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
+    acc = store.accounting()  # after the narrative call, so the report counts it
     lines += ["", "## Accounting", "",
               f"- Solver evaluations: {acc['evaluations']} (debugging iterations: "
               f"{acc['debug_iterations']})",
@@ -87,10 +91,6 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"cost: ${acc['cost_usd']:.4f}",
               f"- Wall time: {acc['wall_seconds']:.1f} s", ""]
 
-    if reporter_model is not None and analysis is not None and final.get("best_id"):
-        narrative = await _narrative(task, store, analysis, reporter_model, rounds, final)
-        if narrative:
-            lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
     text = "\n".join(lines) + "\n"
     (store.dir / "report.md").write_text(text)
     return text

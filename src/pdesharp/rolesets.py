@@ -132,5 +132,6 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
         raise ValueError(f"--judges needs three model specs, got {len(judge_specs)}")
     judges = [LLMJudge(model(s), name=n, feedback=config.feedback)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
-    return Roles(analyst=LLMAnalyst(main), author=LLMAuthor(main, workers=config.workers),
+    # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
+    return Roles(analyst=LLMAnalyst(main), author=LLMAuthor(main, workers=max(8, config.workers)),
                  judges=judges, reporter=main)

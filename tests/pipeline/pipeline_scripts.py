@@ -96,7 +96,8 @@ def patch(search: str, replace: str, title: str, parents: list[str]) -> str:
 
 class MarkerEvaluator:
     """Test evaluator that executes nothing: ``scale = X`` in the code gives nRMSE |1 - X| +
-    1e-3; a ``raise`` gives an error result. Counts calls to prove de-duplication."""
+    1e-3 (times 7 on the test split); a ``raise`` gives an error result. Counts calls to prove
+    de-duplication."""
 
     def __init__(self, has_test: bool = True):
         self.calls: list[tuple[str, str]] = []
@@ -111,6 +112,8 @@ class MarkerEvaluator:
                               stderr_tail="Traceback ...\nRuntimeError: scripted crash")
         scale = float(code.split("scale = ")[1].split()[0]) if "scale = " in code else 0.0
         err = abs(1.0 - scale) + 1e-3
+        if split == "test":
+            err *= 7  # a distinctive test number, to prove no prompt ever contains it
         return EvalResult(status="ok", split=split, feedback=feedback, n_samples=2,
                           nrmse=err if feedback == "nrmse" else None,
                           residual=err if feedback == "residual" else None, solver_seconds=0.01)
