@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from baseline_fakes import MarkerEvaluator, solver_reply
 from llm_server import LLMServer, ServerReply
 
@@ -96,22 +97,40 @@ def test_cepo_structure_call_count_and_rating_choice():
     assert parse_rating("x Rating: [[0.5]] y") == 0.5 and parse_rating("none") == -1.0
 
 
-def test_cot_reimplementation_over_http_against_loopback_upstream(tmp_path):
-    """The whole ``cot`` baseline on a real HTTP transport: our re-implementation talks to the
-    loopback fake upstream model, every internal call lands in the store."""
-    reply = "<thinking>shift<reflection>fine</reflection></thinking><output>" + \
-        solver_reply("# SCORE 2e-3") + "</output>"
-    with LLMServer([reply, reply]) as srv:
+def upstream_reply(body: dict, index: int) -> str:
+    """The fake upstream answers by what the request asks (it sees no pipeline tags)."""
+    system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+    last = body["messages"][-1]["content"]
+    code = solver_reply("# SCORE 2e-3")
+    if "<reflection>" in system:
+        return f"<thinking>shift<reflection>fine</reflection></thinking><output>{code}</output>"
+    if "Rating: [[1]]" in last:
+        return "Correct. Rating: [[1]]"
+    if "concise plan" in last or "Carry out the plan" in last or "Review the proposals" in last:
+        return "scripted intermediate text"
+    if "Critique each one" in last:
+        return "scripted critique"
+    return code  # MoA candidates and final, CePO answer
+
+
+@pytest.mark.parametrize("method,calls", [("cot", 1), ("moa", 5), ("cepo", 27)])
+def test_reimplementation_over_http_against_loopback_upstream(tmp_path, method, calls):
+    """Each re-implemented technique as a whole baseline on a real HTTP transport against the
+    loopback fake upstream model; every internal call is one request and one journal row."""
+    with LLMServer(upstream_reply) as srv:
         model = OpenAICompatModel("test-model", base_url=srv.url, api_key="x", free=True)
         summary = asyncio.run(run_baseline(
-            "cot", load_task("advection"), model=model, evaluator=MarkerEvaluator(test_data=False),
-            out_root=tmp_path, cfg=BaselineConfig(samples=2, concurrency=1)))
+            method, load_task("advection"), model=model,
+            evaluator=MarkerEvaluator(test_data=False), out_root=tmp_path,
+            cfg=BaselineConfig(samples=1)))
         bodies = [r.body for r in srv.chat_requests]
-    assert len(bodies) == 2 and all("<reflection>" in b["messages"][0]["content"] for b in bodies)
-    assert bodies[0]["model"] == "test-model"
-    assert summary["model_calls"] == 2 and summary["implementation"] == "reimplementation"
+    assert len(bodies) == calls == summary["model_calls"]
+    assert all(b["model"] == "test-model" for b in bodies)
+    assert summary["implementation"] == "reimplementation"
     assert "re-implementation of OptiLLM" in summary["method_label"]
     assert summary["best_dev_score"] == 2e-3 and summary["tokens_in"] > 0
+    if method == "moa":
+        assert [b.get("max_tokens") for b in bodies][3] == 512  # the critique's limit
 
 
 def test_real_optillm_proxy_path_records_summed_tokens(tmp_path):
