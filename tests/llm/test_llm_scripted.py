@@ -118,3 +118,20 @@ def test_assert_exhausted_reports_unused_replies():
 def test_string_instead_of_list_is_rejected():
     with pytest.raises(TypeError, match="list of replies"):
         ScriptedModel({"genesis": "oops"})
+
+
+def test_delay_interleaves_concurrent_callers():
+    # With a real await inside chat(), 5 calls of 0.05 s overlap: all start before any ends.
+    model = ScriptedModel({"*": ["a"] * 5}, delay_s=0.05)
+    order = []
+
+    async def one(i):
+        order.append(("start", i))
+        await model.chat([Message(role="user", content=str(i))])
+        order.append(("end", i))
+
+    async def main():
+        await asyncio.gather(*[one(i) for i in range(5)])
+
+    asyncio.run(main())
+    assert [kind for kind, _ in order[:5]] == ["start"] * 5

@@ -20,6 +20,7 @@ a failing endpoint must not hide a test whose script is too short.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,17 +69,18 @@ class ScriptedModel:
     name: str = "scripted:test"
     price: Price | None = None  # USD per million tokens; None: every call costs 0
     latency_s: float = 0.0  # reported latency (no real waiting)
+    delay_s: float = 0.0  # really await this long after taking the reply (interleaves callers)
     calls: list[ScriptedCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not callable(self.replies):
+            for key, items in self.replies.items():
+                if isinstance(items, str):
+                    raise TypeError(f"script key {key!r}: expected a list of replies, got a str")
             # Copy so that consuming replies never mutates the caller's script.
             self._queues: dict[str, list[ScriptItem]] = {
                 str(k): list(v) for k, v in self.replies.items()
             }
-            for key, items in self._queues.items():
-                if isinstance(self.replies[key], str):
-                    raise TypeError(f"script key {key!r}: expected a list of replies, got a str")
             self._used: dict[str, int] = {k: 0 for k in self._queues}
 
     # -- script lookup ------------------------------------------------------------------------
@@ -129,6 +131,8 @@ class ScriptedModel:
             item = self._queues[key].pop(0)
             self._used[key] += 1
             call.key = key
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if isinstance(item, BaseException):
             raise item
         call.reply = self._as_reply(item, messages)
