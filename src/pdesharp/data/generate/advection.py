@@ -72,5 +72,5 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     ``t-coordinate`` [T], ``x-coordinate`` [N] (cell centres).
     """
     return draw_and_simulate(simulate, n_samples, seed, params, nx, DEFAULTS,
-                             t_end=T_END, normalise=False, **options)
+                             default_t_end=T_END, default_normalise=False, **options)
 

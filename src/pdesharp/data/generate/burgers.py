@@ -85,4 +85,4 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     to t = 2 with output every 0.01 (201 frames). Options as for :func:`.advection.generate`.
     Returns ``tensor`` [B, T, N] float32, ``t-coordinate`` [T], ``x-coordinate`` [N]."""
     return draw_and_simulate(simulate, n_samples, seed, params, nx, DEFAULTS,
-                             t_end=T_END, normalise=False, **options)
+                             default_t_end=T_END, default_normalise=False, **options)

@@ -81,16 +81,18 @@ def init_multi(x: np.ndarray, n_samples: int, seed: int | np.random.Generator, *
     return u
 
 
-def pdebench_times(t_end: float, dt_save: float = DT_SAVE) -> np.ndarray:
-    """Output times as PDEBench/CodePDE store them: k·Δt_save in float32, one per frame.
+def pdebench_times(t_end: float, dt_save: float = DT_SAVE, dtype=np.float32) -> np.ndarray:
+    """Output times as PDEBench writes them, one per frame, stored as float32.
 
-    PDEBench saves ceil(t_end/Δt_save) + 1 frames (CodePDE drops the extra time value PDEBench
-    writes, so there is exactly one value per frame).
+    PDEBench forms k·Δt_save in its working precision (so a float32 run stores
+    float32(k)·float32(0.01), a float64 run k·0.01 rounded once) and saves ceil(t_end/Δt_save)
+    + 1 frames; CodePDE drops the extra time value PDEBench writes, leaving one per frame.
     """
     if t_end <= 0 or dt_save <= 0:
         raise fv1d.GeneratorInputError(f"need t_end > 0 and dt_save > 0, got {t_end}, {dt_save}")
+    dtype = fv1d.working_dtype(dtype)
     n_frames = int(np.ceil(round(t_end / dt_save, 9))) + 1
-    return np.arange(n_frames).astype(np.float32) * np.float32(dt_save)
+    return (np.arange(n_frames).astype(dtype) * dtype.type(dt_save)).astype(np.float32)
 
 
 Simulate = Callable[..., dict[str, np.ndarray]]
@@ -98,7 +100,7 @@ Simulate = Callable[..., dict[str, np.ndarray]]
 
 def draw_and_simulate(simulate: Simulate, n_samples: int, seed: int,
                       params: dict[str, float] | None, nx: int, defaults: dict[str, float], *,
-                      t_end: float, normalise: bool, dtype=np.float32,
+                      default_t_end: float, default_normalise: bool, dtype=np.float32,
                       **options) -> dict[str, np.ndarray]:
     """Shared body of the 1D ``generate`` functions: draw ICs, choose times, simulate, pack.
 
@@ -106,7 +108,7 @@ def draw_and_simulate(simulate: Simulate, n_samples: int, seed: int,
     :func:`init_multi`; anything else is an error.
     """
     params = fv1d.require_params(params, defaults)
-    t_end = float(options.pop("t_end", t_end))
+    t_end = float(options.pop("t_end", default_t_end))
     dt_save = float(options.pop("dt_save", DT_SAVE))
     x_range = tuple(float(v) for v in options.pop("x_range", (0.0, 1.0)))
     sim_options = {k: options.pop(k) for k in ("cfl",) if k in options}
@@ -116,10 +118,10 @@ def draw_and_simulate(simulate: Simulate, n_samples: int, seed: int,
         raise fv1d.GeneratorInputError(
             f"unknown generator options {unknown}; known: t_end, dt_save, x_range, dtype, cfl, "
             f"{', '.join(sorted(known))}")
-    ic_options = {"k_tot": 4, "normalise": normalise, **options}
+    ic_options = {"k_tot": 4, "normalise": default_normalise, **options}
     x = fv1d.cell_centres(nx, x_range, dtype)
     u0 = init_multi(x, n_samples, seed, dtype=dtype, **ic_options)
-    t = pdebench_times(t_end, dt_save)
+    t = pdebench_times(t_end, dt_save, dtype)
     frames = simulate({"u": u0}, t, params, x_range=x_range, dtype=dtype, **sim_options)["u"]
     return {
         "tensor": frames.astype(np.float32),
