@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Analysis, Feedback
 from pdesharp.store import RunStore
@@ -98,7 +99,9 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
 
         # 2. Genesis: N candidate solvers, statically checked, none executed.
         progress(stage="genesis", candidates=config.candidates)
-        candidates = await roles.author.write(task, analysis, config.candidates)
+        candidates = [c if c.static_check != "ok" else
+                      c.model_copy(update={"static_check": static_check(c.code, task)})
+                      for c in await roles.author.write(task, analysis, config.candidates)]
         for c in candidates:
             store.add_candidate(c)
         store.event("genesis", written=len(candidates),

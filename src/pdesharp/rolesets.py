@@ -99,15 +99,26 @@ def make_chat_model(spec: str, config: SolveConfig):
 
 
 def builtin_roles(config: SolveConfig) -> Roles:
+    """The built-in analyst's roles. :mod:`pdesharp.builtin` provides either
+    ``make_roles(config) -> Roles`` or the classes ``BuiltinAnalyst()``, ``BuiltinAuthor()`` and
+    ``BuiltinJudge(name=..., feedback=...)``."""
     try:
         from pdesharp import builtin
-        analyst, author, judge = builtin.BuiltinAnalyst, builtin.BuiltinAuthor, builtin.BuiltinJudge
-    except (ImportError, AttributeError) as exc:
+    except ImportError as exc:  # pragma: no cover - the package ships with pdesharp
+        raise RuntimeError(f"the built-in analyst cannot be imported ({exc})") from None
+    factory = getattr(builtin, "make_roles", None)
+    if callable(factory):
+        return factory(config)
+    missing = [n for n in ("BuiltinAnalyst", "BuiltinAuthor", "BuiltinJudge")
+               if not hasattr(builtin, n)]
+    if missing:
         raise RuntimeError(
-            "the built-in analyst (pdesharp.builtin) is not available in this installation "
-            f"({exc}); pass --model provider:model to use a language model instead") from None
-    return Roles(analyst=analyst(), author=author(),
-                 judges=[judge(name=n, feedback=config.feedback) for n in JUDGE_NAMES],
+            "the built-in analyst (pdesharp.builtin) is not complete in this installation "
+            f"(missing {', '.join(missing)}); pass --model provider:model to use a language "
+            "model instead")
+    return Roles(analyst=builtin.BuiltinAnalyst(), author=builtin.BuiltinAuthor(),
+                 judges=[builtin.BuiltinJudge(name=n, feedback=config.feedback)
+                         for n in JUDGE_NAMES],
                  reporter=None)
 
 

@@ -269,3 +269,29 @@ def test_model_error_mid_run_then_resume_replays_completed_calls(tmp_path):
     assert store.db.execute("SELECT COUNT(*) FROM model_calls WHERE tag LIKE 'analysis%' AND "
                             "source='model'").fetchone()[0] == 5
     assert store.db.execute("SELECT COUNT(*) FROM model_calls WHERE error != ''").fetchone()[0] == 1
+
+
+def test_builtin_model_selects_builtin_roles(tmp_path, monkeypatch):
+    import pdesharp.builtin as builtin
+
+    from pdesharp.rolesets import builtin_roles
+
+    config = SolveConfig(model="builtin", feedback="residual")
+    for name in ("BuiltinAnalyst", "BuiltinJudge", "make_roles"):
+        monkeypatch.delattr(builtin, name, raising=False)
+    if not hasattr(builtin, "BuiltinAuthor"):
+        monkeypatch.setattr(builtin, "BuiltinAuthor", object, raising=False)
+    with pytest.raises(RuntimeError, match="missing BuiltinAnalyst, BuiltinJudge"):
+        builtin_roles(config)
+
+    class Judge:  # a minimal stand-in with the constructor the pipeline uses
+        def __init__(self, name, feedback):
+            self.name, self.feedback = name, feedback
+
+    monkeypatch.setattr(builtin, "BuiltinAnalyst", lambda: "analyst", raising=False)
+    monkeypatch.setattr(builtin, "BuiltinJudge", Judge, raising=False)
+    roles = build_roles(config, RunStore.create(tmp_path, task=load_task("advection"),
+                                                config={}, run_id="b"))
+    assert roles.analyst == "analyst" and roles.reporter is None
+    assert [(j.name, j.feedback) for j in roles.judges] == [
+        ("judge-1", "residual"), ("judge-2", "residual"), ("judge-3", "residual")]
