@@ -109,12 +109,17 @@ def test_merge_without_user_message_makes_one():
 
 
 def test_sdk_retries_500_within_one_logical_call(server):
-    server.script = ["recovered"]
+    from pdesharp.llm.budget import Budget, MeteredModel
+
+    server.script = [ServerReply("recovered", prompt_tokens=7, completion_tokens=3)]
     server.fail_next(500, times=2)
-    model = make(server, max_retries=2)
+    budget = Budget()
+    model = MeteredModel(make(server, max_retries=2), budget)
     reply = chat(model)
     assert reply.text == "recovered"
     assert [r.status for r in server.chat_requests] == [500, 500, 200]
+    # Three HTTP requests, one logical call: charged once, with the successful reply's tokens.
+    assert budget.spent.calls == 1 and budget.spent.tokens == 10
     # The latency covers the whole logical call, including the SDK's backoff between retries.
     assert reply.latency_s >= 0.5 * 2 * 0.25  # SDK backoff starts at 0.5 s with jitter down to 0.75x
 
