@@ -15,6 +15,7 @@ of any real model. The format::
         when: ["Round 1 "]  # optional: all substrings must occur in the last message
         context: ["judge-2"] # optional: all substrings must occur somewhere in the messages
         sample: 3           # optional: only for this ChatParams.sample_index
+        delay_s: 0.1        # optional: this reply takes longer (to shuffle concurrent calls)
         reply: |
           ...
 """
@@ -47,6 +48,7 @@ class RulesModel:
         self.name = name
         self.delay_s = delay_s
         self._scripted = ScriptedModel(self._answer, name=name)
+        self._last_rule: dict = {}
 
     @classmethod
     def from_file(cls, path: str | Path) -> "RulesModel":
@@ -69,13 +71,16 @@ class RulesModel:
                 continue
             if not _all_in(rule.get("context", []), everything):
                 continue
+            self._last_rule = rule
             return str(rule["reply"])
         raise LookupError(f"{self.name}: no rule answers a call with tag {params.tag!r}")
 
     async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        return await self._scripted.chat(messages, params)
+        reply = await self._scripted.chat(messages, params)
+        delay = self.delay_s + self._last_rule.get("delay_s", 0.0)
+        if delay:
+            await asyncio.sleep(delay)
+        return reply
 
 
 def _all_in(needles, text: str) -> bool:

@@ -295,3 +295,18 @@ def test_builtin_model_selects_builtin_roles(tmp_path, monkeypatch):
     assert roles.analyst == "analyst" and roles.reporter is None
     assert [(j.name, j.feedback) for j in roles.judges] == [
         ("judge-1", "residual"), ("judge-2", "residual"), ("judge-3", "residual")]
+
+
+def test_prompts_do_not_depend_on_completion_order(tmp_path):
+    """Resume relies on identical prompts: concurrent judge turns finishing in another order
+    (here: a slow reply for one judge's proposal) must not change any request."""
+    keys = []
+    for name, slow in (("a", J[0]), ("b", J[2])):
+        rules = rules_for("numerical", GENESIS3, tournament_rules())
+        for r in rules:
+            if r["tag"] == "judge.propose" and r.get("context") == f"You are {slow},":
+                r["delay_s"] = 0.05
+        store, _ = run(tmp_path / name, rules, MarkerEvaluator(), candidates=3, max_rounds=3,
+                       rejudge_cycles=1)
+        keys.append(sorted(r[0] for r in store.db.execute("SELECT request_key FROM model_calls")))
+    assert keys[0] == keys[1]

@@ -119,6 +119,13 @@ class Tournament:
             self.store.event("debug", candidate=cur.id, attempt=attempt, status=result.status)
         return cur, result
 
+    def _sort_pool(self) -> None:
+        """A fixed pool order whatever order concurrent turns finished in: prompts list the
+        pool, and a resumed run must see exactly the prompts of the killed one."""
+        gen = {c.id: i for i, c in enumerate(self.pool) if c.origin == "genesis"}
+        self.pool.sort(key=lambda c: (0, gen[c.id], 0, "") if c.id in gen
+                       else (1, c.cycle, c.round, c.id))
+
     def _add(self, c: Candidate) -> Candidate:
         if c.origin != "genesis":
             c = c.model_copy(update={"static_check": static_check(c.code, self.task)})
@@ -170,6 +177,7 @@ class Tournament:
         ran = await gather_all(self.evaluate(by_id[cid], j, rnd, cycle)
                                for cid, j in nominators.items())
         final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
+        self._sort_pool()
         shared = [self.entry(c) for c in self.pool if c.id in self.known]
         shared.sort(key=lambda e: (e.result.score is None, e.result.score or 0.0))
 
@@ -204,6 +212,7 @@ class Tournament:
             await self.evaluate(child, judge, rnd, cycle)
 
         await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
+        self._sort_pool()
 
 
 def _apply(proposal, code: str) -> str:
