@@ -124,9 +124,15 @@ def check_structure(html: str) -> Structure:
     return p
 
 
-def test_run_report_has_tree_plots_and_diffs(tmp_path, shared_data):
-    run_dir = scripted_run(tmp_path)
-    out = write_report(run_dir, max_samples=2, data_dir=shared_data)
+@pytest.fixture(scope="module")
+def run_report(tmp_path_factory, shared_data):
+    """A scripted codepde run and its report, winner figure included (one real evaluation)."""
+    run_dir = scripted_run(tmp_path_factory.mktemp("run"))
+    return run_dir, write_report(run_dir, max_samples=2, data_dir=shared_data)
+
+
+def test_run_report_has_tree_plots_and_diffs(run_report):
+    run_dir, out = run_report
     assert out == run_dir / "report.html"
     html = out.read_text()
     p = check_structure(html)
@@ -170,14 +176,23 @@ def _chromium() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
-def test_report_renders_in_headless_chromium(tmp_path):
-    run_dir = tournament_run(tmp_path)
-    out = write_report(run_dir, plot=False)
-    profile = tmp_path / "profile"
+def _dump_dom(html_file: Path, tmp_path: Path) -> str:
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--no-first-run", f"--user-data-dir={profile}", out.resolve().as_uri()]
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
-    assert 'id="lineage-tree"' in dom and 'id="curve"' in dom and 'class="diff"' in dom
-    assert dom.count('class="plot"') >= 2 and 'data-candidate="h1"' in dom
+           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           html_file.resolve().as_uri()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.stdout, f"chromium printed no DOM: {done.stderr[-2000:]}"
+    return done.stdout
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed")
+def test_reports_render_in_headless_chromium(tmp_path, run_report):
+    # A baseline run: tree, score curve, the winner's solution/reference/error figure, diffs.
+    dom = _dump_dom(run_report[1], tmp_path)
+    assert 'id="lineage-tree"' in dom and 'id="curve"' in dom and 'id="winner-plot"' in dom
+    assert 'class="diff"' in dom and 'data-candidate="s00.d1"' in dom
+    # A tournament: nested tree with a hybrid, rounds table and chart, hybrid diffs.
+    dom = _dump_dom(write_report(tournament_run(tmp_path), plot=False), tmp_path)
+    assert 'id="rounds"' in dom and dom.count('class="plot"') >= 2
+    assert 'data-candidate="h1"' in dom and "hybrid of p1, g02" in dom
