@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdesharp.data.reference import ReferenceData
 from pdesharp.evaluate.convergence import (analytic_ics, cell_centres, convergence_order,
                                            output_times, random_hd_ics)
+from pdesharp.evaluate.run_child import ChildSpec
 from pdesharp.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent / "solvers"))
@@ -47,8 +47,8 @@ def test_cns_kind_runs_codepde_protocol():
     task = load_task("cns1d")
     x = cell_centres(-1.0, 1.0, 1024).astype(np.float32)
     t = (np.arange(101) * 0.01).astype(np.float32)
-    ref = ReferenceData(path=Path("synthetic"), fields={}, t=t, x=x)
-    order, note = convergence_order(task, _cns_shift_solver, ref, pred_full=[])
+    inputs = {"time": t, "x": x}
+    order, note = convergence_order(ChildSpec.from_task(task), _cns_shift_solver, inputs, pred_full=[])
     # the ICs are interpolated from 2048 points, so coarse and fine runs see slightly different
     # data: the measured rate is finite and positive (linear interpolation: about 2)
     assert order is not None and note == ""
@@ -62,10 +62,9 @@ def test_darcy_kind_downsamples_own_prediction():
     rng = np.random.default_rng(0)
     a = np.where(rng.normal(size=(2, 5, 5)) >= 0, 12.0, 3.0).repeat(12, 1).repeat(12, 2)
     a = np.pad(a, ((0, 0), (0, 1), (0, 1)), mode="edge")  # 61 x 61, like 421 = 6*70 + 1
-    ref = ReferenceData(path=Path("synthetic"), fields={"u": np.zeros_like(a)},
-                        coefficients={"a": a})
     full = solver(a)
-    order, note = convergence_order(task, solver, ref, pred_full=[full])
+    order, note = convergence_order(ChildSpec.from_task(task), solver, {"coefficient:a": a},
+                                    pred_full=[full])
     assert order is not None and np.isfinite(order), note
     # a consistent solver approaches its own fine solution: errors shrink as the grid refines
     assert order > 0.3
@@ -74,8 +73,6 @@ def test_darcy_kind_downsamples_own_prediction():
 def test_non_finite_rate_becomes_none_with_note():
     task = load_task("darcy")
     a = np.full((1, 13, 13), 3.0)
-    ref = ReferenceData(path=Path("synthetic"), fields={"u": np.zeros_like(a)},
-                        coefficients={"a": a})
-    order, note = convergence_order(task, lambda a: np.zeros_like(a), ref,
-                                    pred_full=[np.zeros_like(a)])
+    order, note = convergence_order(ChildSpec.from_task(task), lambda a: np.zeros_like(a),
+                                    {"coefficient:a": a}, pred_full=[np.zeros_like(a)])
     assert order is None and "not finite" in note  # zero errors: log(0/0)

@@ -89,6 +89,17 @@ CASES = {
                     time.sleep(1)
             return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
     """,
+    "forge": """
+        import atexit, json
+        def _forge():  # runs after the harness has written its own result.json
+            with open("result.json", "w") as fh:
+                json.dump({"status": "ok", "nrmse": 0.0, "nrmse_per_sample": [0.0]}, fh)
+        atexit.register(_forge)
+        def solver(u0_batch, t_coordinate, beta):
+            print("JOB=" + open("job.json").read())
+            print("INPUTS=" + repr(sorted(np.load("inputs.npz").files)))
+            return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
+    """,
     "exits": """
         def solver(u0_batch, t_coordinate, beta):
             sys.exit(3)
@@ -175,6 +186,19 @@ def test_no_secrets_in_the_child(results):
     assert "LEAKED=[]" in r.stdout_tail
     assert "must-not-leak" not in r.stdout_tail + r.stderr_tail
     assert "pdesharp-eval-secrets" in r.stdout_tail  # HOME is the scratch directory
+
+
+def test_forged_result_file_cannot_fake_the_score(results):
+    """The child never sees the reference, and the parent scores the prediction itself."""
+    r = results["forge"], results["ok_list"]
+    assert r[0].status == "ok"
+    # same values, true score; float32 array here vs float64 (from a list) there: 1e-6
+    assert r[0].nrmse == pytest.approx(r[1].nrmse, rel=1e-6)
+    assert r[0].nrmse > 0.1
+    job = re.search(r"JOB=(.*)", r[0].stdout_tail).group(1)
+    assert "advection_dev" not in job and "pdebench" not in job  # no data path handed over
+    inputs = re.search(r"INPUTS=(.*)", r[0].stdout_tail).group(1)
+    assert inputs == "['initial:u', 'time', 'x']"  # inputs only, no reference frames
 
 
 def test_frame0_mismatch_is_reported_not_fatal(results):

@@ -23,10 +23,8 @@ from typing import Callable
 import numpy as np
 from scipy.interpolate import interp1d
 
-from pdesharp.data.reference import ReferenceData
-from pdesharp.evaluate.run_child import as_outputs, solver_args
 from pdesharp.evaluate.metrics import stack_fields
-from pdesharp.task import Task
+from pdesharp.evaluate.run_child import ChildSpec, as_outputs, solver_args
 
 OUTPUT_DT = 0.01
 
@@ -106,82 +104,89 @@ def _mean_rate(errors: list[float], sizes: list[float]) -> float:
     return float(np.mean(rates))
 
 
-def _solve(task: Task, fn: Callable, inputs: dict, shape: tuple[int, ...]) -> np.ndarray:
-    arrays = as_outputs(task, fn(*solver_args(task, inputs)))
-    for name, arr in zip(task.solver.returns, arrays):
+def _solve(spec: ChildSpec, fn: Callable, inputs: dict, shape: tuple[int, ...]) -> np.ndarray:
+    arrays = as_outputs(spec, fn(*solver_args(spec, inputs)))
+    for name, arr in zip(spec.returns, arrays):
         if arr.shape != shape:
             raise ValueError(f"output {name!r} has shape {arr.shape}, expected {shape}")
     return stack_fields(arrays)
 
 
-def _x_range(task: Task, ref: ReferenceData):
-    if ref.x is not None:
-        return ref.x[0], ref.x[-1]
-    lo, hi = task.domain[task.equation.space[0]]
-    n = next(iter(ref.fields.values())).shape[-1]
-    xc = cell_centres(lo, hi, n) if task.grid == "cell_centres" else np.linspace(lo, hi, n)
+def _x_range(spec: ChildSpec, inputs: dict):
+    """First and last x of the data (CodePDE uses the stored cell centres), else of the grid."""
+    if "x" in inputs:
+        return inputs["x"][0], inputs["x"][-1]
+    lo, hi = spec.domain[spec.space[0]]
+    n = next(v for k, v in inputs.items() if k.startswith("initial:")).shape[-1]
+    xc = cell_centres(lo, hi, n) if spec.grid == "cell_centres" else np.linspace(lo, hi, n)
     return xc[0], xc[-1]
 
 
-def time_1d(task: Task, fn: Callable, ref: ReferenceData) -> tuple[float, list[float]]:
-    spec = task.evaluation.convergence
-    grids = spec.grids
-    x_min, x_max = _x_range(task, ref)
-    t_min, t_max = ref.t[0], ref.t[-1] / 10  # CodePDE shortens the window "to save time"
+def time_1d(spec: ChildSpec, fn: Callable, inputs: dict) -> tuple[float, list[float]]:
+    conv = spec.convergence
+    grids = conv["grids"]
+    x_min, x_max = _x_range(spec, inputs)
+    t = inputs["time"]
+    t_min, t_max = t[0], t[-1] / 10  # CodePDE shortens the window "to save time"
     tc = output_times(t_min, t_max)
-    initial = [a.field for a in task.solver.args if a.kind == "initial"]
-    if spec.kind == "cns_1d":
+    initial = [a.field for a in spec.args if a.kind == "initial"]
+    if conv["kind"] == "cns_1d":
         xf = cell_centres(x_min, x_max, grids[-1])
-        base = random_hd_ics(xf, bsz=spec.batch)
+        base = random_hd_ics(xf, bsz=conv["batch"])
         # CodePDE draws all three fields with the same seed: identical ICs, interpolated down
         stacked = np.stack([base] * len(initial), axis=-1)
         down = interp1d(xf, stacked, axis=1, kind="linear", fill_value="extrapolate")
     sols, xcs = [], []
     for nx in grids:
         xc = cell_centres(x_min, x_max, nx)
-        if spec.kind == "cns_1d":
+        if conv["kind"] == "cns_1d":
             ics = down(xc)
-            inputs = {f"initial:{f}": ics[..., j] for j, f in enumerate(initial)}
+            run_inputs = {f"initial:{f}": ics[..., j] for j, f in enumerate(initial)}
         else:
             u0 = analytic_ics(xc)
-            inputs = {f"initial:{f}": u0 for f in initial}
-        inputs["time"] = tc
-        batch = next(iter(v for k, v in inputs.items() if k.startswith("initial:"))).shape[0]
-        sols.append(_solve(task, fn, inputs, (batch, len(tc), nx)))
+            run_inputs = {f"initial:{f}": u0 for f in initial}
+        run_inputs["time"] = tc
+        batch = run_inputs[f"initial:{initial[0]}"].shape[0]
+        sols.append(_solve(spec, fn, run_inputs, (batch, len(tc), nx)))
         xcs.append(xc)
     errors = []
     for i in range(len(grids) - 1):
-        j = i + 1 if spec.compare == "adjacent" else len(grids) - 1
+        j = i + 1 if conv["compare"] == "adjacent" else len(grids) - 1
         errors.append(grid_error(sols[i], fine_to_coarse(sols[j], xcs[j], tc, xcs[i], tc)))
     return _mean_rate(errors, [float(g) for g in grids]), errors
 
 
-def downsample_2d(task: Task, fn: Callable, ref: ReferenceData,
+def downsample_2d(spec: ChildSpec, fn: Callable, inputs: dict,
                   pred_full: list[np.ndarray]) -> tuple[float, list[float]]:
-    spec = task.evaluation.convergence
-    rates = sorted(spec.rates, reverse=True)
-    coeff = {a.field: ref.coefficients[a.field][: spec.batch]
-             for a in task.solver.args if a.kind == "coefficient"}
-    fine = stack_fields([p[: spec.batch] for p in pred_full])
+    conv = spec.convergence
+    rates = sorted(conv["rates"], reverse=True)
+    batch = conv["batch"]
+    coeff = {a.field: inputs[f"coefficient:{a.field}"][:batch]
+             for a in spec.args if a.kind == "coefficient"}
+    fine = stack_fields([p[:batch] for p in pred_full])
     errors = []
     for r in rates:
-        inputs = {f"coefficient:{k}": v[:, ::r, ::r] for k, v in coeff.items()}
-        shape = next(iter(inputs.values())).shape
-        coarse = _solve(task, fn, inputs, shape)
+        run_inputs = {f"coefficient:{k}": v[:, ::r, ::r] for k, v in coeff.items()}
+        shape = next(iter(run_inputs.values())).shape
+        coarse = _solve(spec, fn, run_inputs, shape)
         errors.append(grid_error(coarse, fine[:, ::r, ::r]))
     per = [_log_ratio(errors[i], errors[i + 1]) / np.log(rates[i] / rates[i + 1])
            for i in range(len(errors) - 1)]
     return float(sum(per) / len(per)), errors
 
 
-def convergence_order(task: Task, fn: Callable, ref: ReferenceData,
+def convergence_order(spec: ChildSpec, fn: Callable, inputs: dict,
                       pred_full: list[np.ndarray]) -> tuple[float | None, str]:
-    """(average rate, note). A non-finite rate is reported as None with the errors in the note."""
-    kind = task.evaluation.convergence.kind
+    """(average rate, note). A non-finite rate is reported as None with the errors in the note.
+
+    ``inputs`` are the split's solver inputs (``initial:<f>``, ``coefficient:<f>``, ``time``,
+    ``x``); ``pred_full`` is the solver's prediction on them (Darcy compares against it).
+    """
+    kind = spec.convergence.get("kind", "none")
     if kind in ("time_1d", "cns_1d"):
-        rate, errors = time_1d(task, fn, ref)
+        rate, errors = time_1d(spec, fn, inputs)
     elif kind == "downsample_2d":
-        rate, errors = downsample_2d(task, fn, ref, pred_full)
+        rate, errors = downsample_2d(spec, fn, inputs, pred_full)
     else:
         return None, f"no convergence test for kind {kind!r}"
     errs = ", ".join(f"{e:.3e}" for e in errors)

@@ -1,9 +1,10 @@
 """The Evaluator: "how good is this solver file for this PDE?", answered in a sandbox.
 
 Every call of :meth:`Evaluator.evaluate` is one counted solver execution. The untrusted code runs
-in a child process (:mod:`.sandbox`, :mod:`.harness`); this side prepares the scratch directory,
-waits (at most ``workers`` children at a time), and turns what the child left behind into an
-:class:`~pdesharp.records.EvalResult`.
+in a child process (:mod:`.sandbox`, :mod:`.harness`, :mod:`.run_child`) that sees only the
+solver's inputs; this side loads the reference data (once per split), writes the inputs into a
+fresh scratch directory, waits (at most ``workers`` children at a time), and scores the saved
+prediction itself (:mod:`.scoring`) into an :class:`~pdesharp.records.EvalResult`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ import json
 import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
+import numpy as np
+
 from pdesharp.data.paths import resolve_split
+from pdesharp.data.reference import ReferenceData, load_reference
+from pdesharp.evaluate.run_child import ChildSpec
 from pdesharp.evaluate.sandbox import build_env, run_sandboxed
+from pdesharp.evaluate.scoring import Score, load_prediction, score_prediction
 from pdesharp.records import EvalResult, Feedback, Split
 from pdesharp.task import Task
 
@@ -24,7 +31,12 @@ FSIZE_MB = 4096  # largest file the child may write (a float64 prediction of 100
 
 
 class Evaluator:
-    """Evaluates solver source code for one task (implements ``roles.SolverEvaluator``)."""
+    """Evaluates solver source code for one task (implements ``roles.SolverEvaluator``).
+
+    ``timeout`` / ``memory_mb`` default to the task's (CodePDE's) values; ``residual`` computes
+    the PDE residual for every run (it always is with ``feedback="residual"``); ``threads`` caps
+    BLAS/OpenMP threads in the child; ``keep_scratch`` keeps each sandbox directory for debugging.
+    """
 
     def __init__(self, task: Task, *, data_dir=None, dev_data=None, test_data=None,
                  workers: int = 1, timeout: float | None = None, memory_mb: int | None = None,
@@ -44,6 +56,9 @@ class Evaluator:
         self.threads = threads
         self.keep_scratch = keep_scratch
         self.n_evaluations = 0  # counted solver executions (PDE-SHARP's budget metric)
+        self._spec = ChildSpec.from_task(task).to_json()
+        self._refs: dict[str, ReferenceData] = {}
+        self._refs_lock = threading.Lock()  # concurrent evaluate() calls load a split once
         self._semaphore: asyncio.Semaphore | None = None
         self._loop = None
 
@@ -51,6 +66,16 @@ class Evaluator:
         """The reference file for ``split``; raises ``DataNotFound`` with what to do about it."""
         return resolve_split(self.task, split, data_dir_override=self.data_dir,
                              explicit=self.explicit[split])
+
+    def reference(self, split: Split) -> ReferenceData:
+        """The split's reference data (cached; ``max_samples`` applied)."""
+        with self._refs_lock:
+            if split not in self._refs:
+                spec = getattr(self.task.data, split)
+                self._refs[split] = load_reference(self.task, self.data_path(split),
+                                                   samples=spec.samples if spec else None,
+                                                   limit=self.max_samples)
+            return self._refs[split]
 
     def _sem(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -62,15 +87,15 @@ class Evaluator:
                        plot_path: Path | None = None,
                        prediction_path: Path | None = None) -> EvalResult:
         """Run ``code`` on ``split`` and score it. Missing data raises before anything runs."""
-        data = self.data_path(split)
-        spec = getattr(self.task.data, split)
+        self.data_path(split)  # fail fast with DataNotFound, before counting anything
+        ref = await asyncio.to_thread(self.reference, split)
         async with self._sem():
             self.n_evaluations += 1
             scratch = Path(tempfile.mkdtemp(prefix=f"pdesharp-eval-{_safe(label)}-",
                                             dir=self.scratch_root))
             try:
-                return await self._run(code, scratch, data, spec.samples if spec else None,
-                                       split, feedback, plot_path, prediction_path)
+                return await self._run(code, scratch, ref, split, feedback, plot_path,
+                                       prediction_path)
             finally:
                 if not self.keep_scratch:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -79,39 +104,68 @@ class Evaluator:
         """Blocking convenience wrapper around :meth:`evaluate` (not inside a running loop)."""
         return asyncio.run(self.evaluate(code, **kw))
 
-    async def _run(self, code, scratch: Path, data: Path, samples, split, feedback,
+    def _write_inputs(self, scratch: Path, ref: ReferenceData) -> tuple[int, ...]:
+        """The solver's inputs only: never the reference solution or the data file's path."""
+        arrays: dict[str, np.ndarray] = {}
+        for a in self.task.solver.args:
+            if a.kind == "initial":
+                arrays[f"initial:{a.field}"] = ref.initial(a.field)
+            elif a.kind == "coefficient":
+                arrays[f"coefficient:{a.field}"] = ref.coefficients[a.field]
+            elif a.kind == "time":
+                if ref.t is None:
+                    raise ValueError(f"{ref.path} has no time coordinate, but the solver takes one")
+                arrays["time"] = ref.t
+        if ref.x is not None:
+            arrays["x"] = ref.x
+        np.savez(scratch / "inputs.npz", **arrays)
+        return next(iter(ref.fields.values())).shape
+
+    async def _run(self, code, scratch: Path, ref: ReferenceData, split, feedback,
                    plot_path, prediction_path) -> EvalResult:
         (scratch / "solver.py").write_text(code)
+        expected = await asyncio.to_thread(self._write_inputs, scratch, ref)
         job = {
-            "task": self.task.model_dump(mode="json"),
-            "data_path": str(Path(data).resolve()),
-            "samples": samples,
-            "max_samples": self.max_samples,
+            "spec": self._spec,
+            "inputs_file": "inputs.npz",
+            "expected_shape": list(expected),
             "solver_file": "solver.py",
             "result_path": str(scratch / "result.json"),
             "memory_mb": self.memory_mb,
             "fsize_mb": FSIZE_MB,
             "convergence": self.convergence,
-            "residual": self.residual or feedback == "residual",
-            "plot": plot_path is not None,
-            "save_prediction": prediction_path is not None or self.keep_scratch,
         }
         (scratch / "job.json").write_text(json.dumps(job))
         argv = [sys.executable, "-m", "pdesharp.evaluate.harness", str(scratch / "job.json")]
         run = await run_sandboxed(argv, cwd=scratch, env=build_env(scratch, threads=self.threads),
                                   timeout=self.timeout)
         child = _read_json(scratch / "result.json")
-        result = _to_result(child, run, split, feedback, self.timeout, self.memory_mb)
-        if plot_path is not None and (scratch / "plot.png").is_file():
-            Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(scratch / "plot.png", plot_path)
-            result.plot_path = str(plot_path)
-        if prediction_path is not None and (scratch / "prediction.npz").is_file():
+        result = _to_result(child, run, split, feedback, self.timeout, self.memory_mb,
+                            n_samples=expected[0])
+        pred_file = scratch / "prediction.npz"
+        if result.status == "ok":
+            plot_tmp = scratch / "plot.png" if plot_path is not None else None
+            try:
+                score = await asyncio.to_thread(self._score, pred_file, ref, feedback, plot_tmp)
+            except Exception as exc:  # missing, unreadable or forged prediction file
+                score = Score(status="error", message=f"cannot read the prediction: {exc}")
+            _apply(result, score)
+            if score.plot_path is not None:
+                Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(score.plot_path, plot_path)
+                result.plot_path = str(plot_path)
+        if prediction_path is not None and pred_file.is_file():
             Path(prediction_path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(scratch / "prediction.npz", prediction_path)
+            shutil.copyfile(pred_file, prediction_path)
         if self.keep_scratch:
             result.message = (result.message + f" [scratch kept at {scratch}]").strip()
         return result
+
+    def _score(self, pred_file: Path, ref: ReferenceData, feedback, plot_tmp) -> Score:
+        pred = load_prediction(pred_file, self.task)
+        return score_prediction(self.task, ref, pred,
+                                residual=self.residual or feedback == "residual",
+                                plot_path=plot_tmp)
 
 
 def _safe(label: str) -> str:
@@ -120,23 +174,43 @@ def _safe(label: str) -> str:
 
 def _read_json(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def _finite(v):
-    return v if isinstance(v, (int, float)) and v == v and abs(v) != float("inf") else None
+    return float(v) if isinstance(v, (int, float)) and np.isfinite(v) else None
 
 
-def _to_result(child: dict | None, run, split, feedback, timeout, memory_mb) -> EvalResult:
+def _apply(result: EvalResult, score: Score) -> None:
+    result.status = score.status
+    notes = [x for x in [result.message, score.message, *score.notes] if x]
+    result.message = "; ".join(notes)
+    if score.status != "ok":
+        result.convergence_order = None
+        return
+    result.nrmse = score.nrmse
+    result.nrmse_per_sample = score.nrmse_per_sample
+    result.residual = score.residual
+
+
+def _to_result(child: dict | None, run, split, feedback, timeout, memory_mb,
+               n_samples: int) -> EvalResult:
+    """Status, timings and notes from the child's report and the sandbox outcome.
+
+    Only the harness's own bookkeeping is read from the child (status, stage, timings,
+    convergence); scores are computed by the parent from the prediction file.
+    """
     base = dict(split=split, feedback=feedback, wall_seconds=run.wall_seconds,
-                stdout_tail=run.stdout_tail, stderr_tail=run.stderr_tail)
-    peak = max(filter(None, [run.peak_rss_mb, (child or {}).get("peak_memory_mb")]), default=None)
-    base["peak_memory_mb"] = peak
+                stdout_tail=run.stdout_tail, stderr_tail=run.stderr_tail, n_samples=n_samples)
+    child_peak = _finite((child or {}).get("peak_memory_mb"))
+    base["peak_memory_mb"] = max(filter(None, [run.peak_rss_mb, child_peak]), default=None)
     notes = []
     if run.killed_leftovers:
         notes.append(f"killed {len(run.killed_leftovers)} process(es) the solver left running")
+    peak = base["peak_memory_mb"]
     near_limit = bool(memory_mb and peak and peak > 0.9 * memory_mb)
     if child is None:
         if run.timed_out:
@@ -148,28 +222,24 @@ def _to_result(child: dict | None, run, split, feedback, timeout, memory_mb) -> 
             status, msg = "error", f"the evaluation process died{sig} without a result"
         return EvalResult(status=status, message="; ".join([msg, *notes]), **base)
     status = child.get("status", "error")
-    msg = child.get("message", "")
-    stage = child.get("stage", "")
-    conv_note = child.get("convergence_note", "")
+    if status not in ("ok", "error", "memory", "shape"):
+        status = "error"
+    msg = str(child.get("message", ""))
+    stage = str(child.get("stage", ""))
+    conv_note = str(child.get("convergence_note", "") or "")
+    order = _finite(child.get("convergence_order"))
     if status == "ok" and stage:  # killed or timed out in a later stage: the main result stands
         why = "timed out" if run.timed_out else "died"
         if stage == "the convergence test":
             conv_note = f"the convergence test {why} (limit {timeout:g} s / {memory_mb} MB)"
+            order = None
         else:
             notes.append(f"the evaluation {why} during {stage}")
     elif status != "ok" and run.timed_out:
         status, msg = "timeout", f"Process exceeded the {timeout:g}-second timeout limit ({stage})."
-    elif status == "error" and stage and "MemoryError" in child.get("traceback", ""):
-        status = "memory"
-    for key in ("residual_note", "plot_note"):
-        if child.get(key):
-            notes.append(f"{key.split('_')[0]}: {child[key]}")
-    message = "; ".join(x for x in [msg, *notes] if x)
+    solver_seconds = _finite(child.get("solver_seconds"))
     return EvalResult(
-        status=status, message=message, n_samples=int(child.get("n_samples", 0)),
-        nrmse=_finite(child.get("nrmse")) if status == "ok" else None,
-        nrmse_per_sample=[float(v) for v in child.get("nrmse_per_sample", [])] if status == "ok" else [],
-        residual=_finite(child.get("residual")) if status == "ok" else None,
-        convergence_order=_finite(child.get("convergence_order")) if status == "ok" else None,
-        convergence_note=conv_note, solver_seconds=child.get("solver_seconds"), **base,
+        status=status, message="; ".join(x for x in [msg, *notes] if x),
+        convergence_order=order if status == "ok" else None, convergence_note=conv_note,
+        solver_seconds=solver_seconds, **base,
     )

@@ -1,9 +1,15 @@
 """What the sandboxed child does once its limits are set (called by :mod:`.harness`).
 
+The child is deliberately light and deliberately *not trusted with the score*: it receives only
+the solver's inputs (``inputs.npz``: initial conditions / coefficients, output times, grid), never
+the reference solution or its path, and it returns only the prediction (``prediction.npz``) and
+timings. The parent computes nRMSE and the residual from that file, so a solver that patches
+NumPy, rewrites ``result.json`` at exit or reads the data folder it was never told about cannot
+fake its score. Only the convergence test, which must call the solver again, runs here.
+
 ``run(job, result, flush)`` fills ``result`` in place and calls ``flush()`` to persist an interim
-copy once the main metrics exist. Exceptions from the solver's main call propagate to the
-harness (status error/memory); failures in the convergence test, the residual or the plot are
-recorded as notes and never overturn the nRMSE.
+copy once the prediction is saved. Exceptions from the solver's main call propagate to the harness
+(status error/memory); a failing convergence test is recorded as a note.
 """
 
 from __future__ import annotations
@@ -12,18 +18,60 @@ import importlib.util
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from pdesharp.data.reference import ReferenceData, load_reference
-from pdesharp.evaluate.metrics import frame0_mismatch, nrmse, stack_fields
-from pdesharp.task import Task
-
 
 class OutputError(ValueError):
     """The solver returned something of the wrong kind or shape (status ``shape``)."""
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    kind: str
+    field: str | None = None
+
+
+@dataclass
+class ChildSpec:
+    """The slice of a :class:`~pdesharp.task.Task` the child needs (no SymPy, no pydantic)."""
+
+    name: str
+    steady: bool
+    solver_name: str
+    args: list[Arg]
+    returns: list[str]
+    parameters: dict[str, float]
+    domain: dict[str, list[float]]
+    grid: str
+    space: list[str]
+    convergence: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_task(cls, task) -> "ChildSpec":
+        return cls(
+            name=task.name, steady=task.steady, solver_name=task.solver.name,
+            args=[Arg(a.name, a.kind, a.field) for a in task.solver.args],
+            returns=list(task.solver.returns), parameters=dict(task.parameters),
+            domain={k: list(v) for k, v in task.domain.items()}, grid=task.grid,
+            space=list(task.equation.space),
+            convergence=task.evaluation.convergence.model_dump(mode="json"),
+        )
+
+    def to_json(self) -> dict:
+        d = dict(self.__dict__)
+        d["args"] = [a.__dict__ for a in self.args]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ChildSpec":
+        d = dict(d)
+        d["args"] = [Arg(**a) for a in d["args"]]
+        return cls(**d)
 
 
 def load_solver(path: Path, name: str) -> Callable:
@@ -40,13 +88,10 @@ def load_solver(path: Path, name: str) -> Callable:
     return fn
 
 
-def solver_args(task: Task, inputs: dict[str, Any]) -> list:
-    """Positional arguments in ``task.solver.args`` order from named inputs.
-
-    ``inputs`` holds ``initial:<field>``, ``coefficient:<field>``, ``time`` and parameters.
-    """
+def solver_args(spec: ChildSpec, inputs: dict[str, Any]) -> list:
+    """Positional arguments in the task's order from ``initial:<f>``, ``coefficient:<f>``, ``time``."""
     out = []
-    for a in task.solver.args:
+    for a in spec.args:
         if a.kind == "initial":
             out.append(inputs[f"initial:{a.field}"])
         elif a.kind == "coefficient":
@@ -54,27 +99,13 @@ def solver_args(task: Task, inputs: dict[str, Any]) -> list:
         elif a.kind == "time":
             out.append(inputs["time"])
         else:
-            out.append(task.parameters[a.field or a.name])
+            out.append(spec.parameters[a.field or a.name])
     return out
 
 
-def reference_inputs(task: Task, ref: ReferenceData) -> dict[str, Any]:
-    inputs: dict[str, Any] = {}
-    for a in task.solver.args:
-        if a.kind == "initial":
-            inputs[f"initial:{a.field}"] = ref.initial(a.field)
-        elif a.kind == "coefficient":
-            inputs[f"coefficient:{a.field}"] = ref.coefficients[a.field]
-        elif a.kind == "time":
-            if ref.t is None:
-                raise ValueError(f"{ref.path} has no time coordinate, but the solver takes one")
-            inputs["time"] = ref.t
-    return inputs
-
-
-def as_outputs(task: Task, out: Any) -> list[np.ndarray]:
-    """The solver's return value as one float array per ``task.solver.returns`` entry."""
-    names = task.solver.returns
+def as_outputs(spec: ChildSpec, out: Any) -> list[np.ndarray]:
+    """The solver's return value as one real array per ``returns`` entry (lists are converted)."""
+    names = spec.returns
     if len(names) == 1:
         if isinstance(out, tuple) and len(out) == 1:
             out = out[0]
@@ -98,106 +129,62 @@ def as_outputs(task: Task, out: Any) -> list[np.ndarray]:
     return arrays
 
 
-def check_shapes(task: Task, arrays: list[np.ndarray], expected: tuple[int, ...]) -> None:
-    for name, arr in zip(task.solver.returns, arrays):
-        if arr.shape != expected:
+def check_shapes(spec: ChildSpec, arrays: list[np.ndarray], expected: tuple[int, ...]) -> None:
+    for name, arr in zip(spec.returns, arrays):
+        if tuple(arr.shape) != tuple(expected):
             hint = ""
-            if not task.steady and arr.ndim == len(expected) and arr.shape[1] != expected[1]:
+            if not spec.steady and arr.ndim == len(expected) and arr.shape[1] != expected[1]:
                 hint = f" (wrong number of frames: expected len(t_coordinate) = {expected[1]})"
-            raise OutputError(f"output {name!r} has shape {arr.shape}, expected {expected}{hint}")
-
-
-def call_solver(fn: Callable, args: list) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t0
+            raise OutputError(f"output {name!r} has shape {tuple(arr.shape)}, expected {tuple(expected)}{hint}")
 
 
 def run(job: dict, result: dict, flush: Callable[[], None]) -> None:
-    task = Task.model_validate(job["task"])
+    spec = ChildSpec.from_json(job["spec"])
     scratch = Path.cwd()
     timings = result.setdefault("timings", {})
-    timings["imports"] = time.perf_counter() - job.get("t0", time.perf_counter())
-    result["stage"] = "loading reference data"
-    ref = load_reference(task, job["data_path"], samples=job.get("samples"), limit=job.get("max_samples"))
-    result["n_samples"] = ref.n_samples
-    print(f"Loaded data from {Path(job['data_path']).name}: {ref.n_samples} samples", flush=True)
+    t0 = job["t0"]
+    with np.load(scratch / job["inputs_file"], allow_pickle=False) as npz:
+        inputs = {k: npz[k] for k in npz.files}
+    expected = tuple(job["expected_shape"])
+    result["n_samples"] = int(expected[0])
+    timings["start"] = time.perf_counter() - t0
 
-    timings["data"] = time.perf_counter() - job["t0"]
     result["stage"] = "loading the solver"
-    fn = load_solver(scratch / job["solver_file"], task.solver.name)
+    fn = load_solver(scratch / job["solver_file"], spec.solver_name)
 
     result["stage"] = "the solver call"
-    inputs = reference_inputs(task, ref)
-    out, seconds = call_solver(fn, solver_args(task, inputs))
+    start = time.perf_counter()
+    out = fn(*solver_args(spec, inputs))
+    seconds = time.perf_counter() - start
     result["solver_seconds"] = seconds
+    timings["solve"] = time.perf_counter() - t0
     print(f"Solver finished in {seconds:.2f}s", flush=True)
 
     result["stage"] = "checking the outputs"
     try:
-        arrays = as_outputs(task, out)
-        expected = next(iter(ref.fields.values())).shape
-        check_shapes(task, arrays, expected)
+        arrays = as_outputs(spec, out)
+        check_shapes(spec, arrays, expected)
     except OutputError as exc:
         result.update(status="shape", message=str(exc), stage="")
         return
-    notes = []
-    bad = [n for n, a in zip(task.solver.returns, arrays) if not np.all(np.isfinite(a))]
-    if bad:
-        frac = max(float(np.mean(~np.isfinite(a))) for a in arrays)
-        result.update(status="nan", stage="",
-                      message=f"NaN or Inf in the prediction of {', '.join(bad)} ({frac:.1%} of values)")
-        return
-    if not task.steady:
-        worst = max(frame0_mismatch(a, ref.initial(n)) for n, a in zip(task.solver.returns, arrays))
-        result["frame0_mismatch"] = worst
-        if worst > 1e-5:
-            notes.append(f"frame 0 differs from the initial condition (max rel. {worst:.1e}); "
-                         "CodePDE does not check this, but it costs nRMSE")
+    # each field at the dtype the solver chose: CodePDE subtracts whatever the solver returned
+    np.savez(scratch / "prediction.npz", **dict(zip(spec.returns, arrays)))
+    result.update(status="ok", stage="")
+    timings["saved"] = time.perf_counter() - t0
 
-    result["stage"] = "computing nRMSE"
-    pred = stack_fields(arrays)
-    refs = stack_fields([ref.fields[n] for n in task.solver.returns])
-    mean, per = nrmse(pred, refs)
-    result.update(status="ok", nrmse=mean, nrmse_per_sample=[float(v) for v in per], stage="")
-    if job.get("save_prediction"):
-        np.savez(scratch / "prediction.npz", **dict(zip(task.solver.returns, arrays)))
-    result["message"] = "; ".join(notes)
-    timings["metrics"] = time.perf_counter() - job["t0"]
-    flush()
-
-    if job.get("residual"):
-        result["stage"] = "the PDE residual"
-        try:
-            from pdesharp.evaluate.residual import residual
-            result["residual"] = residual(task, dict(zip(task.solver.returns, arrays)), ref)
-        except Exception as exc:
-            result["residual_note"] = f"{type(exc).__name__}: {exc}"[:500]
-        result["stage"] = ""
-        timings["residual"] = time.perf_counter() - job["t0"]
-        flush()
-
-    if job.get("plot"):
-        result["stage"] = "plotting"
-        try:
-            from pdesharp.evaluate.plot import plot_sample
-            plot_sample(task, dict(zip(task.solver.returns, arrays)), ref, scratch / "plot.png")
-            result["plot"] = "plot.png"
-        except Exception as exc:
-            result["plot_note"] = f"{type(exc).__name__}: {exc}"[:500]
-        result["stage"] = ""
-        flush()
-
-    if job.get("convergence") and task.evaluation.convergence.kind != "none":
+    if job.get("convergence") and spec.convergence.get("kind", "none") != "none":
         result["stage"] = "the convergence test"
-        flush()  # if the test is killed, the parent sees which stage it died in
+        flush()  # if the test is killed, the parent still has the prediction and this stage
         try:
             from pdesharp.evaluate.convergence import convergence_order
-            order, note = convergence_order(task, fn, ref, pred_full=arrays)
+
+            order, note = convergence_order(spec, fn, inputs, pred_full=arrays)
             result["convergence_order"] = order
             result["convergence_note"] = note
         except BaseException as exc:  # SystemExit from solver code must not void the nRMSE
             traceback.print_exc()
             result["convergence_order"] = None
-            result["convergence_note"] = f"the solver failed in the convergence test: {type(exc).__name__}: {exc}"[:1000]
+            result["convergence_note"] = (
+                f"the solver failed in the convergence test: {type(exc).__name__}: {exc}")[:1000]
         result["stage"] = ""
+        timings["convergence"] = time.perf_counter() - t0
