@@ -142,6 +142,14 @@ class RunStore:
         row = self.db.execute("SELECT config FROM runs WHERE id=?", (self.run_id,)).fetchone()
         return json.loads(row["config"])
 
+    def update_config(self, config: dict) -> None:
+        """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget)."""
+        self.db.execute("UPDATE runs SET config=? WHERE id=?",
+                        (json.dumps(config, default=str), self.run_id))
+        (self.dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
+        self.event("config_updated", **{k: config.get(k) for k in ("max_usd", "max_tokens",
+                                                                   "max_evals")})
+
     @property
     def task_name(self) -> str:
         return self.db.execute("SELECT task FROM runs WHERE id=?", (self.run_id,)).fetchone()[0]

@@ -45,7 +45,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from pdesharp.bench import BenchConfig, BenchError, run_bench, to_markdown
+    from pdesharp.bench import BenchConfig, BenchError, BenchIncomplete, run_bench, to_markdown
     from pdesharp.task import TaskError
 
     cfg = BenchConfig(tasks=args.tasks, methods=args.methods, model=args.model, out=args.out,
@@ -58,6 +58,9 @@ def run(args) -> int:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
     except (BenchError, TaskError) as exc:
         fail(str(exc))
+    except BenchIncomplete as exc:
+        print(to_markdown(exc.rows))
+        fail(str(exc), code=1)
     print(to_markdown(rows))
     print(f"tables written to {cfg.out}/table.md, table.csv, table.json; "
           f"HTML: pdesharp report {cfg.out}")

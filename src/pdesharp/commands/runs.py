@@ -61,7 +61,10 @@ def cmd_show(args) -> int:
                 "evaluations", "debug_iterations", "model_calls", "cached_model_calls",
                 "tokens_in", "tokens_out", "cost_usd", "wall_seconds", "best_solver"):
         if s.get(key) not in (None, ""):
-            print(f"  {key:<20} {_fmt(s[key])}")
+            value = s[key]
+            text = (f"${value:.4f}" if key == "cost_usd" else f"{value:.1f} s"
+                    if key == "wall_seconds" else _fmt(value))
+            print(f"  {key:<20} {text}")
     report = Path(store.dir) / "report.md"
     if report.is_file():
         print(f"  {'report':<20} {report}")

@@ -64,6 +64,9 @@ def register(sub) -> None:
     r.add_argument("run", help="run folder, or run id under the runs folder")
     r.add_argument("--out", default=None)
     r.add_argument("--quiet", action="store_true")
+    for flag, typ in (("--max-usd", float), ("--max-tokens", int), ("--max-evals", int)):
+        r.add_argument(flag, type=typ, default=None,
+                       help=f"raise the run's {flag[6:]} budget (after a budget stop)")
     r.set_defaults(func=cmd_resume)
 
 
@@ -121,6 +124,11 @@ def cmd_resume(args) -> int:
         print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
         return 0
     config = config_of(store)
+    raised = {k: getattr(args, k) for k in ("max_usd", "max_tokens", "max_evals")
+              if getattr(args, k, None) is not None}
+    if raised:
+        config = config.model_copy(update=raised)
+        store.update_config(dump_config(config))
     try:
         task = load_task(config.task)
     except TaskError as exc:
@@ -142,7 +150,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     try:
         evaluator.data_path("dev")
         roles = build_roles(config, store)
-    except (DataNotFound, ValueError, RuntimeError, ImportError, ModelError) as exc:
+    except (DataNotFound, OSError, ValueError, RuntimeError, ImportError, ModelError) as exc:
         store.set_status("failed", str(exc)[:300])
         fail(f"{exc}\n(run folder: {store.dir})")
     display = Display(store.run_id)
@@ -168,7 +176,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         console.print(f"[yellow]budget stop:[/] {result.stop_reason} (best result so far kept)")
     print(f"run:            {result.run_dir}")
     print(f"best solver:    {s.get('best_solver') or 'none'}")
-    print(f"dev {config.feedback}:   {_fmt(result.best_dev_score)}")
+    print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({s['test_note']})" if s.get("test_note") else ""))
     print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")

@@ -1,0 +1,49 @@
+"""CLI pieces that need no model: the live display, run lookup, budget raise on resume."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from pdesharp.cli import main
+from pdesharp.commands.solve import Display
+from pdesharp.pipeline import SolveConfig, dump_config
+from pdesharp.store import RunStore
+from pdesharp.task import load_task
+
+
+def test_display_shows_progress(tmp_path):
+    store = RunStore.create(tmp_path, task=load_task("advection"), config={}, run_id="d")
+    display = Display("d")
+    progress = display.update(store)
+    progress(stage="genesis", written=32)
+    progress(stage="synthesis", cycle=0, round=2, best=1.5e-3)
+    console = Console(record=True, width=80)
+    console.print(display)
+    text = console.export_text()
+    for expected in ("synthesis", "32", "cycle 0, round 2", "1.500e-03", "0/0", "$0.0000"):
+        assert expected in text
+
+
+def test_resume_raises_budget_and_show(tmp_path, capsys):
+    config = SolveConfig(task="advection", model="scripted:/nonexistent.yaml", max_evals=2,
+                         out=str(tmp_path))
+    store = RunStore.create(tmp_path, task=load_task("advection"), config=dump_config(config),
+                            run_id="b")
+    store.set_status("finished")
+    store.write_summary(best_dev_score=0.5)
+    store.close()
+    assert main(["resume", "b", "--out", str(tmp_path)]) == 0  # finished: nothing to do
+    assert "already finished" in capsys.readouterr().out
+    assert main(["show", str(tmp_path / "b")]) == 0
+    assert "5.000e-01" in capsys.readouterr().out
+    store = RunStore.open(tmp_path / "b")
+    store.set_status("budget_stop")
+    store.close()
+    # the scripted file does not exist, so the resumed run fails early, after raising the budget
+    try:
+        main(["resume", "b", "--out", str(tmp_path), "--max-evals", "9", "--quiet"])
+    except SystemExit:
+        pass
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["max_evals"] == 9
