@@ -287,16 +287,20 @@ def march_targets(t_out: np.ndarray, clock: str, dtype: type) -> list:
     ``clock="pdebench"`` reproduces PDEBench's bookkeeping for uniformly spaced outputs: the save
     time is accumulated in working precision (t_k = t_{k-1} + dt_save), so it drifts from
     k * dt_save by a few ulps, and the last frame is the state at the end time, reached from the
-    last accumulated save time if that falls short of it. ``clock="exact"`` stops at ``t_out``.
+    last accumulated save time if that falls short of it. ``clock="exact"`` stops at ``t_out``;
+    ``clock="auto"`` is "pdebench" for uniform ``t_out`` and "exact" otherwise.
     """
     t_out = np.asarray(t_out, dtype=np.float64)
     t_end = dtype(t_out[-1])
+    steps = np.diff(t_out)
+    uniform = bool(np.allclose(steps, steps[0], rtol=1e-4, atol=0))
+    if clock == "auto":
+        clock = "pdebench" if uniform else "exact"
     if clock == "exact":
         return [(dtype(t), i) for i, t in enumerate(t_out[1:], start=1)]
     if clock != "pdebench":
-        raise ValueError(f"clock must be 'pdebench' or 'exact', got {clock!r}")
-    steps = np.diff(t_out)
-    if not np.allclose(steps, steps[0], rtol=1e-4, atol=0):
+        raise ValueError(f"clock must be 'auto', 'pdebench' or 'exact', got {clock!r}")
+    if not uniform:
         raise ValueError("clock='pdebench' needs uniformly spaced t_out; use clock='exact'")
     dt_save = dtype(steps[0])
     out, tsave = [], dtype(t_out[0])
@@ -312,7 +316,7 @@ def march_targets(t_out: np.ndarray, clock: str, dtype: type) -> list:
 
 def simulate(initial: dict[str, np.ndarray], t_out: np.ndarray, params: dict[str, float] | None,
              x_range=(-1.0, 1.0), dtype=np.float32, *, gamma: float = 5.0 / 3.0,
-             cfl: float = 0.3, p_floor: float = 1e-4, clock: str = "pdebench",
+             cfl: float = 0.3, p_floor: float = 1e-4, clock: str = "auto",
              pdebench_rounding: bool = True) -> dict[str, np.ndarray]:
     """Integrate a batch of 1D CNS initial states and record them at ``t_out``.
 
