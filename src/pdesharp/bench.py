@@ -179,14 +179,24 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
     evaluator_factory = evaluator_factory or _default_evaluator_factory(cfg)
     sem = asyncio.Semaphore(max(1, cfg.parallel_cells))
 
+    failures: list[str] = []
+
     async def cell(task: Task, method: str, repeat: int, evaluator) -> None:
         async with sem:
             done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
             if progress:
                 progress(f"{task.name} / {method} / repeat {repeat}: "
                          f"{'already finished' if done else 'running'}")
-            await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
-                           evaluator=evaluator)
+            try:
+                await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
+                               evaluator=evaluator)
+            except BenchError:
+                raise
+            except Exception as exc:  # one broken cell must not cost the others their results
+                msg = f"{task.name} / {method} / repeat {repeat} failed: {type(exc).__name__}: {exc}"
+                failures.append(msg)
+                if progress:
+                    progress(msg + " (its folder is kept; run the bench again to continue it)")
 
     for repeat in range(cfg.repeats):
         for task in tasks:
@@ -196,7 +206,17 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
             await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))
     rows = collect(out, cfg.tasks, cfg.methods, cfg.repeats)
     write_tables(out, rows)
+    if failures:
+        raise BenchIncomplete(failures, rows)
     return rows
+
+
+class BenchIncomplete(RuntimeError):
+    """Some cells failed; the others finished and the tables were written with them."""
+
+    def __init__(self, failures: list[str], rows: list[dict]):
+        super().__init__(f"{len(failures)} cell(s) failed:\n  " + "\n  ".join(failures))
+        self.failures, self.rows = failures, rows
 
 
 # -- the table -------------------------------------------------------------------------------

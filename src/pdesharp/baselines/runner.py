@@ -103,6 +103,15 @@ async def run_baseline(method: str, task: Task, *, model: ChatModel, evaluator,
         rec = RecordingModel(model, store)
         sampler = _sampling_model(method, rec, store, model=model, optillm_url=optillm_url,
                                   upstream_model=upstream_model)
+        if method == "codepde-r" and not seeds:
+            store.set_status("failed", "no seeds")
+            note = (f"the seed run {seed_run} has no program that ran ok, so there is nothing "
+                    "to refine")
+            store.event("no_seeds", seed_run=str(seed_run))
+            return store.write_summary(method=method, method_label=method_label(method),
+                                       method_short=short_label(method), note=note,
+                                       feedback_split=cfg.split, feedback=cfg.feedback,
+                                       feedback_evaluations=0, **seed_info)
         if method == "codepde-r":
             records = await refinement(task, seeds, model=sampler, store=store,
                                        evaluator=evaluator, cfg=cfg, tag=method)
@@ -133,7 +142,8 @@ async def finish(store: RunStore, evaluator, *, method: str, cfg: BaselineConfig
         test, test_note = await _test_result(store, evaluator, best[0])
     if best is not None:
         (store.dir / "best_solver.py").write_text(best[0].code)
-    budget_stopped = bool(store.events("sample_budget_stop"))
+    requested = cfg.refine_samples if method == "codepde-r" else cfg.samples
+    budget_stopped = len(records) < requested  # samples skipped because the budget was spent
     status = "finished" if best is not None else "failed"
     if budget_stopped:
         status = "budget_stop" if best is not None else "failed"
