@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
+import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -108,7 +108,7 @@ def cmd_solve(args) -> int:
     except FileExistsError:
         fail(f"run folder {runs_root(args.out) / args.run_id} exists; resume it with "
              f"`pdesharp resume {args.run_id}` or choose another --run-id")
-    return run_solve(task, config, store, quiet=args.quiet)
+    return run_solve(task, config, store, quiet=args.quiet, fresh=True)
 
 
 def _llm_opts(args) -> dict:
@@ -137,7 +137,8 @@ def cmd_resume(args) -> int:
     return run_solve(task, config, store, quiet=args.quiet)
 
 
-def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False) -> int:
+def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False,
+              fresh: bool = False) -> int:
     from pdesharp.data.paths import DataNotFound
     from pdesharp.evaluate import Evaluator
     from pdesharp.rolesets import build_roles
@@ -151,6 +152,10 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         evaluator.data_path("dev")
         roles = build_roles(config, store)
     except (DataNotFound, OSError, ValueError, RuntimeError, ImportError, ModelError) as exc:
+        if fresh:  # nothing happened yet: leave no empty run folder behind
+            store.db.close()
+            shutil.rmtree(store.dir, ignore_errors=True)
+            fail(str(exc))
         store.set_status("failed", str(exc)[:300])
         fail(f"{exc}\n(run folder: {store.dir})")
     display = Display(store.run_id)
