@@ -159,3 +159,21 @@ def test_killed_in_a_debugging_round_resumes_without_asking_or_running_twice(tmp
     assert ev.calls == [("s00", "dev"), ("s00.d1", "dev")]
     assert summary["model_calls"] == 2 and summary["cached_model_calls"] == 1
     assert summary["debug_iterations"] == 1 and summary["best_solver"] == "s00.d1"
+
+
+def test_dead_endpoint_fails_the_run_with_the_endpoint_named(tmp_path):
+    import socket
+
+    from pdesharp.llm.openai_compat import OpenAICompatModel
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = OpenAICompatModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x",
+                              max_retries=0, timeout=5)
+    ev = MarkerEvaluator(test_data=False)
+    summary = run(run_baseline("codepde", load_task("advection"), model=model, evaluator=ev,
+                               out_root=tmp_path, cfg=BaselineConfig(samples=2)))
+    assert summary["status"] == "failed" and ev.calls == []
+    assert summary["sample_outcomes"] == {"model_error": 2}
+    assert "model error" in summary["note"] and f"127.0.0.1:{port}" in summary["note"]

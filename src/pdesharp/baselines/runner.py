@@ -148,6 +148,9 @@ async def finish(store: RunStore, evaluator, *, method: str, cfg: BaselineConfig
     if budget_stopped:
         status = "budget_stop" if best is not None else "failed"
     note = "" if best is not None else "no sample produced a solver that ran ok"
+    model_errors = [r.get("note", "") for r in records if r["status"] == "model_error"]
+    if best is None and records and len(model_errors) == len(records):
+        note = f"every sample failed with a model error; the first: {model_errors[0]}"
     store.set_status(status, note)
     test_nrmse = test.nrmse if test is not None and test.ok else None
     return store.write_summary(
