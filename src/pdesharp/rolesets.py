@@ -43,11 +43,12 @@ class RulesModel:
     """A stateless scripted ChatModel: the reply depends only on the request, so a resumed
     run sees the same replies as the killed one."""
 
-    def __init__(self, rules: list[dict], name: str = "scripted:rules", delay_s: float = 0.0):
+    def __init__(self, rules: list[dict], name: str = "scripted:rules", delay_s: float = 0.0,
+                 price=None):
         self.rules = rules
         self.name = name
         self.delay_s = delay_s
-        self._scripted = ScriptedModel(self._answer, name=name)
+        self._scripted = ScriptedModel(self._answer, name=name, price=price)
         self._last_rule: dict = {}
 
     @classmethod

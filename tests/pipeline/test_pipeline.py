@@ -33,11 +33,11 @@ def rules_for(route="numerical", genesis=None, extra=None):
     return rules
 
 
-def run(tmp_path, rules, evaluator, **cfg):
+def run(tmp_path, rules, evaluator, price=None, **cfg):
     task = load_task("advection")
     config = SolveConfig(task="advection", model="scripted:test", out=str(tmp_path), **cfg)
     store = RunStore.create(tmp_path, task=task, config=config.model_dump(), run_id="run")
-    model = RulesModel(rules)
+    model = RulesModel(rules, price=price)
     roles = build_roles(config, store, models={"scripted:test": model})
     result = asyncio.run(solve(task, config, store, roles, evaluator))
     return store, result
@@ -224,6 +224,21 @@ def test_budget_stop_on_tokens_during_analysis(tmp_path):
     assert res.status == "budget_stop" and "--max-tokens" in res.stop_reason
     assert res.best_id is None and store.n_evaluations == 0
     assert store.summary()["tokens_in"] >= 500 - store.summary()["tokens_out"]
+
+
+def test_budget_stop_on_usd(tmp_path):
+    from pdesharp.llm.prices import Price
+
+    # an absurd price makes every call cost dollars: the third analysis call crosses $2.5
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                     MarkerEvaluator(), price=Price(input=1000.0, output=1000.0),
+                     candidates=3, max_usd=2.5)
+    s = store.summary()
+    assert res.status == "budget_stop" and "--max-usd" in res.stop_reason
+    # each analysis call costs about $0.9 at this price: the third one crosses the budget, is
+    # kept (already paid for), and nothing further is asked
+    assert s["cost_usd"] >= 2.5 and s["model_calls"] == 3
+    assert s["evaluations"] == 0 and res.best_id is None
 
 
 def test_feedback_none_shows_only_status(tmp_path):

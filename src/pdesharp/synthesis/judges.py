@@ -43,6 +43,7 @@ class LLMJudge:
         self.name = name
         self.feedback = feedback
         self.top_k = top_k
+        self.debug_attempts = 2  # set by the tournament (its K), shown in the debug prompt
         self.round = 1
         self.cycle = 0
         self.reset()
@@ -133,7 +134,8 @@ class LLMJudge:
         self._debug_attempts[c.id] = attempt
         if self._task is not None and not self.messages:
             self._start(self._task, None)
-        prompt = render("judge_debug", cid=c.id, attempt=attempt, max_attempts=max(attempt, 2),
+        prompt = render("judge_debug", cid=c.id, attempt=attempt,
+                        max_attempts=max(attempt, self.debug_attempts),
                         summary=r.summary_line() if r else "unknown failure", code=c.code,
                         error_tail=(r.stderr_tail or r.message or r.stdout_tail) if r else "")
         text = await self._ask(prompt, "judge.debug")

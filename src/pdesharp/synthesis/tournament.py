@@ -162,9 +162,11 @@ class Tournament:
                     break
 
     async def round(self, cycle: int, rnd: int) -> None:
-        for j in self.judges:
+        for j in self.judges:  # LLM judges show these in their prompts
             if hasattr(j, "round"):
                 j.round, j.cycle = rnd, cycle
+            if hasattr(j, "debug_attempts"):
+                j.debug_attempts = self.s.debug_attempts
         visible = [self.entry(c) for c in self.pool]
         noms = await gather_all(j.nominate(self.task, self.analysis, visible) for j in self.judges)
         by_id = {c.id: c for c in self.pool}
