@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdesharp.baselines import BASELINES, short_label
+from pdesharp.baselines import BASELINES, OPTILLM_METHODS, short_label
 from pdesharp.baselines.common import BaselineConfig
 from pdesharp.baselines.runner import run_baseline
 from pdesharp.store import RunStore
@@ -88,6 +88,7 @@ def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
 def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
     """Models as ``pdesharp solve`` makes them (presets, response cache, ``scripted:FILE``).
     ``sharp`` gets None: its pipeline builds and journals its own roles from ``cfg.model``."""
+    from pdesharp.baselines.optillm_proxy import UpstreamName
     from pdesharp.pipeline import SolveConfig
     from pdesharp.rolesets import is_builtin, make_chat_model
 
@@ -97,6 +98,8 @@ def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
         if is_builtin(cfg.model):
             raise BenchError(f"--model builtin has no language model for the baseline {method!r};"
                              " give a model spec (provider:model) or bench only 'sharp'")
+        if cfg.optillm_url and method in OPTILLM_METHODS:
+            return UpstreamName(cfg.model)  # the proxy holds the upstream credentials
         return make_chat_model(cfg.model, SolveConfig(model=cfg.model))
 
     return factory

@@ -153,3 +153,23 @@ def test_real_optillm_proxy_path_records_summed_tokens(tmp_path):
     store = RunStore.open(tmp_path / "advection-moa")
     row = store.db.execute("SELECT model, tag FROM model_calls").fetchone()
     assert row["tag"] == "moa.generate"
+
+
+def test_bench_with_optillm_url_needs_no_upstream_key(tmp_path, monkeypatch):
+    """``pdesharp bench --optillm-url``: the default model factory builds no upstream client
+    (the proxy holds the key); the table labels the rows as OptiLLM and shows tokens in n/a."""
+    from pdesharp.bench import BenchConfig, run_bench
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("PDESHARP_OPTILLM_KEY", "proxy-key")
+    reply = ServerReply(text="<output>" + solver_reply("# SCORE 1e-3") + "</output>",
+                        prompt_tokens=0, completion_tokens=99)
+    with LLMServer([reply], api_key="proxy-key") as srv:
+        cfg = BenchConfig(tasks=["advection"], methods=["cot"], model="openai:gpt-4o-mini",
+                          out=str(tmp_path), samples=1, optillm_url=srv.url)
+        (row,) = asyncio.run(run_bench(cfg, evaluator_factory=lambda t: MarkerEvaluator(False)))
+        (req,) = srv.chat_requests
+    assert req.body["model"] == "cot_reflection-gpt-4o-mini"
+    assert row["label"] == "cot (OptiLLM)" and row["tokens_in"] is None
+    assert row["tokens_out"] == 99 and row["model_calls"] == 1
+    assert "| n/a |" in (tmp_path / "table.md").read_text()

@@ -15,7 +15,11 @@ what the store records for that call.
 
 from __future__ import annotations
 
-from pdesharp.llm.base import ChatModel
+import os
+
+from pdesharp.llm.base import ChatModel, ChatParams, Message, Reply
+
+KEY_ENV = "PDESHARP_OPTILLM_KEY"  # sent as the bearer key if the proxy was started with one
 
 APPROACH_PREFIX = {"cot": "cot_reflection", "moa": "moa", "cepo": "cepo"}
 
@@ -42,5 +46,17 @@ def proxy_model(method: str, model: str, url: str, *, api_key: str | None = None
     name = proxy_model_name(method, model)
     # The proxy forwards to a model the user pays for; its prices are unknown to us here, so
     # cost is whatever the transport computes for the prefixed name (usually 0, flagged).
-    return OpenAICompatModel(name, base_url=url, api_key=api_key or "optillm", name=f"optillm:{name}",
+    api_key = api_key or os.environ.get(KEY_ENV) or "optillm"
+    return OpenAICompatModel(name, base_url=url, api_key=api_key, name=f"optillm:{name}",
                              system_role=True, reasoning=False, timeout=timeout, max_retries=1)
+
+
+class UpstreamName:
+    """Stands for the upstream model when only the proxy talks to it: pdesharp needs its name
+    (for the approach prefix) but no credentials of its own."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
+        raise RuntimeError(f"{self.name} is reached only through the OptiLLM proxy")
