@@ -17,8 +17,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for llm_server
 
 from llm_server import LLMServer  # noqa: E402
-from pipeline_scripts import (analysis_replies, genesis_reply, nominate, patch,  # noqa: E402
-                              shift)
+from pipeline_scripts import (CRASH, analysis_replies, genesis_reply, js,  # noqa: E402
+                              nominate, patch, shift)
 
 from pdesharp.evaluate import Evaluator  # noqa: E402
 from pdesharp.pipeline import SolveConfig, solve  # noqa: E402
@@ -36,11 +36,23 @@ def reply_for(body: dict, index: int) -> str:
                     ("decomposition", 4), ("stability", 5)):
         if f"step {n} of 5" in last:
             return ANALYSIS[f"analysis.{step}"][0]
-    if "Write candidate solver #" in last:
+    system = body["messages"][0]["content"]
+    if "Write candidate solver #1 " in last:
         return genesis_reply(shift(0.8), "damped shift")
+    if "Write candidate solver #2 " in last:
+        return genesis_reply(CRASH, "crashes")
+    if "# Debugging g2" in last:
+        assert "scripted crash: dt is undefined" in last  # the real traceback tail reached it
+        return patch('    raise RuntimeError("scripted crash: dt is undefined")',
+                     "    return np.repeat(u0_batch[:, None, :], len(t_coordinate), axis=1)",
+                     "copy the initial state", ["g2"])
     if ": nominate" in last:
-        return nominate("g1")
-    if "results and your modification" in last:
+        return nominate("g2" if "You are judge-3," in system else "g1")
+    if "results and your modification" in last:  # judge-3's base (g2's fix) has no scale:
+        if "Your base solver is g2-d1" in last:     # it borrows g1's design instead
+            return "```python\n" + shift(1.0) + "```\n" + js(
+                {"title": "undamped", "justification": "g1 without damping",
+                 "parents": ["g2-d1", "g1"]})
         return patch("    scale = 0.8", "    scale = 1.0", "undamped", ["g1"])
     if "short narrative" in last:
         return "Narrative written by the test server."
@@ -53,7 +65,7 @@ def test_solve_over_http_with_real_evaluator(tmp_path, shared_data, monkeypatch)
     dev = shared_data / "advection_dev.hdf5"
     with LLMServer(reply_for) as srv:
         config = SolveConfig(task="advection", model="compat:test-model", base_url=srv.url,
-                             candidates=1, max_rounds=1, rejudge_cycles=0, no_cache=True,
+                             candidates=2, max_rounds=1, rejudge_cycles=0, no_cache=True,
                              out=str(tmp_path), max_samples=2, convergence=False)
         store = RunStore.create(tmp_path, task=task, config=config.model_dump(), run_id="http")
         # the dev file doubles as the test split here, to exercise the final evaluation
@@ -62,16 +74,22 @@ def test_solve_over_http_with_real_evaluator(tmp_path, shared_data, monkeypatch)
         roles = build_roles(config, store)
         res = asyncio.run(solve(task, config, store, roles, evaluator))
         n_http = len(srv.chat_requests)
-    # 5 analysis + 1 genesis + 3 nominate + 3 propose + 1 narrative, all over HTTP
-    assert n_http == 13
+    # 5 analysis + 2 genesis + 3 nominate + 1 debug + 3 propose + 1 narrative, all over HTTP
+    assert n_http == 15
     s = json.loads((tmp_path / "http" / "summary.json").read_text())
-    assert s["model_calls"] == 13 and s["tokens_in"] > 0
-    # g1 and the undamped patch run once each (the three identical patches share one
-    # execution), plus the final test evaluation
-    assert s["evaluations"] == 3
+    assert s["model_calls"] == 15 and s["tokens_in"] > 0
+    # g1, the crashing g2 and its fix g2-d1; the undamped solver (two judges' identical patch
+    # and judge-3's identical hybrid share one execution); the final test evaluation
+    assert s["evaluations"] == 5 and s["debug_iterations"] == 1
+    g2 = store.result_for("g2", "dev", "nrmse")
+    assert g2.status == "error" and "scripted crash" in g2.stderr_tail
+    # copying u0 into every frame: an O(1) error against moving waves
+    assert store.result_for("g2-d1", "dev", "nrmse").nrmse > 0.3
     # the exact shift scores about 1e-3 against PDEBench's MUSCL reference (task notes); the
     # damped one is 20% off in every frame but t = 0, so its nRMSE is near 0.2
     assert store.result_for("g1", "dev", "nrmse").nrmse == pytest.approx(0.2, abs=0.02)
     assert res.best_dev_score < 5e-3 and res.test_nrmse == pytest.approx(res.best_dev_score)
     assert res.best_id == "c0r1-j1"
+    assert store.candidate("c0r1-j3").parents == ["g2-d1", "g1"]
     assert "scale = 1.0" in (tmp_path / "http" / "best_solver.py").read_text()
+    assert (tmp_path / "http" / "logs" / "g2.dev.log").is_file()
