@@ -79,8 +79,6 @@ def test_finished_run_is_not_rerun_and_unfinished_run_resumes(tmp_path):
 
     # An interrupted run: one sample done, then the model dies; the resumed run asks only the
     # missing sample and runs nothing twice.
-    from pdesharp.llm.base import ModelError  # noqa: F401  (documented failure type)
-
     class Boom(Exception):
         pass
 
