@@ -2,12 +2,13 @@
 dev data. The nRMSE the evaluator reports must equal an independent computation of CodePDE's
 formula on the saved prediction (read straight from the HDF5 file with h5py, float64 loops).
 
-Numbers measured when this was written (dev data, first samples only):
-  advection  exact Fourier shift, 4 samples       nRMSE 5.25e-4   residual 6.2e-3
-  burgers    pseudo-spectral IF-RK4, 2 samples     nRMSE 2.40e-4   residual 5.0e-4
-  reacdiff1d Strang (exact logistic + Fourier), 4  nRMSE ~3.5e-6   residual ~5e-3
-  cns1d      MUSCL/Rusanov FV on the 256-cell cut  see test (pressure-dominated joint norm)
-  darcy      5-point FV direct solve, 2 samples    nRMSE 2.0e-4    residual 2.4e-12
+Numbers measured when this was written (shared dev data, first n samples):
+  advection  exact Fourier shift, 20 samples        nRMSE 1.088e-3  (the data's MUSCL floor)
+  burgers    pseudo-spectral IF-RK4, 1 sample        nRMSE 2.4e-4    residual 5.0e-4
+  reacdiff1d Strang (exact logistic + Fourier), 4    nRMSE 4.8e-6    residual 5.7e-3
+  cns1d      MUSCL/Rusanov FV, 2 samples, t<=0.1,
+             256-cell block average of the dev data  nRMSE 3.4e-3    residual 4.1e-2
+  darcy      5-point FV direct solve, 1 sample       nRMSE 2.0e-4    residual 2.7e-12
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def first_samples(path: Path, keys: list[str], n: int) -> np.ndarray:
 
 CASES = [
     # task, solver file, data file, HDF5 keys in solver.returns order, samples, nRMSE bound
-    ("advection", "advection_exact", "advection_dev.hdf5", ["tensor"], 4, 2e-3),
+    # all 20 samples: the exact shift sits on the data's own floor, ~1.06e-3 per the data README
+    # (CodePDE's exact solver: 1.055e-3 on this file; its exact seeds: 9.7e-4..1.05e-3)
+    ("advection", "advection_exact", "advection_dev.hdf5", ["tensor"], 20, 1.15e-3),
     ("burgers", "burgers_spectral", "burgers_dev.hdf5", ["tensor"], 1, 1e-3),
     ("reacdiff1d", "reacdiff_strang", "reacdiff1d_dev.hdf5", ["tensor"], 4, 1e-4),
     ("darcy", "darcy_fd", "darcy_dev.hdf5", ["sol"], 1, 1e-3),
@@ -66,6 +69,8 @@ def test_reference_solver(task_name, solver, data_file, keys, n, bound, shared_d
     # the evaluator keeps the float32 reference (CodePDE does); float64 loops here: ~1e-7 rel.
     assert r.nrmse == pytest.approx(expect, rel=1e-6)
     assert r.nrmse < bound
+    if task_name == "advection":
+        assert r.nrmse > 1.0e-3  # below the MUSCL reference's own error would be suspicious
     assert r.residual is not None and r.residual < 1e-2
     assert r.solver_seconds is not None and r.peak_memory_mb and r.peak_memory_mb > 10
     print(f"{task_name}: nRMSE {r.nrmse:.3e}  residual {r.residual:.2e}  "

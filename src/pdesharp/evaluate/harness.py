@@ -1,10 +1,11 @@
 """The child side of an evaluation: ``python -m pdesharp.evaluate.harness JOB.json``.
 
 Runs inside the sandbox's scratch directory. Order matters: resource limits first (before NumPy
-and long before the solver is imported), then the reference data, then the solver call (timed
-alone: CodePDE's "Time"), output checks, metrics, the optional convergence test and plot. The
-outcome goes to ``result.json``; an interim result is written as soon as the main metrics exist,
-so a convergence test that hangs or blows the memory limit does not lose the nRMSE.
+and long before the solver is imported), then the solver's inputs, the solver call (timed alone:
+CodePDE's "Time"), output checks, the saved prediction and the optional convergence test (see
+:mod:`.run_child`). Bookkeeping goes to ``result.json``; an interim copy is written once the
+prediction is saved, so a convergence test that hangs or blows the memory limit does not lose
+the result. Scores are computed by the parent, never here.
 """
 
 from __future__ import annotations
