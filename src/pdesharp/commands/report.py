@@ -14,7 +14,7 @@ def register(sub) -> None:
                         "may run the winner once more on dev data; that run is not counted)")
     p.add_argument("--data-dir", default=None, help="reference data folder for the figure")
     p.add_argument("--max-samples", type=int, default=None,
-                   help="load only the first K dev samples for the figure")
+                   help="dev samples to load for the figure (default: up to the plotted one)")
     p.set_defaults(func=run)
 
 

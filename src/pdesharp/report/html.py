@@ -65,7 +65,9 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
             from pdesharp.task import task_from_dict
 
             task = task_from_dict(view.task, str(view.dir / "task.yaml"))
-            ev = Evaluator(task, data_dir=data_dir, max_samples=max_samples, convergence=False,
+            # The figure shows one sample (the task's plot_sample): load no more than needed.
+            needed = max_samples or task.evaluation.plot_sample + 1
+            ev = Evaluator(task, data_dir=data_dir, max_samples=needed, convergence=False,
                            residual=False)
             result = asyncio.run(ev.evaluate(view.winner.code, split="dev", feedback="nrmse",
                                              label="report-plot", plot_path=cached))
