@@ -303,3 +303,13 @@ def test_missing_data_is_a_clear_error(tmp_path):
     with pytest.raises(DataNotFound, match="pdesharp data download advection"):
         ev.evaluate_sync("def solver(*a): pass", split="dev", feedback="nrmse")
     assert ev.n_evaluations == 0  # nothing ran, nothing counted
+
+
+def test_available_libraries_lists_what_the_child_can_import():
+    from pdesharp.evaluate import available_libraries
+
+    libs = available_libraries()
+    assert "numpy" in libs and "scipy" in libs
+    import importlib.util
+
+    assert all(importlib.util.find_spec(n) is not None for n in libs)  # nothing invented

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from pdesharp.evaluate.evaluator import Evaluator
     from pdesharp.evaluate.metrics import nrmse
+    from pdesharp.evaluate.sandbox import available_libraries
 
-__all__ = ["Evaluator", "nrmse"]
+__all__ = ["Evaluator", "available_libraries", "nrmse"]
 
 
 def __getattr__(name: str):
@@ -25,6 +26,10 @@ def __getattr__(name: str):
         from pdesharp.evaluate.evaluator import Evaluator
 
         return Evaluator
+    if name == "available_libraries":
+        from pdesharp.evaluate.sandbox import available_libraries
+
+        return available_libraries
     if name == "nrmse":
         from pdesharp.evaluate.metrics import nrmse
 

@@ -30,6 +30,35 @@ _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 
 
+NUMERICAL_LIBRARIES = ("numpy", "scipy", "numba", "torch", "jax", "cupy", "sympy", "pyfftw",
+                       "h5py", "matplotlib", "numexpr", "petsc4py", "fenics", "dolfinx")
+
+
+def available_libraries() -> list[str]:
+    """Numerical libraries a solver can import inside the sandbox.
+
+    The child runs this interpreter with ``PYTHONNOUSERSITE=1``, so packages that exist only in
+    the user site directory are not importable there and are left out.
+    """
+    import importlib.util
+    import site
+
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    found = []
+    for name in NUMERICAL_LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        origin = spec.origin or (list(spec.submodule_search_locations or [""])[0])
+        if user_site and str(origin).startswith(str(user_site)):
+            continue
+        found.append(name)
+    return found
+
+
 def package_root() -> Path:
     """The folder that contains the ``pdesharp`` package (for the child's PYTHONPATH)."""
     return Path(pdesharp.__file__).resolve().parent.parent
