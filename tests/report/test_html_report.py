@@ -196,3 +196,22 @@ def test_reports_render_in_headless_chromium(tmp_path, run_report):
     dom = _dump_dom(write_report(tournament_run(tmp_path), plot=False), tmp_path)
     assert 'id="rounds"' in dom and dom.count('class="plot"') >= 2
     assert 'data-candidate="h1"' in dom and "hybrid of p1, g02" in dom
+
+
+def test_refinement_report_diffs_each_program_against_its_closest_seed(tmp_path):
+    fence = lambda code: f"```python\n{code}```\n"  # noqa: E731
+    seeds = ScriptedModel({"codepde.generate": [fence(SHIFT + f"# SCORE {k}e-3\n")
+                                                for k in (5, 3, 4)]})
+    asyncio.run(run_baseline("codepde", load_task("advection"), model=seeds,
+                             evaluator=MarkerEvaluator(), out_root=tmp_path,
+                             cfg=BaselineConfig(samples=3, concurrency=1)))
+    refine = ScriptedModel({"codepde-r.generate": [fence(SHIFT + "# SCORE 3e-3\n# refined\n")]})
+    asyncio.run(run_baseline("codepde-r", load_task("advection"), model=refine,
+                             evaluator=MarkerEvaluator(), out_root=tmp_path,
+                             seed_run=tmp_path / "advection-codepde",
+                             cfg=BaselineConfig(refine_samples=1)))
+    html = write_report(tmp_path / "advection-codepde-r", plot=False).read_text()
+    text = " ".join("".join(check_structure(html).text).split())
+    # One diff, against the seed that differs only by the added line (s01, score 3e-3).
+    assert text.count("→ r00") == 1 and "seed-s01 → r00 (baseline, closest of 3 parents" in text
+    assert "hybrid of" not in text and "shown seed-" in text

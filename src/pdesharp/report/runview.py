@@ -35,7 +35,9 @@ class Node:
 
     @property
     def hybrid(self) -> bool:
-        return len(self.cand.parents) >= 2
+        """A tournament patch that draws on several parents (a refinement shown several
+        seeds is not called a hybrid)."""
+        return self.cand.origin == "patch" and len(self.cand.parents) >= 2
 
 
 @dataclass
@@ -202,18 +204,28 @@ def _rounds(cands, results) -> list[tuple[str, float | None, float | None]]:
 def _diffs(cands, by_id, lineage, limit) -> list[Diff]:
     """Hybrids first, then the winner's lineage, then other patches and debug fixes."""
     def rank(c: Candidate) -> int:
-        if len(c.parents) >= 2:
+        if len(c.parents) >= 2 and c.origin == "patch":
             return 0
         return 1 if c.id in lineage else 2
 
     picked = [c for c in cands if c.parents and c.parents[0] in by_id and c.origin != "seed"]
     picked.sort(key=rank)
-    out = []
-    for c in picked[:limit]:
-        for parent in c.parents if len(c.parents) >= 2 else c.parents[:1]:
-            if parent not in by_id:
-                continue
+    out: list[Diff] = []
+    for c in picked:
+        parents = [p for p in c.parents if p in by_id]
+        if c.origin == "patch" and len(parents) >= 2:
+            pairs = [(p, "hybrid") for p in parents]  # a hybrid: what it took from each parent
+        elif len(parents) >= 2:
+            # refinement shown several seeds: diff against the one it is closest to
+            closest = max(parents, key=lambda p: difflib.SequenceMatcher(
+                None, by_id[p].code, c.code).quick_ratio())
+            pairs = [(closest, f"{c.origin}, closest of {len(parents)} parents")]
+        else:
+            pairs = [(parents[0], c.origin)]
+        for parent, kind in pairs:
+            if len(out) >= limit:
+                return out
             d = diff_lines(parent, c.id, by_id[parent].code, c.code)
-            d.kind = "hybrid" if len(c.parents) >= 2 else c.origin
+            d.kind = kind
             out.append(d)
     return out
