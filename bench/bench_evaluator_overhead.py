@@ -58,10 +58,20 @@ def main() -> None:
             inside.append(r.solver_seconds)
         rows.append((residual, statistics.median(walls), statistics.median(inside)))
 
+    import subprocess
+    import sys
+
+    starts = []
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+        starts.append(time.perf_counter() - t0)
+
     b = statistics.median(bare)
     print(f"advection exact shift, {ref.n_samples} samples x {ref.fields['u'].shape[1]} frames x "
           f"{ref.fields['u'].shape[2]} cells, median of {args.repeat}")
     print(f"  bare in-process solver call        : {b:8.3f} s")
+    print(f"  floor: new python + import numpy   : {statistics.median(starts):8.3f} s")
     for residual, wall, inside in rows:
         label = "evaluator (nRMSE + residual)" if residual else "evaluator (nRMSE only)"
         print(f"  {label:35s}: {wall:8.3f} s   (solver inside the sandbox {inside:.3f} s)"

@@ -27,7 +27,7 @@ from pdesharp.evaluate.scoring import Score, load_prediction, score_prediction
 from pdesharp.records import EvalResult, Feedback, Split
 from pdesharp.task import Task
 
-FSIZE_MB = 4096  # largest file the child may write (a float64 prediction of 100 samples fits)
+FSIZE_MB = 1024  # largest file the child may write; a float64 CNS prediction of 100 samples is 250 MB
 
 
 class Evaluator:
