@@ -173,3 +173,12 @@ def test_bench_with_optillm_url_needs_no_upstream_key(tmp_path, monkeypatch):
     assert row["label"] == "cot (OptiLLM)" and row["tokens_in"] is None
     assert row["tokens_out"] == 99 and row["model_calls"] == 1
     assert "| n/a |" in (tmp_path / "table.md").read_text()
+
+
+def test_cepo_answers_directly_when_every_plan_is_cut_off():
+    cut = Reply(text="a plan that never ends", model="m", finish_reason="length")
+    inner = ScriptedModel({"g.cepo.plan": [cut] * 2, "g.cepo.direct": ["direct answer"],
+                           "g.cepo.rating": ["Rating: [[1]]"]})
+    reply = chat(CePO(inner, CepoConfig(bestofn_n=1, planning_m=2)), tag="g")
+    inner.assert_exhausted()
+    assert reply.text == "direct answer" and len(inner.calls) == 4

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import jinja2
@@ -43,9 +42,8 @@ def extract_code(text: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    folder = resources.files("pdesharp") / "prompts" / "baselines"
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(folder)),
+        loader=jinja2.PackageLoader("pdesharp", "prompts/baselines"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
         autoescape=False,
