@@ -61,6 +61,11 @@ class BenchConfig:
     workers: int = 1  # solver executions at once (per task)
     parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
+    task_names: list[str] = field(default_factory=list)  # filled in: names of cfg.tasks (paths ok)
+
+    @property
+    def names(self) -> list[str]:
+        return self.task_names or list(self.tasks)
 
     def validate(self) -> None:
         bad = [m for m in self.methods if m not in ALL_METHODS]
@@ -175,6 +180,9 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
     """Run every (task, method, repeat) cell not yet finished, then write the tables."""
     cfg.validate()
     tasks = [load_task(t) for t in cfg.tasks]
+    cfg.task_names = [t.name for t in tasks]
+    if len(set(cfg.task_names)) != len(tasks):
+        raise BenchError(f"two tasks share a name in {cfg.tasks}: cells are named by task name")
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(asdict(cfg), indent=2))
@@ -207,7 +215,7 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
             # codepde-r last, so that it finds its codepde seeds finished or in progress.
             methods = sorted(cfg.methods, key=lambda m: m == "codepde-r")
             await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))
-    rows = collect(out, cfg.tasks, cfg.methods, cfg.repeats)
+    rows = collect(out, cfg.names, cfg.methods, cfg.repeats)
     write_tables(out, rows)
     if failures:
         raise BenchIncomplete(failures, rows)
@@ -371,4 +379,4 @@ def load_bench(out: str | Path) -> tuple[BenchConfig, list[dict]]:
     out = Path(out)
     data = json.loads((out / "bench.json").read_text())
     cfg = BenchConfig(**data)
-    return cfg, collect(out, cfg.tasks, cfg.methods, cfg.repeats)
+    return cfg, collect(out, cfg.names, cfg.methods, cfg.repeats)

@@ -53,3 +53,19 @@ def test_bench_rejects_unknown_methods_and_builtin_for_baselines(tmp_path):
     with pytest.raises(BenchError, match="builtin has no language model"):
         asyncio.run(run_bench(BenchConfig(tasks=["advection"], methods=["codepde"],
                                           model="builtin", out=str(tmp_path))))
+
+
+def test_tasks_given_as_yaml_paths_are_named_by_the_task(tmp_path):
+    from pdesharp.task import load_task
+
+    spec = tmp_path / "my_advection.yaml"
+    spec.write_text(load_task("advection").to_yaml())
+    cfg = BenchConfig(tasks=[str(spec)], methods=["codepde"], model="scripted",
+                      out=str(tmp_path / "b"), samples=1)
+    rows = asyncio.run(run_bench(
+        cfg, model_factory=lambda m, t, r: ScriptedModel({"*": [solver_reply("# SCORE 2e-3")]}),
+        evaluator_factory=lambda t: MarkerEvaluator(False)))
+    assert [(r["task"], r["nrmse"]) for r in rows] == [("advection", 2e-3)]
+    from pdesharp.report.html import write_report
+
+    assert "task-advection" in write_report(tmp_path / "b").read_text()

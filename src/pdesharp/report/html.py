@@ -100,7 +100,7 @@ def render_bench(bench_dir: str | Path) -> str:
     bench_dir = Path(bench_dir)
     cfg, rows = load_bench(bench_dir)
     per_task = []
-    for task in cfg.tasks:
+    for task in cfg.names:
         curves, cells = {}, []
         for row in [r for r in rows if r["task"] == task]:
             for k in range(cfg.repeats):
