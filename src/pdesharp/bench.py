@@ -144,6 +144,24 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
         store.close()
 
 
+# Settings that change what a cell computes: a bench folder keeps them fixed, so that resumed
+# and added cells stay comparable with the finished ones. Tasks, methods and repeats may grow.
+CELL_SETTINGS = ("model", "samples", "refine_samples", "debug_rounds", "budget_evals",
+                 "optillm_url", "max_samples", "sharp_options")
+
+
+def _check_same_settings(path: Path, cfg: BenchConfig) -> None:
+    if not path.is_file():
+        return
+    old = json.loads(path.read_text())
+    new = asdict(cfg)
+    changed = [k for k in CELL_SETTINGS if k in old and old[k] != new[k]]
+    if changed:
+        what = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in changed)
+        raise BenchError(f"{path.parent} was benched with other settings ({what}); its finished "
+                         "cells would not be comparable. Use the same settings, or a new --out.")
+
+
 _CELL_LOCKS: dict[str, asyncio.Lock] = {}
 
 
@@ -185,6 +203,7 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
         raise BenchError(f"two tasks share a name in {cfg.tasks}: cells are named by task name")
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
+    _check_same_settings(out / "bench.json", cfg)
     (out / "bench.json").write_text(json.dumps(asdict(cfg), indent=2))
     model_factory = model_factory or _default_model_factory(cfg)
     evaluator_factory = evaluator_factory or _default_evaluator_factory(cfg)

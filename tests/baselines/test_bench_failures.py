@@ -69,3 +69,20 @@ def test_tasks_given_as_yaml_paths_are_named_by_the_task(tmp_path):
     from pdesharp.report.html import write_report
 
     assert "task-advection" in write_report(tmp_path / "b").read_text()
+
+
+def test_changing_cell_settings_in_an_existing_bench_folder_is_refused(tmp_path):
+    make = lambda m, t, r: ScriptedModel({"*": [solver_reply("# SCORE 2e-3")] * 2})  # noqa: E731
+    ev = lambda t: MarkerEvaluator(False)  # noqa: E731
+    cfg = BenchConfig(tasks=["advection"], methods=["codepde"], model="scripted",
+                      out=str(tmp_path), samples=1)
+    asyncio.run(run_bench(cfg, model_factory=make, evaluator_factory=ev))
+    cfg2 = BenchConfig(tasks=["advection"], methods=["codepde"], model="scripted",
+                       out=str(tmp_path), samples=2)
+    with pytest.raises(BenchError, match="samples: 1 -> 2"):
+        asyncio.run(run_bench(cfg2, model_factory=make, evaluator_factory=ev))
+    # More repeats and methods are fine: the bench grows.
+    cfg3 = BenchConfig(tasks=["advection"], methods=["codepde", "cot"], model="scripted",
+                       out=str(tmp_path), samples=1, repeats=2)
+    rows = asyncio.run(run_bench(cfg3, model_factory=make, evaluator_factory=ev))
+    assert [(r["method"], r["repeats"]) for r in rows] == [("codepde", 2), ("cot", 2)]
