@@ -78,7 +78,8 @@ def test_viscous_substep_is_density_weighted():
     p = np.full((1, n), 10.0)
     dx, dt = 2.0 / n, 1e-5
     k = cns.Constants.build(eta, zeta, 5.0 / 3.0, 0.3, 1e-4, dx, np.float64)
-    v_new, p_new = cns._viscous_substep(rho, v, p, np.array([dt]), k, pdebench_rounding=False)
+    coeffs = cns._ViscousCoefficients.build(rho, k)
+    v_new, p_new = cns._viscous_substep(coeffs, v, p, np.array([dt]), k, pdebench_rounding=False)
     c = eta + zeta + eta / 3
     rho_face = 0.5 * (rho + np.roll(rho, -1, axis=1))
     flux_m = c * rho_face * (np.roll(v, -1, axis=1) - v) / dx
