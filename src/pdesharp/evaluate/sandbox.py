@@ -16,6 +16,7 @@ import asyncio
 import os
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "XLA_FLAGS")
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+MARKER = "PDESHARP_SANDBOX_ID"
 
 
 NUMERICAL_LIBRARIES = ("numpy", "scipy", "numba", "torch", "jax", "cupy", "sympy", "pyfftw",
@@ -85,6 +87,9 @@ def build_env(scratch: Path, *, threads: int = 1, base: dict[str, str] | None = 
     env["MPLCONFIGDIR"] = str(scratch / ".mpl")
     env["CUDA_VISIBLE_DEVICES"] = ""  # deliberate: CodePDE's default silently hid the GPU too
     env["JAX_PLATFORMS"] = "cpu"
+    # a marker every descendant inherits unless it clears its environment: lets the parent find
+    # processes that left the session (setsid) after the child exited
+    env[MARKER] = uuid.uuid4().hex
     for var in THREAD_VARS[:-1]:
         env[var] = str(threads)
     return env
@@ -197,7 +202,7 @@ async def run_sandboxed(argv: list[str], *, cwd: Path, env: dict[str, str], time
         _killpg(pgid, signal.SIGKILL)
         raise
     finally:
-        killed = _kill_leftovers(pgid, seen)
+        killed = _kill_leftovers(pgid, seen, env.get(MARKER))
     wall = time.perf_counter() - t0
     return SandboxRun(
         returncode=proc.returncode, timed_out=timed_out, wall_seconds=wall,
@@ -206,8 +211,25 @@ async def run_sandboxed(argv: list[str], *, cwd: Path, env: dict[str, str], time
     )
 
 
-def _kill_leftovers(pgid: int, seen: dict[int, psutil.Process]) -> list[int]:
-    """Kill whatever the solver left running: its process group and any descendant we saw.
+def _marked(marker: str | None) -> list[psutil.Process]:
+    """Processes of this user whose environment carries the sandbox marker."""
+    if not marker:
+        return []
+    me = os.getuid()
+    found = []
+    for p in psutil.process_iter(["uids"]):
+        try:
+            if p.info["uids"] and p.info["uids"].real == me and p.pid != os.getpid() \
+                    and p.environ().get(MARKER) == marker:
+                found.append(p)
+        except (psutil.Error, OSError):
+            pass
+    return found
+
+
+def _kill_leftovers(pgid: int, seen: dict[int, psutil.Process], marker: str | None = None) -> list[int]:
+    """Kill whatever the solver left running: its process group, any descendant we saw, and
+    any process carrying this sandbox's environment marker.
 
     Waits (briefly) until they are gone, so that callers can rely on it on return.
     """
@@ -220,6 +242,8 @@ def _kill_leftovers(pgid: int, seen: dict[int, psutil.Process]) -> list[int]:
             except (psutil.Error, OSError):
                 pass
         _killpg(pgid, signal.SIGKILL)
+    for p in _marked(marker):
+        seen.setdefault(p.pid, p)
     for p in seen.values():
         try:
             if p.is_running():  # is_running compares creation times, so a reused pid is safe

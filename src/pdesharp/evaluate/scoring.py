@@ -44,8 +44,11 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
     expected = next(iter(ref.fields.values())).shape
     for name in task.solver.returns:
         a = pred[name]
-        if a.shape != expected or not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
+        if a.shape != expected:
             s.status, s.message = "shape", f"output {name!r} has shape {a.shape}, expected {expected}"
+            return s
+        if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
+            s.status, s.message = "shape", f"output {name!r} has dtype {a.dtype}, expected real numbers"
             return s
     bad = [n for n in task.solver.returns if not np.all(np.isfinite(pred[n]))]
     if bad:
