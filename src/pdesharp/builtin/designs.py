@@ -118,6 +118,12 @@ def candidate_designs(struct, facts: dict) -> list[Design]:
     if scalar and facts.get("diffusion_constant") and (stiff or struct.has_source):
         out.append(Design("split", symbol="fd2", integrator="ssprk3", cfl=0.4))
         out.append(Design("split", symbol="spectral", integrator="ssprk3", cfl=0.4))
+        if not struct.has_flux:
+            # no flux: only the splitting step and the diffusion symbol matter
+            dt_out = facts.get("dt_output", 0.01)
+            for frac in (4, 16):
+                out.append(Design("split", symbol="fd2", split_dt=dt_out / frac))
+                out.append(Design("split", symbol="spectral", split_dt=dt_out / frac))
     fv = [
         Design("fv", "muscl", "mc", "rusanov", "rk2mid", 0.4),
         Design("fv", "weno5", "mc", "rusanov", "ssprk3", 0.4),

@@ -164,14 +164,17 @@ class BuiltinAuthor:
         margin = facts.get("margin", 1.0)
         designs.sort(key=lambda d: predicted_rank_score(d, margin))
         extra = 0
-        while len(designs) < n and designs:
+        has_flux = facts.get("has_flux", True)
+        steppable = [d for d in designs if d.family in ("fv", "spectral")
+                     or (d.family == "split" and has_flux)]
+        while len(designs) < n and steppable:
             # more candidates than catalogue entries: vary the CFL number of the best designs
-            base = designs[extra % len(designs)]
-            cand = base.with_(cfl=round(base.cfl * 0.5 ** (1 + extra // len(designs)), 4))
+            base = steppable[extra % len(steppable)]
+            cand = base.with_(cfl=round(base.cfl * 0.5 ** (1 + extra // len(steppable)), 4))
             if cand.key() not in {d.key() for d in designs}:
                 designs.append(cand)
             extra += 1
-            if extra > 50:
+            if extra > 50 or len(designs) >= 16:  # past the catalogue, CFL variants only
                 break
         return designs[:n]
 
