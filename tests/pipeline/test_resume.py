@@ -36,7 +36,8 @@ def rules() -> dict:
 
 
 def rows(db, sql):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    # read-write on purpose: after a SIGKILL the first connection may have to recover the WAL
+    con = sqlite3.connect(db, timeout=10)
     try:
         return con.execute(sql).fetchall()
     finally:
