@@ -22,6 +22,8 @@ Public API (used by the pipeline and the baselines)::
     store.best_candidate(split="dev", feedback="nrmse") -> (Candidate, EvalResult) | None
     store.candidates(origin="patch"); store.lineage("p1-2"); store.results_for("g03")
     store.write_summary(best_dev_score=..., test_nrmse=..., best_solver=...) -> dict
+    store.accounting() -> dict; store.eval_limit = 20  # --max-evals (feedback evaluations)
+    store.set_status("finished"); store.update_config({...}); store.replayable_calls()
 
 Resume contract: :meth:`evaluate` never executes the same (code sha256, split, feedback) twice
 within one run. A second request for it, from the same or another candidate, returns the stored
