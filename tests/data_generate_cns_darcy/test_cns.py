@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from pdesharp.data.generate import cns
+from pdesharp.data.generate import cns, cns_scheme
 from pdesharp.data.generate.cns_ic import init_multi_hd
 
 
@@ -77,9 +77,9 @@ def test_viscous_substep_is_density_weighted():
     v = np.cos(2 * np.pi * x)[None]
     p = np.full((1, n), 10.0)
     dx, dt = 2.0 / n, 1e-5
-    k = cns.Constants.build(eta, zeta, 5.0 / 3.0, 0.3, 1e-4, dx, np.float64)
-    coeffs = cns._ViscousCoefficients.build(rho, k)
-    v_new, p_new = cns._viscous_substep(coeffs, v, p, np.array([dt]), k, pdebench_rounding=False)
+    k = cns_scheme.Constants.build(eta, zeta, 5.0 / 3.0, 0.3, 1e-4, dx, np.float64)
+    coeffs = cns_scheme.ViscousCoefficients.build(rho, k)
+    v_new, p_new = cns_scheme.viscous_substep(coeffs, v, p, np.array([dt]), k, pdebench_rounding=False)
     c = eta + zeta + eta / 3
     rho_face = 0.5 * (rho + np.roll(rho, -1, axis=1))
     flux_m = c * rho_face * (np.roll(v, -1, axis=1) - v) / dx
