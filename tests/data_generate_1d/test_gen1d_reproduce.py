@@ -29,16 +29,15 @@ def _nrmse(pred: np.ndarray, ref: np.ndarray) -> float:
 
 
 def test_advection_reproduces_stored_trajectories(shared_data):
-    # samples 0, 1: bit-identical over all 201 frames (measured). Sample 7 is one of the 3 of 20
-    # where a handful of flux evaluations round as if XLA had not fused the last multiply-add;
-    # over all 20 samples we measured max |Δu| = 1.19e-6 and nRMSE = 8.2e-9, and for sample 7
-    # alone max 7.2e-7. Margins: 10x on max, 100x on nRMSE (still ~1e-6 relative).
-    ref, t = _load(shared_data / "advection_dev.hdf5", [0, 1, 7], 201)
+    # Measured over all 20 dev samples and 201 frames: 19 samples bit-identical; sample 14
+    # (windowed IC) differs only in its far tail, by at most 1.5e-31 (XLA flushes subnormals in
+    # places we do not emulate). Samples 7 and 9 exercise the predictor/corrector and
+    # last-interface FMA pattern (they were the ones off by up to 1.2e-6 before it).
+    ref, t = _load(shared_data / "advection_dev.hdf5", [0, 7, 9, 14], 201)
     pred = advection.simulate({"u": ref[:, 0]}, t, {"beta": 0.1})["u"]
     assert pred.shape == ref.shape and pred.dtype == np.float32
-    np.testing.assert_array_equal(pred[:2], ref[:2])
-    assert np.max(np.abs(pred - ref)) < 1.2e-5
-    assert _nrmse(pred, ref) < 1e-6
+    np.testing.assert_array_equal(pred[:3], ref[:3])
+    assert np.max(np.abs(pred[3] - ref[3])) < 1e-29  # 100x the measured 1.5e-31
 
 
 def test_advection_window_equals_leading_frames_of_full_run(shared_data):

@@ -8,8 +8,11 @@ Scheme (PDEBench ``BurgersEq``, config ``1e-2``): second-order MUSCL finite volu
 limiter of :mod:`.fv1d`; interface flux ½[f(u⁻) + f(u⁺) − ½|u⁻ + u⁺|(u⁺ − u⁻)] with f = u²/2,
 plus the diffusion flux −ν(u_{i} − u_{i−1})/Δx from the unreconstructed cell values; the
 predictor–corrector of :mod:`.fv1d`; Δt = CFL·min(Δx/(max|u| + 1e-8), ½Δx²/(ν + 1e-8)) with
-CFL 0.25, the advective bound per sample. Runs in float32 by default as PDEBench did; started
-from a stored initial condition it reproduces ``burgers_dev.hdf5`` bit for bit.
+CFL 0.25, the advective bound per sample. Runs in float32 by default as PDEBench did. Started
+from the stored initial conditions it reproduces ``burgers_dev.hdf5`` (20 samples, 201 frames)
+with 99.99 % of the values bit-identical and the rest differing by at most 1.5e-36 (values at
+the float32 underflow edge); nRMSE 0. About 53,000 steps per sample; 141 s for the 20 samples
+batched on a loaded 2-core machine (bench/gen1d_reproduce.py).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def simulate(initial: dict[str, np.ndarray], t_out: np.ndarray, params: dict[str
     ratio_scale = dtype.type(1.0 / dx)
     nu = p["nu"]
 
-    def stage(u, v, h):
+    def stage(u, v, h, predictor):
         flux = burgers_flux(v, nu, dx, dtype)
         return fv1d.flux_difference_update(u, flux, h * ratio_scale, dtype)
 

@@ -63,7 +63,7 @@ class _Float64Stages:
             c = self.coeffs[h] = (decay, 1.0 - decay, h * self.nu * self.inv_dx2)
         return c
 
-    def __call__(self, u: np.ndarray, v: np.ndarray, h) -> np.ndarray:
+    def __call__(self, u: np.ndarray, v: np.ndarray, h, predictor: bool = False) -> np.ndarray:
         out = next(buf for buf in self.outputs if buf is not u and buf is not v)
         decay, growth, diffusion = self._coefficients(float(h))
         scratch, jumps = self.scratch, self.jumps
@@ -101,7 +101,7 @@ class _Float32Stages:
         self.scratch = np.empty(shape, f32)
         self.wide = np.empty(shape, np.float64)
 
-    def __call__(self, u: np.ndarray, v: np.ndarray, h) -> np.ndarray:
+    def __call__(self, u: np.ndarray, v: np.ndarray, h, predictor: bool = False) -> np.ndarray:
         f32 = np.float32
         out = next(buf for buf in self.outputs if buf is not u and buf is not v)
         one = f32(1.0)
