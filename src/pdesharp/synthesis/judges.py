@@ -54,6 +54,7 @@ class LLMJudge:
         self._shown: set[str] = set()
         self._task: Task | None = None
         self._debug_attempts: dict[str, int] = {}
+        self._pool_ids: list[str] = []
 
     def _start(self, task: Task, analysis: Analysis | None) -> None:
         if self.messages:
@@ -90,6 +91,7 @@ class LLMJudge:
         prompt = render("judge_nominate", round=self.round, cycle=self.cycle, top_k=self.top_k,
                         entries=self._entries(pool, code=True))
         ids = [e.candidate.id for e in pool]
+        self._pool_ids = ids  # a later proposal may borrow from any of them
         facts = extract_json(await self._ask(prompt, "judge.nominate"))
         if not _valid_nomination(facts, ids):
             problem = ("no JSON object found" if facts is None else
@@ -118,7 +120,7 @@ class LLMJudge:
         prompt = render("judge_propose", round=self.round, cycle=self.cycle, base_id=b.id,
                         base_code=b.code, entries=self._entries(results, code=False))
         text = await self._ask(prompt, "judge.propose")
-        return self._proposal(text, b.id, [e.candidate.id for e in results])
+        return self._proposal(text, b.id, [e.candidate.id for e in results] + self._pool_ids)
 
     async def repair_patch(self, proposal: Proposal, error: str) -> Proposal:
         text = await self._ask(render("judge_repair", error=error), "judge.repair")

@@ -190,7 +190,9 @@ class Tournament:
                 best = self.best()
                 if best is not None:
                     base_entry = self.entry(best[0])
-            if base_entry is None:
+            if base_entry is None:  # nothing to build on: its nominee is unknown, nothing ran
+                self.store.event("no_base", cycle=cycle, round=rnd, judge=judge.name,
+                                 nominee=nominee)
                 return
             proposal = await judge.propose(self.task, base_entry, shared, self.s.feedback)
             self.store.event("proposal", cycle=cycle, round=rnd, judge=judge.name,
