@@ -96,6 +96,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         analysis = await roles.analyst.analyse(task)
         (store.dir / "analysis.json").write_text(analysis.model_dump_json(indent=2))
         store.event("analysis", route=analysis.route, source=analysis.source)
+        if analysis.source != "builtin":
+            await cross_check(task, analysis, store, config)
 
         # 2. Genesis: N candidate solvers, statically checked, none executed.
         progress(stage="genesis", candidates=config.candidates)
@@ -155,6 +157,25 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
                        best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,
                        stop_reason=stop_reason, summary=summary)
+
+
+async def cross_check(task: Task, analysis: Analysis, store: RunStore, config: SolveConfig) -> None:
+    """Compare a model's analysis with the built-in symbolic one; disagreements go to the
+    report (``disagreements.json``), not back to the models. Skipped where the built-in
+    analyst does not cover the task."""
+    try:
+        from pdesharp.builtin import BuiltinAnalyst, compare_analyses
+        from pdesharp.data.paths import data_dir
+
+        reference = await BuiltinAnalyst(data_dir=data_dir(config.data_dir)).analyse(task)
+        found = compare_analyses(analysis, reference, task)
+    except Exception as exc:  # noqa: BLE001 - a failed cross-check must not stop the run
+        store.event("cross_check_skipped", reason=f"{type(exc).__name__}: {exc}"[:300])
+        return
+    (store.dir / "disagreements.json").write_text(
+        json.dumps([d.model_dump() for d in found], indent=2))
+    for d in found:
+        store.event("disagreement", **d.model_dump())
 
 
 def _has_test_split(evaluator) -> bool:

@@ -53,6 +53,13 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                          + (f" ≈ {b.value:.3g} on 1024 cells" if b.value is not None else ""))
         lines += [f"- {f}" for f in analysis.key_facts]
         lines.append("")
+        disagreements = store.events("disagreement")
+        if disagreements:
+            lines += ["Checks against the built-in symbolic analysis:", ""]
+            lines += [f"- **{d['severity']}** `{d['fact']}`: model says {d['llm']}, symbolic "
+                      f"analysis says {d['builtin']}" + (f" ({d['note']})" if d.get("note") else "")
+                      for d in disagreements]
+            lines.append("")
 
     lines += ["## Tournament", "", "| cycle | round | solver | parents | judge | change | score |",
               "|---|---|---|---|---|---|---|"]

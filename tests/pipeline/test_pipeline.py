@@ -325,3 +325,23 @@ def test_prompts_do_not_depend_on_completion_order(tmp_path):
                        rejudge_cycles=1)
         keys.append(sorted(r[0] for r in store.db.execute("SELECT request_key FROM model_calls")))
     assert keys[0] == keys[1]
+
+
+def test_llm_analysis_is_cross_checked_against_the_symbolic_one(tmp_path):
+    # the scripted classification calls advection "parabolic" and nonlinear: both are wrong
+    wrong = ("Scripted wrong answer.\n" + js({
+        "time_order": 1, "space_order": 1, "linear": False, "pde_type": "parabolic",
+        "boundary": "periodic"}))
+    rules = rules_for("numerical", [(shift(1.0), "exact")], [
+        {"tag": "analysis.classification", "reply": wrong},
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.propose", "reply": patch("    scale = 1.0", "    scale = 1.0  # ok", "x", ["g1"])}])
+    store, _ = run(tmp_path, rules, MarkerEvaluator(), candidates=1, max_rounds=1,
+                   rejudge_cycles=0)
+    facts = {d["fact"]: d for d in store.events("disagreement")}
+    assert facts["classification.linear"]["severity"] == "error"
+    assert facts["classification.pde_type"]["builtin"] == "hyperbolic"
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "model says parabolic, symbolic analysis says hyperbolic" in report
+    prompts = "".join(r[0] for r in store.db.execute("SELECT messages FROM model_calls"))
+    assert "symbolic analysis says" not in prompts  # reported, never fed back
