@@ -1,7 +1,8 @@
 """How closely and how fast our 1D generators reproduce the shared PDEBench dev data.
 
 Starts each generator from the stored frame 0 and compares every stored frame. Prints, per task:
-max |Δu|, CodePDE nRMSE, the fraction of bit-identical values, and wall time per sample.
+max |Δu|, CodePDE nRMSE, the fraction of bit-identical values, wall time and CPU time (the
+figure to compare on a shared machine; NumPy runs single-threaded here).
 
     python bench/gen1d_reproduce.py                       # advection + Burgers, 20 samples, all frames
     python bench/gen1d_reproduce.py --task reacdiff1d --samples 1 --frames 101
@@ -45,13 +46,13 @@ def run(task: str, samples: int, frames: int | None) -> None:
         n_frames = h5["tensor"].shape[1] if frames is None else frames
         ref = np.asarray(h5["tensor"][:samples, :n_frames])
         t = np.asarray(h5["t-coordinate"][:n_frames])
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     pred = module.simulate({"u": ref[:, 0]}, t, {}, dtype=dtype, horizon=horizon)["u"]
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     pred = pred.astype(np.float32)
     print(f"{task:15s} samples={samples:2d} frames={n_frames:3d}  max|du|={np.abs(pred - ref).max():.3e}"
           f"  nRMSE={nrmse(pred, ref):.3e}  bit-identical={np.mean(pred == ref):.4f}"
-          f"  wall={wall:.1f}s ({wall / samples:.1f}s/sample)", flush=True)
+          f"  wall={wall:.1f}s cpu={cpu:.1f}s ({cpu / samples:.1f} cpu-s/sample)", flush=True)
 
 
 def main() -> None:

@@ -21,6 +21,14 @@ DEFAULTS = {"beta": 0.1}
 CFL = 0.4
 T_END = 2.0
 
+ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
+    "scheme": "PDEBench AdvectionEq: 2nd-order MUSCL finite volume, MC limiter, upwind flux, "
+              "half-step predictor / full-step corrector, adaptive dt clipped at output times",
+    "cfl": CFL,
+    "precision": "float32 (PDEBench's JAX arithmetic emulated: fused multiply-adds, float32 clock)",
+    "initial_condition": "init_multi (k_tot=4) drawn with NumPy's default_rng, not PDEBench's JAX PRNG",
+}
+
 
 def upwind_flux(v: np.ndarray, beta: float, dtype, predictor: bool = False) -> np.ndarray:
     """Interface fluxes [B, N+1] of the MUSCL states of ``v`` [B, N].

@@ -31,6 +31,15 @@ DEFAULTS = {"nu": 0.5, "rho": 1.0}
 CFL = 0.25
 T_END = 1.0
 
+ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
+    "scheme": "PDEBench ReactionDiffusionEq: exact logistic step plus explicit 2nd-order diffusion, "
+              "half-step predictor / full-step corrector, dt = CFL*dx^2/(2 nu)",
+    "cfl": CFL,
+    "precision": "float64 unless dtype=float32 is asked for (PDEBench's float32 default stalls)",
+    "initial_condition": "init_multi (k_tot=4, normalised to [0, 1]) drawn with NumPy's "
+                         "default_rng, not PDEBench's JAX PRNG",
+}
+
 
 def stable_step(nu: float, dx: float, cfl: float = CFL) -> float:
     """PDEBench's Δt = CFL·½Δx²/(ν + 1e-8), evaluated in double precision (as it is there)."""
