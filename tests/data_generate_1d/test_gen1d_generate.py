@@ -123,3 +123,15 @@ def test_nonuniform_output_times_hit_each_time():
     # the field moves away from u0 more the later the frame
     err = np.abs(frames - frames[:, :1]).max(axis=(0, 2))
     assert err[1] < err[2] and err[3] > 0
+
+
+@pytest.mark.parametrize("task", ["advection", "burgers", "reacdiff1d"])
+def test_registry_writes_codepde_layout(task, tmp_path):
+    from pdesharp.data.generate import generate_to_file
+
+    path = generate_to_file(task, 2, 7, out=tmp_path / f"{task}.hdf5", nx=32,
+                            options={"t_end": 0.02})
+    with h5py.File(path, "r") as h5:
+        assert h5["tensor"].shape == (2, 3, 32) and h5["tensor"].dtype == np.float32
+        assert h5["t-coordinate"].shape == (3,) and h5["x-coordinate"].shape == (32,)
+        assert "MUSCL" in h5.attrs["scheme_scheme"] or "logistic" in h5.attrs["scheme_scheme"]
