@@ -37,6 +37,7 @@ class RecordingModel:
         self.max_tokens = max_tokens
         self._replay = store.replayable_calls()
         self._used: dict[str, int] = {}
+        self.on_call = None  # optional callback(tag) after each call (the live display)
 
     def _check_budget(self) -> None:
         acc = self.store.accounting()
@@ -61,6 +62,7 @@ class RecordingModel:
             self.store.record_model_call(model=self.name, tag=params.tag, messages=messages,
                                          reply=reply, sample_index=params.sample_index,
                                          request_key=key, source="replay")
+            self._notify(params.tag)
             return reply
         self._check_budget()
         try:
@@ -75,5 +77,10 @@ class RecordingModel:
         self.store.record_model_call(model=self.name, tag=params.tag, messages=messages,
                                      reply=reply, sample_index=params.sample_index,
                                      request_key=key)
+        self._notify(params.tag)
         self._check_budget()  # the call that crosses a budget is kept, then the run stops
         return reply
+
+    def _notify(self, tag: str) -> None:
+        if self.on_call is not None:
+            self.on_call(tag)

@@ -17,6 +17,10 @@ def test_display_shows_progress(tmp_path):
     store = RunStore.create(tmp_path, task=load_task("advection"), config={}, run_id="d")
     display = Display("d")
     progress = display.update(store)
+    progress(stage="genesis")
+    for _ in range(3):
+        progress(last_call="genesis")  # what RecordingModel.on_call reports per reply
+    assert display.state["written"] == 3
     progress(stage="genesis", written=32)
     progress(stage="synthesis", cycle=0, round=2, best=1.5e-3)
     console = Console(record=True, width=80)

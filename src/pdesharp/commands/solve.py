@@ -159,12 +159,17 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         store.set_status("failed", str(exc)[:300])
         fail(f"{exc}\n(run folder: {store.dir})")
     display = Display(store.run_id)
+    progress = display.update(store)
+    for role in (roles.analyst, roles.author, *roles.judges):
+        model = getattr(role, "model", None)
+        if hasattr(model, "on_call"):  # a RecordingModel: refresh tokens/cost per call
+            model.on_call = lambda tag: progress(last_call=tag)
     hint = f"the run is resumable: pdesharp resume {store.dir}"
     try:
         with Live(display, console=console, refresh_per_second=4, transient=False,
                   redirect_stdout=False) if not quiet and console.is_terminal else _Null():
             result = asyncio.run(solve(task, config, store, roles, evaluator,
-                                       progress=display.update(store)))
+                                       progress=progress))
     except ModelError as exc:
         store.set_status("interrupted", str(exc)[:300])
         store.write_summary()
@@ -212,6 +217,9 @@ class Display:
     def update(self, store: RunStore):
         def progress(**info) -> None:
             self.state.update({k: v for k, v in info.items() if v is not None})
+            if info.get("last_call") == "genesis":
+                self.state["written"] = self.state.get("genesis_replies", 0) + 1
+                self.state["genesis_replies"] = self.state["written"]
             acc = store.accounting()  # on the event-loop thread, where the store lives
             self.state.update(tokens=f"{acc['tokens_in']}/{acc['tokens_out']}",
                               cost=f"${acc['cost_usd']:.4f}", evaluations=acc["evaluations"])
@@ -224,7 +232,8 @@ class Display:
                 ("candidates", s.get("written", s.get("candidates"))),
                 ("round", f"cycle {s['cycle']}, round {s['round']}" if "round" in s else None),
                 ("best score", _fmt(s["best"]) if s.get("best") is not None else None),
-                ("evaluations", s.get("evaluations")), ("tokens in/out", s.get("tokens")),
+                ("evaluations", s.get("evaluations")), ("last model call", s.get("last_call")),
+                ("tokens in/out", s.get("tokens")),
                 ("cost", s.get("cost"))]
         for k, v in rows:
             if v is not None:

@@ -149,6 +149,7 @@ class Tournament:
             stale = 0
             for rnd in range(1, self.s.max_rounds + 1):
                 before = self.best_score()
+                self.progress(stage="synthesis", cycle=cycle, round=rnd)
                 await self.round(cycle, rnd)
                 after = self.best_score()
                 improved = after is not None and (before is None or after < self.s.saturation_factor * before)
