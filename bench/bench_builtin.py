@@ -63,7 +63,7 @@ async def tournament(task, evaluator, budget: int, n_candidates: int, log) -> tu
             code = prop.code if prop.code is not None else apply_patch(base.candidate.code, prop.patch)
             new = base.candidate.model_copy(update={
                 "id": f"r{rnd}{j.name[-1]}", "code": code, "origin": "patch", "parents": prop.parents,
-                "judge": j.name, "round": rnd, "title": f"{base.candidate.title} | {prop.title}"})
+                "judge": j.name, "round": rnd, "title": prop.title})
             entry = PoolEntry(candidate=new)
             pool.append(entry)
             await run(entry)

@@ -134,8 +134,8 @@ def candidate_designs(struct, facts: dict) -> list[Design]:
     smooth = facts.get("cell_peclet", math.inf) < 2.0
     if scalar and struct.has_flux and facts.get("diffusion_constant") and smooth:
         out.append(Design("spectral", cfl=0.4))
-    if facts.get("viscous_stiffness", 0.0) > 1.0:
-        # the explicit viscous step is below the advective one: sub-cycle the viscous part
+    if facts.get("viscous_stiffness", 0.0) > 10.0:
+        # the explicit viscous step is far below the advective one: sub-cycle the viscous part
         fv = [d.with_(viscous="subcycle", cfl_diff=0.9) for d in fv] + [fv[0]]
     if not stiff:
         out.extend(fv)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from importlib import resources
+from itertools import product
 
 import sympy as sp
 
@@ -163,19 +164,18 @@ class BuiltinAuthor:
         designs = candidate_designs(struct, facts)
         margin = facts.get("margin", 1.0)
         designs.sort(key=lambda d: predicted_rank_score(d, margin))
-        extra = 0
-        has_flux = facts.get("has_flux", True)
-        steppable = [d for d in designs if d.family in ("fv", "spectral")
-                     or (d.family == "split" and has_flux)]
-        while len(designs) < n and steppable:
-            # more candidates than catalogue entries: vary the CFL number of the best designs
-            base = steppable[extra % len(steppable)]
-            cand = base.with_(cfl=round(base.cfl * 0.5 ** (1 + extra // len(steppable)), 4))
-            if cand.key() not in {d.key() for d in designs}:
-                designs.append(cand)
-            extra += 1
-            if extra > 50 or len(designs) >= 16:  # past the catalogue, CFL variants only
-                break
+        # more candidates asked than the catalogue lists: vary limiter, flux and integrator of
+        # the finite-volume designs (never only the CFL number, which rarely changes the ranking)
+        keys = {d.key() for d in designs}
+        for base in [d for d in designs if d.family == "fv"]:
+            for lim, rie, integ in product(("mc", "van_leer", "minmod"), ("rusanov", "hll"),
+                                           ("ssprk3", "rk2mid", "ssprk2")):
+                if len(designs) >= min(n, 16):
+                    break
+                cand = base.with_(limiter=lim, riemann=rie, integrator=integ)
+                if cand.key() not in keys:
+                    keys.add(cand.key())
+                    designs.append(cand)
         return designs[:n]
 
     async def write(self, task: Task, analysis: Analysis, n: int) -> list[Candidate]:

@@ -151,6 +151,7 @@ class BuiltinJudge:
         self._task: Task | None = None
         self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
         self._analysis: Analysis | None = None
+        self._dead: dict[str | None, set[str]] = {}  # family -> design fields that did not pay off
 
     # ---- ranking -------------------------------------------------------------------------
     def _rank(self, pool: list[PoolEntry]) -> list[PoolEntry]:
@@ -216,6 +217,8 @@ class BuiltinJudge:
         dt_out = ((task.time_span[1] - task.time_span[0]) / max((task.n_frames or 101) - 1, 1)
                   if task.time_span else 0.01)
         moves = _neighbours(d, self.strategy, failed, has_flux, dt_out)
+        dead = self._dead_axes(base, results)
+        moves = [m for m in moves if m[0] not in dead]
         # keep going along an axis that paid off for this lineage
         parent_move = self._last_move.get(bid)
         if parent_move and not failed:
@@ -233,6 +236,24 @@ class BuiltinJudge:
         # every single-axis neighbour has been tried: switch to the best untried catalogue design
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base])
         return self._switch_family(task, base, run_or_tried) or self._halve_step(task, base, d)
+
+    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry]) -> set[str]:
+        """Design fields whose change, measured on a child of ``base``, did not pay off (the
+        child's score is not 10% better): the search stops moving along them for this family."""
+        fam = _family(base.candidate.code)
+        dead = set(self._dead.get(fam, set()))
+        b = base.result.score if base.result is not None else None
+        for e in results:
+            c = e.candidate
+            if not c.parents or c.parents[0] != base.candidate.id or e.result is None:
+                continue
+            m = re.match(r"(?:.*\| )?([A-Z_]+) -> ", c.title or "")
+            if m is None or m.group(1) not in _AXES:
+                continue
+            if b is not None and (e.result.score is None or e.result.score > 0.9 * b):
+                dead.add(_AXES[m.group(1)])
+        self._dead[fam] = dead
+        return dead
 
     def _switch_family(self, task, base, seen) -> Proposal | None:
         from pdesharp.builtin.designs import candidate_designs

@@ -1,0 +1,143 @@
+"""Analysis facts of the five built-in tasks, with the stability bounds checked numerically."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from pdesharp.builtin import BuiltinAnalyst, DataBounds, UnsupportedTask, compare_analyses
+from pdesharp.builtin.compare import bound_kind
+from pdesharp.records import Analysis, Classification, StabilityBound
+from pdesharp.task import load_task, task_from_dict
+
+N = 1024
+DX = 1.0 / N
+
+
+def analyse(name, fields, n=N):
+    return BuiltinAnalyst(data_bounds=DataBounds(fields=fields, n={"x": n, "y": n})).analyse_sync(
+        load_task(name))
+
+
+def bound(a: Analysis, kind: str) -> StabilityBound:
+    return next(b for b in a.stability if bound_kind(b) == kind)
+
+
+def test_advection_is_linear_hyperbolic_with_exact_route():
+    a = analyse("advection", {"u": (-1.0, 1.0)})
+    c = a.classification
+    assert (c.time_order, c.space_order, c.linear, c.pde_type) == (1, 1, True, "hyperbolic")
+    assert a.route == "analytical" and a.source == "builtin"
+    # upwind / Rusanov at Courant number 1: dt = dx / |beta|, beta = 0.1
+    assert bound(a, "advective").value == pytest.approx(DX / 0.1, rel=1e-9)
+    assert a.recommended_schemes[0].startswith("exact Fourier propagator")
+
+
+def test_burgers_bounds_follow_the_field_range():
+    a = analyse("burgers", {"u": (-1.5, 2.0)})
+    c = a.classification
+    assert (c.linear, c.pde_type, c.space_order) == (False, "parabolic", 2)
+    assert a.route == "numerical"
+    nu = load_task("burgers").parameters["nu"]
+    # advective: dx / max|f'(u)| = dx / max|u| = dx / 2 on [-1.5, 2]
+    assert bound(a, "advective").value == pytest.approx(DX / 2.0, rel=1e-9)
+    # explicit central diffusion: dx^2 / (2 nu)
+    assert bound(a, "diffusive").value == pytest.approx(DX**2 / (2 * nu), rel=1e-9)
+
+
+def test_reaction_diffusion_is_hybrid_with_a_stable_exact_logistic_step():
+    a = analyse("reacdiff1d", {"u": (0.0, 1.0)})
+    assert a.route == "hybrid" and a.classification.linear is False
+    dec = next(s for s in a.steps if s.name == "decomposition")
+    step = sp.sympify(dec.facts["source_exact"])
+    f = sp.lambdify(sorted(step.free_symbols, key=str), step, "numpy")  # (q0, rho, tau)
+    # the closed form must equal the logistic solution and stay finite at u = 0 and large times
+    q0, rho, tau = 0.3, 1.0, 0.7
+    exact = q0 * math.exp(rho * tau) / (1 - q0 + q0 * math.exp(rho * tau))
+    assert f(q0, rho, tau) == pytest.approx(exact, rel=1e-12)
+    with np.errstate(all="raise"):
+        assert f(0.0, 1.0, 5.0) == 0.0 and f(0.5, 1.0, 700.0) == pytest.approx(1.0)
+    # explicit diffusion dx^2/(2 nu) is far below the output step: the analysis says so
+    assert bound(a, "diffusive").value == pytest.approx(DX**2 / (2 * 0.5), rel=1e-9)
+    assert bound(a, "source").value == pytest.approx(1.0, rel=1e-9)  # 1/max|rho (1 - 2u)|
+    assert "Fourier" in next(s for s in a.steps if s.name == "stability").text
+
+
+def test_cns_sound_speed_bound_and_mixed_type():
+    bounds = {"rho": (1.0, 4.0), "v": (-1.0, 2.0), "p": (10.0, 40.0)}
+    a = BuiltinAnalyst(data_bounds=DataBounds(fields=bounds, n={"x": N})).analyse_sync(load_task("cns1d"))
+    assert a.classification.pde_type == "mixed" and a.classification.linear is False
+    dx = 2.0 / N
+    gamma = 5.0 / 3.0
+    lam = 2.0 + math.sqrt(gamma * 40.0 / 1.0)  # max |v| + c at the box corner
+    assert bound(a, "advective").value == pytest.approx(dx / lam, rel=1e-6)
+    # density-weighted viscosity: the diffusivity of v is zeta + 4 eta / 3, independent of rho
+    assert bound(a, "diffusive").value == pytest.approx(dx**2 / (2 * (0.1 + 0.4 / 3)), rel=1e-9)
+
+
+def test_darcy_is_linear_elliptic():
+    a = BuiltinAnalyst().analyse_sync(load_task("darcy"))
+    c = a.classification
+    assert (c.time_order, c.linear, c.pde_type) == (None, True, "elliptic")
+    assert a.stability == [] and a.route == "numerical"
+
+
+def test_missing_bounds_are_assumed_and_said():
+    a = BuiltinAnalyst().analyse_sync(load_task("burgers"))
+    assert any("assumed" in k for k in a.key_facts)
+
+
+def test_wrong_llm_stability_bound_is_flagged():
+    builtin = analyse("burgers", {"u": (-1.0, 1.0)})
+    # a scripted stand-in for an LLM analysis (written by us, not a model's output): it states
+    # the advective bound 5x too large (and, after the first check, the diffusive one 4x)
+    llm = Analysis(
+        classification=Classification(time_order=1, space_order=2, linear=False, pde_type="parabolic",
+                                      boundary="periodic"),
+        stability=[StabilityBound(scheme="explicit diffusion", expression="0.8*dx**2/(2*nu)"),
+                   StabilityBound(scheme="upwind advection CFL", expression="5*dx", value=5 * DX)],
+        route="numerical")
+    found = {d.fact: d for d in compare_analyses(llm, builtin, load_task("burgers"))}
+    assert "stability[advective].value" in found and found["stability[advective].value"].severity == "error"
+    # 0.8 dx^2/(2 nu) is within the factor-2 tolerance (a safety factor), not flagged
+    assert "stability[diffusive].value" not in found
+    llm.stability[0] = StabilityBound(scheme="explicit diffusion", expression="2*dx**2/nu")
+    found = {d.fact for d in compare_analyses(llm, builtin, load_task("burgers"))}
+    assert "stability[diffusive].value" in found
+
+
+def test_agreeing_llm_analysis_has_no_disagreement_and_type_errors_are_caught():
+    builtin = analyse("advection", {"u": (-1.0, 1.0)})
+    same = builtin.model_copy(update={"source": "llm"})
+    assert compare_analyses(same, builtin, load_task("advection")) == []
+    wrong = builtin.model_copy(update={"route": "numerical", "classification": builtin.classification.model_copy(
+        update={"linear": False, "pde_type": "parabolic"})})
+    facts = {d.fact for d in compare_analyses(wrong, builtin, load_task("advection"))}
+    assert {"classification.linear", "classification.pde_type", "route"} <= facts
+
+
+def _task_with(equation: str, boundary: str = "periodic", space=("x",)) -> dict:
+    t = load_task("burgers").model_dump(mode="json")
+    t["equation"]["equations"] = [equation]
+    t["equation"]["space"] = list(space)
+    t["domain"] = {a: [0.0, 1.0] for a in space}
+    t["boundary"] = boundary
+    return t
+
+
+@pytest.mark.parametrize("equation,boundary,space,needle", [
+    ("dt(u) + dx(u, 3)", "periodic", ("x",), "order 3"),
+    ("dt(u) + u*dx(u) + nu*dx(u, 3)", "periodic", ("x",), "order 3"),
+    ("dt(u) + dx(u**2/2) - nu*dx(u, 2)", "dirichlet: u = 0", ("x",), "not periodic"),
+    ("dt(u) - nu*dx(u, 2) - nu*dy(u, 2)", "periodic", ("x", "y"), "2 space dimensions"),
+    ("dt(u) - nu*dx(u)*dx(u, 2)", "periodic", ("x",), "not a flux divergence"),
+])
+def test_unsupported_pdes_get_a_clear_message(equation, boundary, space, needle):
+    task = task_from_dict(_task_with(equation, boundary, space))
+    with pytest.raises(UnsupportedTask) as err:
+        BuiltinAnalyst().analyse_sync(task)
+    msg = str(err.value)
+    assert needle in msg and "--model openai:gpt-4o" in msg

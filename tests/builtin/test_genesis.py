@@ -1,0 +1,88 @@
+"""Genesis: generated solvers compile, have the task's exact signature, import only NumPy/SciPy,
+are distinct designs, and (a few of them) run accurately on short windows of the dev data."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+
+import pytest
+
+from pdesharp.builtin import BuiltinAnalyst, BuiltinAuthor, DataBounds
+from pdesharp.builtin.designs import Design
+from pdesharp.builtin.genesis import render
+from pdesharp.task import load_task
+
+from builtin_helpers import nrmse, read_h5, run_solver
+
+BOUNDS = {
+    "advection": {"u": (-1.0, 1.0)}, "burgers": {"u": (-1.0, 1.0)}, "reacdiff1d": {"u": (0.0, 1.0)},
+    "cns1d": {"rho": (1.0, 10.0), "v": (-2.0, 2.0), "p": (10.0, 100.0)}, "darcy": {"u": (0.0, 0.02)},
+}
+
+
+def _candidates(name, n=6):
+    task = load_task(name)
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields=BOUNDS[name])).analyse_sync(task)
+    return task, asyncio.run(BuiltinAuthor().write(task, analysis, n))
+
+
+@pytest.mark.parametrize("name", ["advection", "burgers", "reacdiff1d", "cns1d", "darcy"])
+def test_candidates_compile_with_the_exact_signature(name):
+    task, cands = _candidates(name)
+    assert len(cands) >= 2
+    assert len({c.code for c in cands}) == len(cands)  # distinct designs, not copies
+    for c in cands:
+        tree = ast.parse(c.code)
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == task.solver.name)
+        assert [a.arg for a in fn.args.args] == [a.name for a in task.solver.args]
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                    for a in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module)])}
+        assert imported <= {"numpy", "scipy"}, imported
+        assert c.origin == "genesis" and c.title
+        # nothing may branch on the task's identity
+        assert task.name not in c.code.lower().replace(task.title.lower(), "")
+
+
+def test_advection_exact_and_muscl_on_a_short_window(shared_data):
+    task = load_task("advection")
+    ref = read_h5(shared_data / "advection_dev.hdf5", samples=2, frames=21)
+    errors = {}
+    for d in (Design("exact"), Design("fv", "muscl", "mc", "rusanov", "rk2mid", 0.4)):
+        pred, r = run_solver(render(task, d), task, ref, ref["t-coordinate"])
+        assert pred.shape == r.shape
+        errors[d.family] = nrmse(pred, r)
+    # the reference is PDEBench's MUSCL solution: the exact shift differs from it by its own
+    # truncation error (~1e-3 over the full window, less over 0.2 time units), while the same
+    # scheme family at the data's CFL reproduces it to float32 level (measured ~5e-6)
+    assert errors["exact"] < 2e-3
+    assert errors["fv"] < 5e-5
+
+
+def test_reaction_diffusion_split_design_is_accurate(shared_data):
+    task = load_task("reacdiff1d")
+    ref = read_h5(shared_data / "reacdiff1d_dev.hdf5", samples=2, frames=31)
+    pred, r = run_solver(render(task, Design("split", symbol="fd2", split_dt=0.0025)), task, ref,
+                         ref["t-coordinate"])
+    # exact FD2 diffusion + exact logistic step, Strang error O(dt^2) with dt = 2.5e-3: measured
+    # 1.3e-5 over the whole window; the published best is 2.3e-3
+    assert nrmse(pred, r) < 1e-4
+
+
+def test_darcy_cell_centred_design_on_one_sample(shared_data):
+    task = load_task("darcy")
+    ref = read_h5(shared_data / "darcy_dev.hdf5", samples=1)
+    pred, r = run_solver(render(task, Design("elliptic")), task, ref)
+    # 5-point finite volumes on the cell centres, arithmetic face means: the shared README measured
+    # 1.6e-4 for this discretisation; seeds that put u = 0 on the outer ring sit at 4.8e-3
+    assert nrmse(pred[..., 0], r[..., 0]) < 1e-3
+
+
+def test_cns_runs_and_returns_the_right_shapes(shared_data):
+    task = load_task("cns1d")
+    ref = read_h5(shared_data / "cns1d_dev.hdf5", samples=1, frames=3)
+    d = Design("fv", "muscl", "mc", "hll", "rk2mid", 0.3, viscous="subcycle", cfl_diff=0.9)
+    pred, r = run_solver(render(task, d), task, ref, ref["t-coordinate"])
+    assert pred.shape == r.shape
+    # two output steps (t = 0.02): the stacked (v, rho, p) error stays small (measured 3e-4)
+    assert nrmse(pred, r) < 2e-3
