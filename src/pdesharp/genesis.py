@@ -14,13 +14,21 @@ import ast
 import asyncio
 import re
 
-from pdesharp.llm.base import Message
+from pdesharp.llm.base import BudgetExceeded, Message
 from pdesharp.prompting import (allowed_modules, ask, extract_code, render, task_context,
                                 without_json)
 from pdesharp.records import Analysis, Candidate
 from pdesharp.task import Task
 
 NO_CODE = "no code block in the reply"
+
+
+class GenesisBudgetStop(BudgetExceeded):
+    """A budget ran out during Genesis; ``candidates`` are the samples completed before."""
+
+    def __init__(self, message: str, candidates: list[Candidate]):
+        super().__init__(message)
+        self.candidates = candidates
 
 
 def static_check(code: str, task: Task) -> str:
@@ -80,7 +88,16 @@ class LLMAuthor:
             async with gate:
                 return await self._sample(task, analysis, i, n, f"g{i + 1:0{width}d}")
 
-        return list(await asyncio.gather(*(one(i) for i in range(n))))
+        # Every sample runs to its end (no orphan calls); a budget stop keeps what was written.
+        out = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
+        done = [c for c in out if isinstance(c, Candidate)]
+        errors = [e for e in out if isinstance(e, BaseException)]
+        other = [e for e in errors if not isinstance(e, BudgetExceeded)]
+        if other:
+            raise other[0]
+        if errors:
+            raise GenesisBudgetStop(str(errors[0]), done)
+        return done
 
     async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str) -> Candidate:
         prompt = render("genesis", **task_context(task), route=analysis.route,

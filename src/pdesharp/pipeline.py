@@ -119,6 +119,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         await Tournament(task, analysis, roles.judges, store, evaluator, settings,
                          progress).run(candidates)
     except BudgetExceeded as exc:
+        for c in getattr(exc, "candidates", []):  # Genesis samples completed before the stop
+            store.add_candidate(c.model_copy(update={"static_check": static_check(c.code, task)}))
         stop_reason = str(exc)
         store.event("budget_stop", reason=stop_reason)
         progress(stage="budget_stop", reason=stop_reason)

@@ -78,7 +78,7 @@ class RecordingModel:
                                      reply=reply, sample_index=params.sample_index,
                                      request_key=key)
         self._notify(params.tag)
-        self._check_budget()  # the call that crosses a budget is kept, then the run stops
+        # A call that crosses a budget is paid for: its reply is used, and the next call stops.
         return reply
 
     def _notify(self, tag: str) -> None:

@@ -235,8 +235,8 @@ def test_budget_stop_on_usd(tmp_path):
                      candidates=3, max_usd=2.5)
     s = store.summary()
     assert res.status == "budget_stop" and "--max-usd" in res.stop_reason
-    # each analysis call costs about $0.9 at this price: the third one crosses the budget, is
-    # kept (already paid for), and nothing further is asked
+    # each analysis call costs about $0.9 at this price: the third one crosses the budget, its
+    # reply is used (already paid for), and the fourth call is refused
     assert s["cost_usd"] >= 2.5 and s["model_calls"] == 3
     assert s["evaluations"] == 0 and res.best_id is None
 
@@ -345,3 +345,20 @@ def test_llm_analysis_is_cross_checked_against_the_symbolic_one(tmp_path):
     assert "model says parabolic, symbolic analysis says hyperbolic" in report
     prompts = "".join(r[0] for r in store.db.execute("SELECT messages FROM model_calls"))
     assert "symbolic analysis says" not in prompts  # reported, never fed back
+
+
+def test_budget_stop_during_genesis_keeps_written_candidates(tmp_path):
+    from pdesharp.llm.prices import Price
+
+    # analysis (5 calls) costs about $0.75 at this price, each genesis call about $0.3: with
+    # $1.5 the budget runs out part-way through the eight samples
+    genesis = [(shift(0.5 + 0.05 * i), f"s{i}") for i in range(8)]
+    store, res = run(tmp_path, rules_for("numerical", genesis, tournament_rules()),
+                     MarkerEvaluator(), price=Price(input=200.0, output=200.0), candidates=8,
+                     max_usd=1.5)
+    assert res.status == "budget_stop" and "--max-usd" in res.stop_reason
+    written = store.candidates("genesis")
+    n_genesis = store.db.execute("SELECT COUNT(*) FROM model_calls WHERE tag='genesis'").fetchone()[0]
+    assert 0 < len(written) == n_genesis < 8  # every paid sample kept, none beyond the budget
+    assert all((tmp_path / "run" / "candidates" / f"{c.id}.py").is_file() for c in written)
+    assert store.n_evaluations == 0
