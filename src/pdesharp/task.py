@@ -124,6 +124,18 @@ class EvaluationSpec(_Model):
     plot_sample: int = 2
 
 
+class GeneratorSpec(_Model):
+    """Optional: how the generic reference generator draws initial data (see docs/tasks.md).
+
+    Only used by :mod:`pdesharp.data.generate.generic` for tasks without a dedicated generator.
+    """
+
+    modes: int = Field(4, ge=1, le=64)  # highest wavenumber (per axis) of the random modes
+    decay: float = Field(2.0, ge=0.0)  # mode amplitudes fall off like |k|^-decay
+    ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)  # unknown -> [lo, hi]
+    oversample: int = Field(4, ge=1, le=16)  # internal grid = oversample x output grid
+
+
 class Task(_Model):
     """A PDE task. See ``docs/tasks.md`` for the YAML format."""
 
@@ -142,6 +154,8 @@ class Task(_Model):
     data: DataSpec
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     notes: list[str] = Field(default_factory=list)  # comparability notes for humans
+    # Optional settings of the generic data generator; left out of dumps when unset.
+    generator: GeneratorSpec | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Task":
@@ -162,6 +176,11 @@ class Task(_Model):
                 raise ValueError(f"solver argument {a.name!r}: initial field {a.field!r} is not an unknown")
             if a.kind == "coefficient" and a.field not in eq.coefficients:
                 raise ValueError(f"solver argument {a.name!r}: {a.field!r} is not a coefficient")
+        for name, (lo, hi) in (self.generator.ranges.items() if self.generator else ()):
+            if name not in eq.unknowns:
+                raise ValueError(f"generator.ranges names {name!r}, which is not an unknown {eq.unknowns}")
+            if not lo < hi:
+                raise ValueError(f"generator.ranges[{name!r}] needs lo < hi, got [{lo}, {hi}]")
         if eq.time is not None and self.time_span is None:
             raise ValueError("a time-dependent task needs time_span")
         try:

@@ -1,0 +1,68 @@
+"""Smooth, periodic random initial fields for the generic generator.
+
+Each field is a random trigonometric polynomial on the task's periodic domain,
+
+    u(x) = Σ_{0 < |m|_∞ ≤ K} |m|^(−decay) (a_m cos(2π m·(x − lo)/L) + b_m sin(2π m·(x − lo)/L)),
+
+with a_m, b_m standard normal (in 2D over a half-plane of mode vectors m, so every real mode
+appears once). Being a finite Fourier sum it is exactly periodic and band-limited, so it is
+represented exactly on any grid with more than 2K points per axis, and the spectral simulation
+starts from the same function whatever its internal resolution. Each sample is then scaled
+affinely: into ``[lo, hi]`` if the task's ``generator.ranges`` names a range for that unknown
+(min → lo, max → hi, measured on the sampled grid), otherwise to zero mean and max |u| = 1.
+
+Draws come from ``numpy.random.default_rng(seed)`` in a fixed order (sample, unknown, mode), so a
+seed reproduces the data exactly on any machine with the same NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+
+def mode_vectors(dim: int, modes: int) -> np.ndarray:
+    """Integer mode vectors m (rows) with 0 < |m|_∞ ≤ modes, one of each ±m pair."""
+    if dim == 1:
+        return np.arange(1, modes + 1).reshape(-1, 1)
+    grid = np.array([(mx, my) for mx in range(-modes, modes + 1) for my in range(-modes, modes + 1)])
+    # half-plane: my > 0, or my == 0 and mx > 0
+    keep = (grid[:, 1] > 0) | ((grid[:, 1] == 0) & (grid[:, 0] > 0))
+    return grid[keep]
+
+
+def random_fields(points: Sequence[np.ndarray], lo: Sequence[float], lengths: Sequence[float],
+                  unknowns: Sequence[str], n_samples: int, seed: int | np.random.Generator, *,
+                  modes: int = 4, decay: float = 2.0,
+                  ranges: Mapping[str, tuple[float, float]] | None = None) -> dict[str, np.ndarray]:
+    """``{unknown: [n_samples, *grid]}`` random fields sampled at the tensor grid ``points``."""
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    dim = len(points)
+    ranges = dict(ranges or {})
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    mvec = mode_vectors(dim, modes)  # [M, dim]
+    weight = np.linalg.norm(mvec, axis=1) ** (-decay)  # [M]
+    coeff = rng.standard_normal((n_samples, len(unknowns), len(mvec), 2)) * weight[:, None]
+    # phase θ_m(x) = 2π Σ_a m_a (x_a − lo_a)/L_a on the grid, [M, *grid]
+    mesh = np.meshgrid(*[(np.asarray(p, float) - lo_a) / la
+                         for p, lo_a, la in zip(points, lo, lengths)], indexing="ij")
+    theta = 2.0 * np.pi * sum(mvec[:, a].reshape((-1,) + (1,) * dim) * mesh[a] for a in range(dim))
+    cos, sin = np.cos(theta), np.sin(theta)
+    out: dict[str, np.ndarray] = {}
+    axes = tuple(range(1, dim + 1))
+    for j, name in enumerate(unknowns):
+        a = coeff[:, j, :, 0].reshape((n_samples, -1) + (1,) * dim)
+        b = coeff[:, j, :, 1].reshape((n_samples, -1) + (1,) * dim)
+        u = (a * cos + b * sin).sum(axis=1)  # [B, *grid], zero mean by construction
+        if name in ranges:
+            low, high = ranges[name]
+            umin = u.min(axis=axes, keepdims=True)
+            umax = u.max(axis=axes, keepdims=True)
+            span = np.where(umax > umin, umax - umin, 1.0)
+            u = low + (high - low) * (u - umin) / span
+        else:
+            u = u / np.maximum(np.abs(u).max(axis=axes, keepdims=True), 1e-300)
+        out[name] = u
+    return out
