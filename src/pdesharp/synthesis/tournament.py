@@ -40,15 +40,14 @@ class TournamentSettings:
 
 
 async def gather_all(coros) -> list:
-    """Run concurrently; on the first failure cancel the rest and re-raise that exception
-    (a budget stop must not leave orphan calls running)."""
-    try:
-        async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(c) for c in coros]
-    except BaseExceptionGroup as group:
-        budget = [e for e in group.exceptions if isinstance(e, BudgetExceeded)]
-        raise (budget or list(group.exceptions))[0] from None
-    return [t.result() for t in tasks]
+    """Run concurrently and let every one finish (a paid call or a running evaluation is
+    never thrown away); then re-raise the first failure, a budget stop before anything else."""
+    out = await asyncio.gather(*coros, return_exceptions=True)
+    errors = [e for e in out if isinstance(e, BaseException)]
+    if errors:
+        budget = [e for e in errors if isinstance(e, BudgetExceeded)]
+        raise (budget or errors)[0]
+    return out
 
 
 class Tournament:
