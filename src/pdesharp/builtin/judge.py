@@ -167,6 +167,8 @@ class BuiltinJudge:
 
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination:
         self._task, self._analysis = task, analysis
+        if not pool:
+            raise ValueError(f"{self.name}: cannot nominate from an empty pool")
         ranked = self._rank(pool)
         measured = [e for e in ranked if e.result is not None and e.result.score is not None]
         fresh = [e for e in ranked if e.result is None]
@@ -319,8 +321,9 @@ class BuiltinJudge:
         if code is None or proposal.patch is None:
             raise ValueError(f"cannot repair a proposal on an unknown base: {error}")
         for m in re.finditer(r"^=+\n(?P<name>[A-Z_]+) = (?P<value>[^#\n]+)", proposal.patch, re.M):
-            code = re.sub(rf"^{m['name']} = [^#\n]+", f"{m['name']} = {m['value'].rstrip()}", code,
-                          count=1, flags=re.M)
+            code = re.sub(rf"^{m['name']} = [^#\n]*?(\s*(#.*)?)$",
+                          lambda old, m=m: f"{m['name']} = {m['value'].rstrip()}{old.group(1)}",
+                          code, count=1, flags=re.M)
         return proposal.model_copy(update={"patch": None, "code": code})
 
     async def debug(self, entry: PoolEntry) -> Proposal:

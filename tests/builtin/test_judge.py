@@ -1,0 +1,119 @@
+"""Judges: rankings, feedback-driven proposals along the design axes, patches that apply."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from pdesharp.builtin import BuiltinAnalyst, BuiltinAuthor, BuiltinJudge, DataBounds
+from pdesharp.builtin.designs import Design
+from pdesharp.builtin.genesis import render
+from pdesharp.builtin.judge import constant_patch, read_design
+from pdesharp.records import Candidate, EvalResult
+from pdesharp.roles import PoolEntry
+from pdesharp.synthesis.patch import apply_patch
+from pdesharp.task import load_task
+
+
+def ok(score: float) -> EvalResult:
+    return EvalResult(status="ok", split="dev", feedback="nrmse", nrmse=score, solver_seconds=1.0)
+
+
+def entry(task, design: Design, cid: str, score: float | None = None, **kw) -> PoolEntry:
+    c = Candidate(id=cid, code=render(task, design), origin="genesis", title=design.title, **kw)
+    return PoolEntry(candidate=c, result=ok(score) if score is not None else None)
+
+
+@pytest.fixture(scope="module")
+def burgers():
+    task = load_task("burgers")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    return task, analysis
+
+
+def test_rendered_design_reads_back():
+    task = load_task("burgers")
+    d = Design("fv", "weno5", "van_leer", "hll", "rk4", 0.3, refine=2)
+    assert read_design(render(task, d)) == d
+
+
+def test_patch_applies_through_the_pipeline_patch_path(burgers):
+    task, _ = burgers
+    code = render(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4))
+    patch = constant_patch(code, {"CFL": 0.25, "LIMITER": "minmod"})
+    new = apply_patch(code, patch)
+    d = read_design(new)
+    assert (d.cfl, d.limiter) == (0.25, "minmod")
+    compile(new, "patched", "exec")
+    assert "# advective Courant number" in new  # the line's comment survives
+
+
+def test_nominations_differ_between_strategies(burgers):
+    task, analysis = burgers
+    pool = [PoolEntry(candidate=c) for c in asyncio.run(BuiltinAuthor().write(task, analysis, 5))]
+    noms = [asyncio.run(BuiltinJudge(name=f"judge-{i}").nominate(task, analysis, pool)) for i in (1, 2, 3)]
+    assert noms[0].ranking[0] == pool[0].candidate.id  # best predicted first
+    assert len({n.nominee for n in noms}) >= 2  # the three judges explore differently
+    pool[3].result = ok(1e-5)
+    nom = asyncio.run(BuiltinJudge(name="judge-1").nominate(task, analysis, pool))
+    assert nom.nominee == pool[3].candidate.id and "measured" in nom.reasons[nom.nominee]
+
+
+def test_accuracy_judge_abandons_an_axis_that_did_not_pay_off(burgers):
+    task, analysis = burgers
+    judge = BuiltinJudge(name="judge-1")
+    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    p1 = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+    assert p1.patch and p1.title.startswith("CFL ->")  # accuracy: a smaller step first
+    child = PoolEntry(candidate=base.candidate.model_copy(update={
+        "id": "c", "code": apply_patch(base.candidate.code, p1.patch), "parents": ["b"],
+        "title": p1.title}), result=ok(2.99e-4))  # no gain: the error is not temporal
+    p2 = asyncio.run(judge.propose(task, base, [base, child], "nrmse"))
+    assert not p2.title.startswith("CFL")
+
+
+def test_robust_judge_and_debug_after_a_blow_up(burgers):
+    task, _ = burgers
+    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "rk4", 0.8), "b")
+    base.result = EvalResult(status="nan", split="dev", feedback="nrmse", message="NaN in output")
+    judge = BuiltinJudge(name="judge-2")
+    fix = asyncio.run(judge.debug(base))
+    d = read_design(apply_patch(base.candidate.code, fix.patch))
+    assert d.cfl == pytest.approx(0.4) and d.limiter == "minmod"
+    prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+    assert read_design(apply_patch(base.candidate.code, prop.patch)).cfl < 0.8
+
+
+def test_hybrid_judge_borrows_from_the_runner_up(burgers):
+    task, _ = burgers
+    a = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "a", 1e-4)
+    b = entry(task, Design("fv", "weno5", "mc", "hll", "ssprk3", 0.4), "b", 2e-4)
+    prop = asyncio.run(BuiltinJudge(name="judge-3").propose(task, a, [a, b], "nrmse"))
+    assert prop.parents == ["a", "b"]
+    d = read_design(apply_patch(a.candidate.code, prop.patch))
+    assert (d.reconstruction, d.riemann) in {("weno5", "rusanov"), ("muscl", "hll")}
+
+
+def test_exhausted_neighbours_switch_family_by_full_rewrite():
+    task = load_task("darcy")
+    analysis = BuiltinAnalyst().analyse_sync(task)
+    judge = BuiltinJudge(name="judge-1")
+    pool = [entry(task, d, f"e{i}", 1e-3 * (i + 1)) for i, d in enumerate(
+        [Design("elliptic"), Design("elliptic", face_mean="harmonic"), Design("elliptic", grid="nodes")])]
+    with pytest.raises(ValueError, match="empty pool"):
+        asyncio.run(judge.nominate(task, analysis, []))
+    asyncio.run(judge.nominate(task, analysis, pool))
+    prop = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
+    assert prop.code is not None and prop.patch is None
+    assert read_design(prop.code) == Design("elliptic", grid="nodes", face_mean="harmonic")
+
+
+def test_repair_patch_sends_the_whole_file(burgers):
+    task, _ = burgers
+    judge = BuiltinJudge(name="judge-1")
+    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+    fixed = asyncio.run(judge.repair_patch(prop, "SEARCH text not found"))
+    assert fixed.patch is None and read_design(fixed.code) == read_design(apply_patch(base.candidate.code, prop.patch))
