@@ -137,8 +137,11 @@ def _loads_tolerant(raw: str):
 
 
 async def ask(model, messages: list, tag: str, *, sample_index: int = 0,
-              temperature: float | None = None, max_tokens: int | None = 8192) -> str:
-    """One chat call with the pipeline's conventions (the tag names the calling role)."""
+              temperature: float | None = 0.7, max_tokens: int | None = 8192) -> str:
+    """One chat call with the pipeline's conventions (the tag names the calling role).
+
+    Temperature 0.7 is CodePDE's setting for non-reasoning models; transports drop it for
+    models that reject it."""
     from pdesharp.llm.base import ChatParams
 
     params = ChatParams(tag=tag, sample_index=sample_index, max_tokens=max_tokens,
