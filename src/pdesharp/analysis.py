@@ -27,12 +27,38 @@ ROUTE_STEPS: list[tuple[str, Route]] = [
 REFERENCE_CELLS = 1024  # the grid of the shared/CodePDE data, where bounds are evaluated
 
 
-class LLMAnalyst:
-    """Implements :class:`pdesharp.roles.Analyst` on a ChatModel."""
+def reference_scales(task: Task, data_dir=None, dev_data=None, limit: int = 20) -> dict[str, float]:
+    """Symbols a stability bound may use, read off the dev data's initial frames: ``<field>max``
+    (max |field|; ``umax`` too for a single unknown) and ``n<axis>`` (grid cells). Empty if
+    the data cannot be read (bounds then stay symbolic)."""
+    try:
+        from pdesharp.data.paths import resolve_split
+        from pdesharp.data.reference import load_reference
 
-    def __init__(self, model, name: str = "analyst"):
+        path = resolve_split(task, "dev", data_dir_override=data_dir, explicit=dev_data)
+        spec = task.data.dev
+        ref = load_reference(task, path, samples=spec.samples if spec else None, limit=limit)
+    except Exception:  # noqa: BLE001 - missing or unreadable data: no numbers, not an error
+        return {}
+    out: dict[str, float] = {}
+    for name, arr in ref.fields.items():
+        first = arr if task.steady else arr[:, 0]
+        out[f"{name}max"] = float(abs(first).max())
+        for axis, size in zip(task.equation.space, first.shape[1:]):
+            out[f"n{axis}"] = int(size)
+    if len(task.equation.unknowns) == 1 and f"{task.equation.unknowns[0]}max" in out:
+        out["umax"] = out[f"{task.equation.unknowns[0]}max"]
+    return out
+
+
+class LLMAnalyst:
+    """Implements :class:`pdesharp.roles.Analyst` on a ChatModel. ``scales`` (see
+    :func:`reference_scales`) turn symbolic time-step bounds into numbers."""
+
+    def __init__(self, model, name: str = "analyst", scales: dict[str, float] | None = None):
         self.model = model
         self.name = name
+        self.scales = scales or {}
 
     async def analyse(self, task: Task) -> Analysis:
         messages = [Message(role="system", content=render("system", role="the analyst"))]
@@ -59,7 +85,8 @@ class LLMAnalyst:
             text, facts = await self._step(messages, "stability", render(
                 "analysis_stability", parameters=list(task.parameters)))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
-            stability = [_bound(b, task) for b in facts.get("bounds", []) if isinstance(b, dict)]
+            stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])
+                         if isinstance(b, dict)]
             schemes = [str(s) for s in facts.get("recommended_schemes", [])]
             key_facts = [str(f) for f in facts.get("key_facts", [])]
         for step in steps[1:]:
@@ -126,16 +153,19 @@ def _classification(facts: dict, task: Task) -> Classification:
                           notes="the model's classification was unreadable; defaults used")
 
 
-def _bound(raw: dict, task: Task) -> StabilityBound:
+def _bound(raw: dict, task: Task, scales: dict[str, float]) -> StabilityBound:
     expr = str(raw.get("expression", ""))
-    value, note = _evaluate_bound(expr, task)
+    value, note = evaluate_bound(expr, task, scales)
     extra = str(raw.get("note", ""))
     return StabilityBound(scheme=str(raw.get("scheme", "")), expression=expr, value=value,
                           note="; ".join(s for s in (extra, note) if s))
 
 
-def _evaluate_bound(expr: str, task: Task) -> tuple[float | None, str]:
-    """dt_max at the task's parameters on a REFERENCE_CELLS grid, if the formula allows."""
+def evaluate_bound(expr: str, task: Task, scales: dict[str, float] | None = None
+                   ) -> tuple[float | None, str]:
+    """dt_max at the task's parameters and the data's scales (grid: the data's, else
+    REFERENCE_CELLS cells), if the formula allows."""
+    scales = scales or {}
     # Every bare identifier is a symbol (so "beta" or "gamma" is not SymPy's special function);
     # identifiers followed by "(" stay functions (abs, sqrt, min, max).
     names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", expr)}
@@ -144,8 +174,9 @@ def _evaluate_bound(expr: str, task: Task) -> tuple[float | None, str]:
     except (sp.SympifyError, SyntaxError, TypeError, ValueError):
         return None, "not SymPy-parsable"
     subs = {sp.Symbol(k): v for k, v in task.constants.items()}
+    subs.update({sp.Symbol(k): v for k, v in scales.items()})
     for axis, (lo, hi) in task.domain.items():
-        subs[sp.Symbol(f"d{axis}")] = (hi - lo) / REFERENCE_CELLS
+        subs[sp.Symbol(f"d{axis}")] = (hi - lo) / scales.get(f"n{axis}", REFERENCE_CELLS)
     value = e.subs(subs)
     if value.free_symbols:
         names = ", ".join(sorted(str(s) for s in value.free_symbols))

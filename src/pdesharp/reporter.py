@@ -50,7 +50,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                   f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
         for b in analysis.stability:
             lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
-                         + (f" ≈ {b.value:.3g} on 1024 cells" if b.value is not None else ""))
+                         + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
         lines += [f"- {f}" for f in analysis.key_facts]
         lines.append("")
         disagreements = store.events("disagreement")

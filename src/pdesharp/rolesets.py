@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from pdesharp.analysis import LLMAnalyst
+from pdesharp.analysis import LLMAnalyst, reference_scales
 from pdesharp.genesis import LLMAuthor
 from pdesharp.llm.base import ChatParams, Message, Reply
 from pdesharp.llm.scripted import ScriptedModel
@@ -150,5 +150,12 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     judges = [LLMJudge(model(s), name=n, feedback=config.feedback)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
-    return Roles(analyst=LLMAnalyst(main), author=LLMAuthor(main, workers=max(8, config.workers)),
+    scales = {}
+    try:
+        from pdesharp.task import load_task
+
+        scales = reference_scales(load_task(config.task), config.data_dir, config.dev_data)
+    except Exception:  # noqa: BLE001 - no task reference (tests, bench): bounds stay symbolic
+        pass
+    return Roles(analyst=LLMAnalyst(main, scales=scales), author=LLMAuthor(main, workers=max(8, config.workers)),
                  judges=judges, reporter=main)

@@ -362,3 +362,17 @@ def test_budget_stop_during_genesis_keeps_written_candidates(tmp_path):
     assert 0 < len(written) == n_genesis < 8  # every paid sample kept, none beyond the budget
     assert all((tmp_path / "run" / "candidates" / f"{c.id}.py").is_file() for c in written)
     assert store.n_evaluations == 0
+
+
+def test_stability_bounds_use_the_data_scales(shared_data):
+    from pdesharp.analysis import evaluate_bound, reference_scales
+
+    task = load_task("burgers")
+    scales = reference_scales(task, dev_data=shared_data / "burgers_dev.hdf5")
+    assert scales["nx"] == 1024 and 0.1 < scales["umax"] < 10
+    value, note = evaluate_bound("min(0.4*dx/umax, dx**2/(2*nu))", task, scales)
+    dx = 1 / 1024  # nu is the solver's argument (0.01/pi): the diffusive limit is the smaller
+    assert note == "" and value == pytest.approx(min(0.4 * dx / scales["umax"],
+                                                     dx**2 / (2 * task.parameters["nu"])))
+    assert evaluate_bound("dx/umax", task, {})[1] == "depends on umax"
+    assert evaluate_bound("dx/(", task, {})[1] == "not SymPy-parsable"
