@@ -141,3 +141,18 @@ def test_unsupported_pdes_get_a_clear_message(equation, boundary, space, needle)
         BuiltinAnalyst().analyse_sync(task)
     msg = str(err.value)
     assert needle in msg and "--model openai:gpt-4o" in msg
+
+
+def test_bounds_are_read_from_the_dev_data(shared_data):
+    b = DataBounds.from_reference(load_task("burgers"), shared_data, limit=3)
+    lo, hi = b.fields["u"]
+    assert b.n == {"x": 1024} and lo < 0 < hi and hi - lo < 10
+
+
+def test_pipeline_hook_gives_builtin_roles(shared_data):
+    from pdesharp.pipeline import SolveConfig
+    from pdesharp.rolesets import builtin_roles
+
+    roles = builtin_roles(SolveConfig(task="burgers", data_dir=str(shared_data)))
+    assert isinstance(roles.analyst, BuiltinAnalyst) and roles.analyst.data_dir == str(shared_data)
+    assert [j.strategy for j in roles.judges] == ["accuracy", "robust", "hybrid"]

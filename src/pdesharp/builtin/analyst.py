@@ -30,12 +30,13 @@ class DataBounds:
     n: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_reference(cls, task: Task, data_dir=None, split: str = "dev", limit: int = 20) -> "DataBounds":
+    def from_reference(cls, task: Task, data_dir=None, split: str = "dev", limit: int = 20,
+                       explicit=None) -> "DataBounds":
         """Bounds of the initial frames (or coefficients) of a split's reference file."""
         from pdesharp.data.paths import resolve_split
         from pdesharp.data.reference import load_reference
 
-        path = resolve_split(task, split, data_dir_override=data_dir)
+        path = resolve_split(task, split, data_dir_override=data_dir, explicit=explicit)
         spec = getattr(task.data, split)
         ref = load_reference(task, path, samples=spec.samples if spec else None, limit=limit)
         fields, n = {}, {}
@@ -53,16 +54,17 @@ class BuiltinAnalyst:
 
     name = "builtin"
 
-    def __init__(self, data_bounds: DataBounds | None = None, data_dir=None):
+    def __init__(self, data_bounds: DataBounds | None = None, data_dir=None, dev_data=None):
         self.data_bounds = data_bounds
         self.data_dir = data_dir
+        self.dev_data = dev_data  # an explicit dev file wins over the data directory
 
     def bounds_for(self, task: Task) -> tuple[DataBounds, list[str]]:
         notes: list[str] = []
         b = self.data_bounds
-        if b is None and self.data_dir is not None:
+        if b is None and (self.data_dir is not None or self.dev_data is not None):
             try:
-                b = DataBounds.from_reference(task, self.data_dir)
+                b = DataBounds.from_reference(task, self.data_dir, explicit=self.dev_data)
             except Exception as exc:  # no data: fall back to assumed bounds, and say so
                 notes.append(f"could not read data bounds ({exc}); assumed defaults")
         b = b or DataBounds()
