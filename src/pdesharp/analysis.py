@@ -83,7 +83,8 @@ class LLMAnalyst:
         key_facts: list[str] = []
         if route != "analytical":
             text, facts = await self._step(messages, "stability", render(
-                "analysis_stability", parameters=list(task.parameters)))
+                "analysis_stability", parameters=list(task.parameters),
+                unknowns=list(task.equation.unknowns)))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
             stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])
                          if isinstance(b, dict)]
