@@ -78,8 +78,12 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 
 
 def extract_code(text: str) -> str | None:
-    """The longest ```python fenced block (CodePDE's rule); None if there is none."""
-    blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("python", "py")]
+    """The longest ```python fenced block (CodePDE's rule); failing that, the longest untagged
+    block that defines a function (some models omit the language tag); else None."""
+    fences = _FENCE.findall(text)
+    blocks = [body for lang, body in fences if lang.lower() in ("python", "py", "python3")]
+    if not blocks:
+        blocks = [body for lang, body in fences if not lang and "def " in body]
     if not blocks:
         return None
     return max(blocks, key=len).strip("\n") + "\n"
@@ -93,9 +97,9 @@ def without_json(text: str) -> str:
 def extract_json(text: str) -> dict | None:
     """The last JSON object in ``text``: a ```json block if any, else the last balanced
     ``{...}``. Tolerates trailing commas and Python literals (True/False/None)."""
-    candidates = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
-    candidates += _balanced_objects(text)
-    for raw in reversed(candidates):
+    fenced = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
+    # a fenced block wins over a brace pair in prose or code; the last of each kind wins
+    for raw in [*reversed(fenced), *reversed(_balanced_objects(text))]:
         obj = _loads_tolerant(raw.strip())
         if isinstance(obj, dict):
             return obj
