@@ -20,7 +20,7 @@ from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
 from pdesharp.store import RunStore, RunStoreError
-from pdesharp.task import TaskError, load_task
+from pdesharp.task import TaskError, load_task, load_task_file
 
 DEFAULT_OUT = "runs"
 
@@ -123,14 +123,18 @@ def cmd_resume(args) -> int:
     if store.status == "finished":
         print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
         return 0
-    config = config_of(store)
+    try:
+        config = config_of(store)
+    except ValueError as exc:  # pydantic's ValidationError: another command's run folder
+        fail(f"{store.dir} is not a `pdesharp solve` run (its config does not validate: "
+             f"{str(exc).splitlines()[0]})")
     raised = {k: getattr(args, k) for k in ("max_usd", "max_tokens", "max_evals")
               if getattr(args, k, None) is not None}
     if raised:
         config = config.model_copy(update=raised)
         store.update_config(dump_config(config))
-    try:
-        task = load_task(config.task)
+    try:  # the task exactly as solved (a built-in YAML may have changed since)
+        task = load_task_file(store.dir / "task.yaml")
     except TaskError as exc:
         fail(str(exc))
     store.event("resume")

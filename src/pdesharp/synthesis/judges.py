@@ -17,6 +17,8 @@ from pdesharp.roles import Nomination, PoolEntry, Proposal
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.task import Task
 
+MAX_CODE_CHARS = 16000  # per solver in a pool listing: one runaway reply must not flood a prompt
+
 FEEDBACK_NOTES = {
     "nrmse": "the nRMSE of each executed solver against the dev-split reference data, its run "
              "time and its empirical convergence rate",
@@ -79,9 +81,11 @@ class LLMJudge:
             show = code and c.id not in self._shown and bool(c.code.strip())
             if show:
                 self._shown.add(c.id)
+            code_text = c.code if len(c.code) <= MAX_CODE_CHARS else (
+                c.code[:MAX_CODE_CHARS] + f"\n# ... ({len(c.code) - MAX_CODE_CHARS} more characters)")
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
                         "judge": c.judge, "justification": c.justification,
-                        "static_check": c.static_check, "code": c.code, "show_code": show,
+                        "static_check": c.static_check, "code": code_text, "show_code": show,
                         "result": describe_result(e.result, self.feedback)})
         return out
 
