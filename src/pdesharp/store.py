@@ -238,7 +238,7 @@ class RunStore:
             self._insert_eval(candidate.id, sha, split, feedback, result, counted=False)
             return result
         if self.eval_limit is not None and split != "test" and \
-                self.n_evaluations + len(self._inflight) >= self.eval_limit:
+                self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
             raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
                                  " (--max-evals)")
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -293,7 +293,15 @@ class RunStore:
 
     @property
     def n_evaluations(self) -> int:
+        """Every counted execution of the run (feedback split and final test run)."""
         return self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1").fetchone()[0]
+
+    @property
+    def n_feedback_evaluations(self) -> int:
+        """Counted executions that fed the search (every split but the final test split):
+        PDE-SHARP's cost metric, and what ``--max-evals`` limits."""
+        return self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 "
+                               "AND split != 'test'").fetchone()[0]
 
     # -- debugging iterations --------------------------------------------------------------
     def count_debug_iteration(self, candidate_id: str, key: str | None = None) -> None:
@@ -361,7 +369,9 @@ class RunStore:
         self._flush_wall()
         wall = self.db.execute("SELECT wall_seconds FROM runs WHERE id=?",
                                (self.run_id,)).fetchone()[0]
-        return {"evaluations": self.n_evaluations, "debug_iterations": self.n_debug_iterations,
+        return {"evaluations": self.n_feedback_evaluations,
+                "test_evaluations": self.n_evaluations - self.n_feedback_evaluations,
+                "debug_iterations": self.n_debug_iterations,
                 "model_calls": q[0], "cached_model_calls": q[1], "tokens_in": q[2],
                 "tokens_out": q[3], "cost_usd": round(q[4], 6), "wall_seconds": round(wall, 2)}
 
