@@ -27,7 +27,8 @@ PUBLISHED = {"advection": 5.2e-4, "burgers": 1.05e-4, "reacdiff1d": 2.3e-3, "cns
 async def tournament(task, evaluator, budget: int, n_candidates: int, log) -> tuple:
     analysis = await BuiltinAnalyst(data_dir=evaluator.data_dir).analyse(task)
     pool = [PoolEntry(candidate=c) for c in await BuiltinAuthor().write(task, analysis, n_candidates)]
-    judges = [BuiltinJudge(name=f"judge-{i + 1}") for i in range(3)]
+    shared: set = set()
+    judges = [BuiltinJudge(name=f"judge-{i + 1}", shared=shared) for i in range(3)]
     used = 0
 
     async def run(entry: PoolEntry):

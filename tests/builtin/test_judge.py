@@ -117,3 +117,13 @@ def test_repair_patch_sends_the_whole_file(burgers):
     prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
     fixed = asyncio.run(judge.repair_patch(prop, "SEARCH text not found"))
     assert fixed.patch is None and read_design(fixed.code) == read_design(apply_patch(base.candidate.code, prop.patch))
+
+
+def test_judges_of_one_tournament_never_propose_the_same_design():
+    task = load_task("advection")
+    base = entry(task, Design("exact"), "x", 1e-3)
+    shared: set = set()
+    judges = [BuiltinJudge(name=f"judge-{i}", shared=shared) for i in (1, 2)]
+    props = [asyncio.run(j.propose(task, base, [base], "nrmse")) for j in judges]
+    codes = [p.code or apply_patch(base.candidate.code, p.patch) for p in props]
+    assert codes[0] != codes[1]

@@ -35,7 +35,8 @@ def make_roles(config):
     data_dir = getattr(config, "data_dir", None)
     analyst = BuiltinAnalyst(data_dir=data_dir if data_dir is not None else _default_data_dir(),
                              dev_data=getattr(config, "dev_data", None))
-    judges = [BuiltinJudge(name=n, feedback=config.feedback) for n in JUDGE_NAMES]
+    shared: set = set()  # the three judges never propose the same design twice
+    judges = [BuiltinJudge(name=n, feedback=config.feedback, shared=shared) for n in JUDGE_NAMES]
     return Roles(analyst=analyst, author=BuiltinAuthor(), judges=judges, reporter=None)
 
 

@@ -138,9 +138,13 @@ def _neighbours(d: Design, strategy: str, failed: bool, has_flux: bool = True,
 class BuiltinJudge:
     """A rule-based judge (implements ``roles.Judge``)."""
 
-    def __init__(self, name: str = "judge-1", feedback: str = "nrmse", strategy: str | None = None):
+    def __init__(self, name: str = "judge-1", feedback: str = "nrmse", strategy: str | None = None,
+                 shared: set | None = None):
         self.name = name
         self.feedback = feedback
+        # designs proposed by any judge of the same tournament: judges propose concurrently, so
+        # without it two of them can send the same patch in one round and waste an evaluation
+        self._shared: set = shared if shared is not None else set()
         idx = int(name.rsplit("-", 1)[-1]) - 1 if name.rsplit("-", 1)[-1].isdigit() else 0
         self.strategy = strategy or STRATEGIES[idx % 3]
         self.reset()
@@ -194,7 +198,7 @@ class BuiltinJudge:
 
     # ---- proposals -----------------------------------------------------------------------
     def _seen(self, results: list[PoolEntry]) -> set[tuple]:
-        seen = set(self._tried)
+        seen = set(self._tried) | self._shared
         for e in results:
             d = read_design(e.candidate.code)
             if d is not None:
@@ -230,6 +234,7 @@ class BuiltinJudge:
             if new.key() in seen or new == d:
                 continue
             self._tried.add(new.key())
+            self._shared.add(new.key())
             const = next(k for k, v in _AXES.items() if v == field)
             patch = constant_patch(base.candidate.code, {const: value})
             return Proposal(judge=self.name, base=bid, parents=[bid],
@@ -268,6 +273,7 @@ class BuiltinJudge:
             return None
         new = min(options, key=predicted_rank_score)
         self._tried.add(new.key())
+        self._shared.add(new.key())
         bid = base.candidate.id
         return Proposal(judge=self.name, base=bid, parents=[bid], title=f"rewrite: {new.title}",
                         code=render(task, new, analysis_facts=facts),
@@ -277,6 +283,7 @@ class BuiltinJudge:
     def _halve_step(self, task, base, d) -> Proposal:
         new = d.with_(cfl=round(d.cfl / 2, 5))
         self._tried.add(new.key())
+        self._shared.add(new.key())
         bid = base.candidate.id
         if d.family in ("elliptic", "exact"):
             raise ValueError(f"{self.name}: the catalogue has no untried design left for this task")
@@ -301,6 +308,7 @@ class BuiltinJudge:
                 if new.key() in seen:
                     continue
                 self._tried.add(new.key())
+                self._shared.add(new.key())
                 return Proposal(
                     judge=self.name, base=base.candidate.id,
                     parents=[base.candidate.id, e.candidate.id], title=f"{k} from {e.candidate.id}",
