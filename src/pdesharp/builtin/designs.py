@@ -43,6 +43,7 @@ class Design:
     grid: str = "cells"  # elliptic: unknowns at cell centres, or at nodes + spline back
     face_mean: str = "arithmetic"
     viscous: str = "explicit"  # explicit (in the RHS) | subcycle (split, cheap viscous sub-steps)
+    has_flux: bool = True  # not a design axis: a flux-free law needs no reconstruction or CFL
 
     def key(self) -> tuple:
         return tuple(asdict(self).values())
@@ -63,7 +64,10 @@ class Design:
         recon = self.reconstruction if self.reconstruction != "muscl" else f"MUSCL-{self.limiter}"
         fv = f"{recon} + {self.riemann} + {self.integrator}, CFL {self.cfl}"
         if f == "split":
-            return f"Strang splitting: exact diffusion ({self.symbol}), exact source, {fv}{ref}"
+            dt = "" if math.isinf(self.split_dt) else f", step <= {self.split_dt:.3g}"
+            if not self.has_flux:
+                return f"Strang splitting: exact diffusion ({self.symbol}), exact source step{dt}{ref}"
+            return f"Strang splitting: exact diffusion ({self.symbol}), exact source, {fv}{dt}{ref}"
         vis = ", viscous sub-cycling" if self.viscous == "subcycle" else ""
         return f"finite volume: {fv}{vis}{ref}"
 
@@ -116,14 +120,15 @@ def candidate_designs(struct, facts: dict) -> list[Design]:
     if scalar and facts.get("linear_symbol"):
         out.append(Design("exact", symbol="spectral"))
     if scalar and facts.get("diffusion_constant") and (stiff or struct.has_source):
-        out.append(Design("split", symbol="fd2", integrator="ssprk3", cfl=0.4))
-        out.append(Design("split", symbol="spectral", integrator="ssprk3", cfl=0.4))
-        if not struct.has_flux:
+        hf = struct.has_flux
+        out.append(Design("split", symbol="fd2", integrator="ssprk3", cfl=0.4, has_flux=hf))
+        out.append(Design("split", symbol="spectral", integrator="ssprk3", cfl=0.4, has_flux=hf))
+        if not hf:
             # no flux: only the splitting step and the diffusion symbol matter
             dt_out = facts.get("dt_output", 0.01)
             for frac in (4, 16):
-                out.append(Design("split", symbol="fd2", split_dt=dt_out / frac))
-                out.append(Design("split", symbol="spectral", split_dt=dt_out / frac))
+                out.append(Design("split", symbol="fd2", split_dt=dt_out / frac, has_flux=hf))
+                out.append(Design("split", symbol="spectral", split_dt=dt_out / frac, has_flux=hf))
     fv = [
         Design("fv", "muscl", "mc", "rusanov", "rk2mid", 0.4),
         Design("fv", "weno5", "mc", "rusanov", "ssprk3", 0.4),
@@ -145,6 +150,7 @@ def candidate_designs(struct, facts: dict) -> list[Design]:
         out.append(Design("spectral", cfl=0.4))
     if scalar and struct.has_flux and not facts.get("diffusion_constant"):
         pass
+    out = [d.with_(has_flux=struct.has_flux) for d in out]
     seen, unique = set(), []
     for d in out:
         if d.key() not in seen:

@@ -29,7 +29,7 @@ _AXES = {  # constant name -> Design field
     "RECONSTRUCTION": "reconstruction", "LIMITER": "limiter", "RIEMANN": "riemann",
     "INTEGRATOR": "integrator", "CFL": "cfl", "CFL_DIFF": "cfl_diff", "REFINE": "refine",
     "SYMBOL": "symbol", "SPLIT_DT": "split_dt", "VISCOUS": "viscous", "GRID": "grid",
-    "FACE_MEAN": "face_mean",
+    "FACE_MEAN": "face_mean", "HAS_FLUX": "has_flux",
 }
 _LINE = re.compile(r"^(?P<name>[A-Z_]+) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
 
@@ -47,6 +47,8 @@ def read_design(code: str) -> Design | None:
         v = m["value"].strip()
         if v.startswith('"'):
             kw[field] = v.strip('"')
+        elif v in ("True", "False"):
+            kw[field] = v == "True"
         elif v == "np.inf":
             kw[field] = math.inf
         else:
@@ -302,7 +304,7 @@ class BuiltinJudge:
             if od.family != d.family:
                 continue
             changes = {k: getattr(od, f) for k, f in _AXES.items()
-                       if getattr(od, f) != getattr(d, f) and f not in ("cfl", "cfl_diff")}
+                       if getattr(od, f) != getattr(d, f) and f not in ("cfl", "cfl_diff", "has_flux")}
             for k, v in changes.items():
                 new = d.with_(**{_AXES[k]: v})
                 if new.key() in seen:
