@@ -35,9 +35,15 @@ class IntegrationFailed(RuntimeError, ValueError):
 
 
 def _scales(u0: np.ndarray) -> np.ndarray:
-    """Per-unknown size max|u0| (floored), used for absolute tolerances and error norms."""
+    """Per-unknown size max|u0|, used for absolute tolerances and error norms.
+
+    Floored at 1e-6 of the largest unknown's size (and 1 when all data are zero), so that a field
+    starting at zero does not ask for an absolute error of 1e-24.
+    """
     axes = (0,) + tuple(range(2, u0.ndim))
-    return np.maximum(np.abs(u0).max(axis=axes), 1e-12)
+    s = np.abs(u0).max(axis=axes)
+    top = float(s.max(initial=0.0))
+    return np.maximum(s, 1e-6 * top) if top > 0 else np.ones_like(s)
 
 
 def dop853(rhs: Rhs, u0: np.ndarray, t_out: np.ndarray, *, rtol: float = 1e-12) -> tuple[np.ndarray, dict]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from pdesharp.task import Task, task_from_dict
 
 
@@ -31,8 +29,3 @@ def make_task(equations, unknowns, parameters=None, *, space=("x",), domain=None
     if generator is not None:
         spec["generator"] = generator
     return task_from_dict(spec, "test spec")
-
-
-@pytest.fixture
-def task_factory():
-    return make_task
