@@ -89,6 +89,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     store.set_status("running")
     store.eval_limit = config.max_evals
     analysis: Analysis | None = None
+    tournament: Tournament | None = None
     stop_reason = ""
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
@@ -116,8 +117,9 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
             workers=config.workers)
-        await Tournament(task, analysis, roles.judges, store, evaluator, settings,
-                         progress).run(candidates)
+        tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
+                                progress)
+        await tournament.run(candidates)
     except BudgetExceeded as exc:
         for c in getattr(exc, "candidates", []):  # Genesis samples completed before the stop
             store.add_candidate(c.model_copy(update={"static_check": static_check(c.code, task)}))
@@ -128,7 +130,10 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     # 4. Final evaluation: the best solver by feedback, once, on the test split. This number
     #    is reported and never shown to any model.
     progress(stage="test")
-    best = store.best_candidate("dev", config.feedback)
+    # The tournament's own ranking (ties broken by its fixed pool order, so a resumed run
+    # picks the same solver); the store's if the search stopped before the tournament.
+    best = (tournament.best() if tournament is not None else None) or \
+        store.best_candidate("dev", config.feedback)
     test_nrmse, test_note = None, ""
     if best is None:
         test_note = "no solver executed successfully"

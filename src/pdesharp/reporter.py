@@ -91,9 +91,9 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
             lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
     lines += ["", "## Accounting", "",
-              f"- Solver evaluations: {acc['evaluations']} on the feedback split "
-              f"(debugging iterations: {acc['debug_iterations']}), plus "
-              f"{acc['test_evaluations']} final test-split evaluation(s)",
+              f"- Solver evaluations: {acc['evaluations']} ({acc['feedback_evaluations']} on "
+              f"the feedback split, {acc['test_evaluations']} final test-split run); "
+              f"debugging iterations: {acc['debug_iterations']}",
               f"- Model calls: {acc['model_calls']} paid, {acc['cached_model_calls']} from cache "
               f"or replay; tokens in/out: {acc['tokens_in']}/{acc['tokens_out']}; "
               f"cost: ${acc['cost_usd']:.4f}",

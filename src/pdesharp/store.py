@@ -369,8 +369,9 @@ class RunStore:
         self._flush_wall()
         wall = self.db.execute("SELECT wall_seconds FROM runs WHERE id=?",
                                (self.run_id,)).fetchone()[0]
-        return {"evaluations": self.n_feedback_evaluations,
-                "test_evaluations": self.n_evaluations - self.n_feedback_evaluations,
+        n_all, n_feedback = self.n_evaluations, self.n_feedback_evaluations
+        return {"evaluations": n_all, "feedback_evaluations": n_feedback,
+                "test_evaluations": n_all - n_feedback,
                 "debug_iterations": self.n_debug_iterations,
                 "model_calls": q[0], "cached_model_calls": q[1], "tokens_in": q[2],
                 "tokens_out": q[3], "cost_usd": round(q[4], 6), "wall_seconds": round(wall, 2)}

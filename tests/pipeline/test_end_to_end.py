@@ -81,7 +81,8 @@ def test_solve_over_http_with_real_evaluator(tmp_path, shared_data, monkeypatch)
     assert s["model_calls"] == 15 and s["tokens_in"] > 0
     # g1, the crashing g2 and its fix g2-d1; the undamped solver (two judges' identical patch
     # and judge-3's identical hybrid share one execution); the final test evaluation
-    assert s["evaluations"] == 4 and s["test_evaluations"] == 1 and s["debug_iterations"] == 1
+    assert s["evaluations"] == 5 and s["feedback_evaluations"] == 4
+    assert s["test_evaluations"] == 1 and s["debug_iterations"] == 1
     g2 = store.result_for("g2", "dev", "nrmse")
     assert g2.status == "error" and "scripted crash" in g2.stderr_tail
     # copying u0 into every frame: an O(1) error against moving waves

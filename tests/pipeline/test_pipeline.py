@@ -96,7 +96,7 @@ def test_numerical_route_full_tournament(tmp_path):
     dev_runs = [c for c in ev.calls if c[1] == "dev"]
     assert len(dev_runs) == 7 and ev.calls.count(("c0r1-j3", "test")) == 1
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert s["evaluations"] == 7 and s["test_evaluations"] == 1
+    assert s["evaluations"] == 8 and s["feedback_evaluations"] == 7 and s["test_evaluations"] == 1
     assert s["debug_iterations"] == 1 and s["model_calls"] == 29
     assert s["best_dev_score"] == pytest.approx(1e-3) and s["test_nrmse"] == pytest.approx(7e-3)
     assert res.best_id == "c0r1-j3" and res.status == "finished"
@@ -213,7 +213,7 @@ def test_budget_stop_on_evaluations_keeps_best_so_far(tmp_path):
     assert res.status == "budget_stop" and "--max-evals" in res.stop_reason
     assert store.status == "budget_stop" and len(store.events("budget_stop")) == 1
     s = store.summary()
-    assert s["evaluations"] == 3 and s["test_evaluations"] == 1  # the test run is extra
+    assert s["feedback_evaluations"] == 3 and s["test_evaluations"] == 1  # test run is extra
     assert s["best_solver"] and res.test_nrmse is not None
     assert "reporter" not in calls_by_tag(store)  # no narrative after a budget stop
     assert "Stopped early" in (tmp_path / "run" / "report.md").read_text()
