@@ -51,3 +51,26 @@ def test_resume_raises_budget_and_show(tmp_path, capsys):
     except SystemExit:
         pass
     assert json.loads((tmp_path / "b" / "config.json").read_text())["max_evals"] == 9
+
+
+def test_a_live_run_cannot_be_resumed_twice(tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    store = RunStore.create(tmp_path, task=load_task("advection"),
+                            config=dump_config(SolveConfig(task="advection", model="x")),
+                            run_id="live")
+    store.close()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / "live" / "run.lock").write_text(str(sleeper.pid))
+        with pytest.raises(SystemExit):
+            main(["resume", str(tmp_path / "live"), "--quiet"])
+        assert f"process {sleeper.pid}" in capsys.readouterr().err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert os.path.exists(tmp_path / "live" / "run.lock")  # the live owner's lock is kept

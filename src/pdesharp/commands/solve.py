@@ -148,6 +148,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     from pdesharp.rolesets import build_roles
 
     console = Console(stderr=True)
+    lock = _claim(store)
     evaluator = Evaluator(task, data_dir=config.data_dir, dev_data=config.dev_data,
                           test_data=config.test_data, workers=config.workers,
                           timeout=config.timeout, max_samples=config.max_samples,
@@ -161,6 +162,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
             shutil.rmtree(store.dir, ignore_errors=True)
             fail(str(exc))
         store.set_status("failed", str(exc)[:300])
+        lock.unlink(missing_ok=True)
         fail(f"{exc}\n(run folder: {store.dir})")
     display = Display(store.run_id)
     progress = display.update(store)
@@ -185,6 +187,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         return 130
     finally:
         store.close()
+        lock.unlink(missing_ok=True)
     s = result.summary
     if result.stop_reason:
         console.print(f"[yellow]budget stop:[/] {result.stop_reason} (best result so far kept)")
@@ -198,6 +201,23 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
           f"${s['cost_usd']:.4f}")
     print(f"report:         {result.run_dir / 'report.md'}")
     return 0
+
+
+def _claim(store: RunStore) -> Path:
+    """One process per run folder: a second `resume` of a live run would duplicate work."""
+    import psutil
+
+    lock = store.dir / "run.lock"
+    if lock.is_file():
+        try:
+            pid = int(lock.read_text().strip() or 0)
+        except ValueError:
+            pid = 0
+        if pid and pid != os.getpid() and psutil.pid_exists(pid):
+            fail(f"run {store.run_id} is being worked on by process {pid}; wait for it or stop "
+                 f"it first (a killed run leaves a stale lock, which is ignored)")
+    lock.write_text(str(os.getpid()))
+    return lock
 
 
 def _fmt(v) -> str:
