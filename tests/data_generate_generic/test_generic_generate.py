@@ -34,11 +34,36 @@ def test_generate_task_layout_and_reproducibility():
     np.testing.assert_allclose(a["x-coordinate"], (np.arange(32) + 0.5) / 32)
     np.testing.assert_array_equal(a["tensor"], b["tensor"])  # same seed -> identical data
     assert np.abs(a["tensor"] - c["tensor"]).max() > 0.1
-    # without a range the initial fields are scaled to max |u| <= 1 (1 on the fine grid)
-    assert 0.8 < np.abs(a["tensor"][:, 0]).max() <= 1.0 + 1e-12
+    # without a range the initial fields are scaled to max |u| = 1, measured on a 128-point
+    # reference grid (sampling error of the maximum < 0.5 %)
+    assert 0.8 < np.abs(a["tensor"][:, 0]).max() <= 1.005
     # samples differ from each other and evolve
     assert np.abs(a["tensor"][0, 0] - a["tensor"][1, 0]).max() > 0.1
     assert np.abs(a["tensor"][:, -1] - a["tensor"][:, 0]).max() > 1e-2
+
+
+def trig_interpolate(values, length, x):
+    """The trigonometric interpolant of periodic cell-centred samples [..., N], evaluated at x."""
+    n = values.shape[-1]
+    spec = np.fft.fft(values, axis=-1) / n
+    m = np.fft.fftfreq(n, 1.0 / n)
+    if n % 2 == 0:  # drop the (ambiguous) Nyquist mode
+        spec[..., n // 2] = 0
+    x0 = 0.5 * length / n
+    phase = np.exp(2j * np.pi * np.outer(m, x - x0) / length)
+    return np.real(spec @ phase)
+
+
+def test_same_seed_same_functions_at_every_resolution_spectral_self_convergence():
+    # a nonlinear PDE, nx = 24 and 48 from the same seed: the initial functions are identical and
+    # both runs resolve the (analytic) solution, so the 48-point trajectory interpolated to the
+    # 24 points must match to near the integration tolerance (an O(h^p) method would show
+    # ~1e-3 here; spectral accuracy gives ~1e-9)
+    task = allen_cahn(modes=3)
+    coarse = generate_task(task, 2, seed=11, nx=24)
+    fine = generate_task(task, 2, seed=11, nx=48)
+    on_coarse = trig_interpolate(fine["tensor"], 1.0, coarse["x-coordinate"])
+    assert np.abs(on_coarse - coarse["tensor"]).max() < 1e-7
 
 
 def test_generated_frames_match_simulating_the_stored_initial_data():
@@ -60,8 +85,9 @@ def test_ranges_from_the_generator_section_and_2d_layout():
     assert set(out) == {"height", "Vx", "Vy", "t-coordinate", "x-coordinate", "y-coordinate"}
     assert out["height"].shape == (2, 3, 8, 8)
     h0, u0 = out["height"][:, 0], out["Vx"][:, 0]
-    assert h0.min() >= 0.9 - 1e-12 and h0.max() <= 1.1 + 1e-12 and h0.max() - h0.min() > 0.1
-    assert u0.min() >= -0.05 - 1e-12 and u0.max() <= 0.05 + 1e-12
+    # ranges hold to the reference grid's sampling error of the extrema (< 0.5 % of the span)
+    assert h0.min() >= 0.9 - 1e-3 and h0.max() <= 1.1 + 1e-3 and h0.max() - h0.min() > 0.1
+    assert u0.min() >= -0.05 - 5e-4 and u0.max() <= 0.05 + 5e-4
     np.testing.assert_allclose(out["y-coordinate"], (np.arange(8) + 0.5) / 8)
 
 

@@ -9,7 +9,10 @@ appears once). Being a finite Fourier sum it is exactly periodic and band-limite
 represented exactly on any grid with more than 2K points per axis, and the spectral simulation
 starts from the same function whatever its internal resolution. Each sample is then scaled
 affinely: into ``[lo, hi]`` if the task's ``generator.ranges`` names a range for that unknown
-(min → lo, max → hi, measured on the sampled grid), otherwise to zero mean and max |u| = 1.
+(min → lo, max → hi), otherwise to zero mean and max |u| = 1. The min and max are measured on a
+fixed reference grid (32 points per mode and axis), not on the requested points, so a seed gives
+the same functions at every resolution (which is what a convergence study needs); the ranges hold
+to within ~0.5 % of their span (the reference grid's sampling error of the extrema).
 
 Draws come from ``numpy.random.default_rng(seed)`` in a fixed order (sample, unknown, mode), so a
 seed reproduces the data exactly on any machine with the same NumPy.
@@ -45,24 +48,32 @@ def random_fields(points: Sequence[np.ndarray], lo: Sequence[float], lengths: Se
     mvec = mode_vectors(dim, modes)  # [M, dim]
     weight = np.linalg.norm(mvec, axis=1) ** (-decay)  # [M]
     coeff = rng.standard_normal((n_samples, len(unknowns), len(mvec), 2)) * weight[:, None]
-    # phase θ_m(x) = 2π Σ_a m_a (x_a − lo_a)/L_a on the grid, [M, *grid]
-    mesh = np.meshgrid(*[(np.asarray(p, float) - lo_a) / la
-                         for p, lo_a, la in zip(points, lo, lengths)], indexing="ij")
-    theta = 2.0 * np.pi * sum(mvec[:, a].reshape((-1,) + (1,) * dim) * mesh[a] for a in range(dim))
-    cos, sin = np.cos(theta), np.sin(theta)
+    n_ref = 32 * modes
+    ref_points = [lo_a + la * np.arange(n_ref) / n_ref for lo_a, la in zip(lo, lengths)]
     out: dict[str, np.ndarray] = {}
     axes = tuple(range(1, dim + 1))
     for j, name in enumerate(unknowns):
-        a = coeff[:, j, :, 0].reshape((n_samples, -1) + (1,) * dim)
-        b = coeff[:, j, :, 1].reshape((n_samples, -1) + (1,) * dim)
-        u = (a * cos + b * sin).sum(axis=1)  # [B, *grid], zero mean by construction
+        u = _evaluate(coeff[:, j], mvec, points, lo, lengths)
+        ref = _evaluate(coeff[:, j], mvec, ref_points, lo, lengths)
         if name in ranges:
             low, high = ranges[name]
-            umin = u.min(axis=axes, keepdims=True)
-            umax = u.max(axis=axes, keepdims=True)
+            umin = ref.min(axis=axes, keepdims=True)
+            umax = ref.max(axis=axes, keepdims=True)
             span = np.where(umax > umin, umax - umin, 1.0)
             u = low + (high - low) * (u - umin) / span
         else:
-            u = u / np.maximum(np.abs(u).max(axis=axes, keepdims=True), 1e-300)
+            u = u / np.maximum(np.abs(ref).max(axis=axes, keepdims=True), 1e-300)
         out[name] = u
     return out
+
+
+def _evaluate(coeff: np.ndarray, mvec: np.ndarray, points: Sequence[np.ndarray],
+              lo: Sequence[float], lengths: Sequence[float]) -> np.ndarray:
+    """Σ_m a_m cos θ_m + b_m sin θ_m on the tensor grid ``points``; coeff [B, M, 2] -> [B, *grid]."""
+    dim = len(points)
+    mesh = np.meshgrid(*[(np.asarray(p, float) - lo_a) / la
+                         for p, lo_a, la in zip(points, lo, lengths)], indexing="ij")
+    theta = 2.0 * np.pi * sum(mvec[:, a].reshape((-1,) + (1,) * dim) * mesh[a] for a in range(dim))
+    shape = coeff.shape[:2] + (1,) * dim
+    return (coeff[..., 0].reshape(shape) * np.cos(theta)
+            + coeff[..., 1].reshape(shape) * np.sin(theta)).sum(axis=1)
