@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Analysis, Feedback
+from pdesharp.reporter import write_report
 from pdesharp.store import RunStore
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
@@ -156,8 +157,6 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
              "route": analysis.route if analysis else None}
     progress(stage="report")
-    from pdesharp.reporter import write_report
-
     await write_report(task, store, analysis, config, None if stop_reason else roles.reporter, final)
     summary = store.write_summary(**final)
     progress(stage="done", **final)
