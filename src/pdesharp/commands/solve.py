@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 from pathlib import Path
 
 from rich.console import Console
@@ -171,6 +172,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         if hasattr(model, "on_call"):  # a RecordingModel: refresh tokens/cost per call
             model.on_call = lambda tag: progress(last_call=tag)
     hint = f"the run is resumable: pdesharp resume {store.dir}"
+    previous = signal.signal(signal.SIGTERM, _terminate)  # `kill`/timeouts end like Ctrl-C
     try:
         with Live(display, console=console, refresh_per_second=4, transient=False,
                   redirect_stdout=False) if not quiet and console.is_terminal else _Null():
@@ -186,6 +188,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         console.print(f"interrupted; {hint}")
         return 130
     finally:
+        signal.signal(signal.SIGTERM, previous)
         store.close()
         lock.unlink(missing_ok=True)
     s = result.summary
@@ -201,6 +204,10 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
           f"${s['cost_usd']:.4f}")
     print(f"report:         {result.run_dir / 'report.md'}")
     return 0
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # unwinds asyncio.run: tasks are cancelled, sandboxes cleaned up
 
 
 def _claim(store: RunStore) -> Path:
