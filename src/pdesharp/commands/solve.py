@@ -36,18 +36,24 @@ def register(sub) -> None:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint URL")
     add_llm_arguments(p)
     p.add_argument("--candidates", type=int, default=32, help="Genesis samples (default 32)")
-    p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse")
-    p.add_argument("--max-rounds", type=int, default=4)
-    p.add_argument("--rejudge-cycles", type=int, default=1)
+    p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse",
+                   help="what judges see: dev-split nRMSE (default), the PDE residual of the "
+                        "output (no reference needed), or only whether a solver ran")
+    p.add_argument("--max-rounds", type=int, default=4, help="rounds per cycle (default 4)")
+    p.add_argument("--rejudge-cycles", type=int, default=1,
+                   help="extra cycles with fresh judge contexts (default 1)")
     p.add_argument("--saturation-factor", type=float, default=0.9,
                    help="a round improves if best_new < factor * best_old (default 0.9)")
     p.add_argument("--patience", type=int, default=1,
                    help="rounds without improvement before a cycle stops (default 1)")
-    p.add_argument("--debug-attempts", type=int, default=2)
+    p.add_argument("--debug-attempts", type=int, default=2,
+                   help="debugging calls for a solver that fails to run (default 2)")
     p.add_argument("--workers", type=int, default=2, help="parallel evaluations")
-    p.add_argument("--max-usd", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=None)
-    p.add_argument("--max-evals", type=int, default=None)
+    p.add_argument("--max-usd", type=float, default=None, help="stop the search at this cost")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="stop the search at this many tokens (in + out)")
+    p.add_argument("--max-evals", type=int, default=None,
+                   help="stop the search after this many feedback evaluations")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     p.add_argument("--out", default=None, help=f"runs folder (default $PDESHARP_RUNS or ./{DEFAULT_OUT})")
     p.add_argument("--run-id", default=None, help="name of the run folder (default: generated)")
@@ -57,7 +63,8 @@ def register(sub) -> None:
                    help="evaluate on the first N samples of each split (quick runs)")
     p.add_argument("--no-convergence", action="store_true",
                    help="skip the empirical convergence test in evaluations")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="recorded with the run (the pipeline itself makes no random choices)")
     p.add_argument("--quiet", action="store_true", help="no live display")
     p.set_defaults(func=cmd_solve)
 
