@@ -115,3 +115,18 @@ def test_explicit_coordinates_and_time_in_a_source_term():
     t = np.linspace(0.0, 1.0, 5)
     u = simulate_task(task, {"u": np.zeros((1, 16))}, t)["u"][0]
     assert np.abs(u - np.cos(2 * np.pi * x)[None] * np.sin(t)[:, None]).max() < 1e-10
+
+
+def test_2d_nonlinear_the_two_integrators_agree():
+    # 2D Allen-Cahn-type reaction-diffusion, no exact solution: DOP853 (rtol 1e-12) and ETDRK4
+    # (Richardson tolerance 1e-9) are independent time integrators of the same semi-discrete
+    # system, so they must agree to about the looser tolerance
+    task = make_task(["dt(u) - nu*(dx(u, 2) + dy(u, 2)) - u + u**3"], ["u"], {"nu": 0.02},
+                     space=("x", "y"), time_span=(0.0, 0.2))
+    X, Y = np.meshgrid(centres(12), centres(12), indexing="ij")
+    u0 = (0.8 * np.sin(2 * np.pi * X) * np.cos(2 * np.pi * Y) + 0.3 * np.cos(4 * np.pi * Y))[None]
+    t = np.linspace(0.0, 0.2, 3)
+    a = simulate_task(task, {"u": u0}, t, method="dop853")["u"]
+    b = simulate_task(task, {"u": u0}, t, method="etdrk4")["u"]
+    assert np.abs(a[:, -1] - u0).max() > 1e-2  # it evolved
+    assert np.abs(a - b).max() < 5e-9

@@ -88,7 +88,14 @@ def _etd_coefficients(lhat: np.ndarray, h: float, n_contour: int = 64):
     cancellation of their closed forms for small |hL|; a full circle (not the half circle of the
     paper) because L may be complex (dispersion).
     """
-    z = h * lhat
+    # evaluated once per distinct value of hL (isotropic or masked symbols repeat a lot), which
+    # keeps the contour temporaries small on 2D grids
+    uniq, inverse = np.unique((h * lhat).ravel(), return_inverse=True)
+    coefficients = _etd_weights(uniq, h, n_contour)
+    return tuple(c[inverse].reshape(lhat.shape) for c in coefficients)
+
+
+def _etd_weights(z: np.ndarray, h: float, n_contour: int):
     r = np.exp(2j * np.pi * (np.arange(n_contour) + 0.5) / n_contour)
     lr = z[..., None] + r
     ez = np.exp(lr)
