@@ -32,8 +32,8 @@ def test_simulate_follows_pdebench_dev_trajectory(cns_dev):
     ours = np.stack([out["v"], out["rho"], out["p"]], axis=-1)[:, 1:]
     ref = np.stack([d["Vx"], d["density"], d["pressure"]], axis=-1)[:, 1:]
     err = nrmse(ours.astype(np.float64), ref)
-    # Frame 1 (t = 0.01, ~250 steps of ~17 viscous sub-steps). Measured: 4.6e-7 and 1.6e-6,
-    # max abs 1.7e-4 (pressure ~40), i.e. float32 round-off differences between NumPy and the
+    # Frame 1 (t = 0.01, ~250 steps of ~17 viscous sub-steps). Measured: 4.6e-7 and 1.4e-6,
+    # max abs 1.8e-4 (pressure ~40), i.e. float32 round-off differences between NumPy and the
     # XLA kernels that made the file, grown over ~4000 updates. Without emulating XLA's fused
     # multiply-adds the error is 1.2e-5 / 3.2e-5, and any change to the scheme (limiter, HLLC,
     # viscosity weighting, sub-step size) is far larger, so 5e-6 separates them.

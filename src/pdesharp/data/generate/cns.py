@@ -30,9 +30,10 @@ and the two extra y/z viscous sweeps of PDEBench's one-cell y and z directions (
 and p, and their ghost cells still hold the velocity from the start of the sub-step). Measured on
 the two ``cns1d_dev.hdf5`` samples at t = 0.01: nRMSE 1.0e-6 with all of this, 2.2e-5 without the
 fused multiply-adds, 1.2e-4 for the float64 scheme. Over all 101 frames (t in [0, 1]): nRMSE
-1.5e-6 and 4.9e-5 (max |diff| 4.6e-3 in pressure ~40), against 1.1e-3 and 1.9e-3 without the
-fused multiply-adds (``bench/cns_darcy_reproduce.py``). Bit-identity is not reached (2 % of the
-values): which products XLA fuses depends on its kernel fusion decisions, which we can only infer.
+1.7e-6 and 8.1e-6 (max |diff| 3.5e-3 in pressure ~40, 3.2e-4 in density, 6.6e-5 in velocity),
+against 1.1e-3 and 1.9e-3 without the fused multiply-adds (``bench/cns_darcy_reproduce.py``).
+Bit-identity is not reached (2 % of the values): which products XLA fuses depends on its kernel
+fusion decisions, which we can only infer.
 """
 
 from __future__ import annotations
