@@ -104,7 +104,8 @@ class LLMAuthor:
                         steps=[{"name": st.name, "text": without_json(st.text)}
                                for st in analysis.steps],
                         stability=analysis.stability,
-                        key_facts=analysis.key_facts, index=i + 1, total=n)
+                        schemes=analysis.recommended_schemes, key_facts=analysis.key_facts,
+                        index=i + 1, total=n)
         messages = [Message(role="system", content=render("system", role="a solver author")),
                     Message(role="user", content=prompt)]
         text = await ask(self.model, messages, "genesis", sample_index=i)

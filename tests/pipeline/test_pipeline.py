@@ -148,6 +148,8 @@ def test_each_analysis_route_drives_genesis(tmp_path, route, analysis_calls, phr
     genesis_prompt = store.db.execute(
         "SELECT messages FROM model_calls WHERE tag='genesis'").fetchone()[0]
     assert phrase in genesis_prompt
+    if route != "analytical":  # the stability step's recommendation reaches the authors
+        assert "Recommended schemes: exact spectral shift" in genesis_prompt
     if route != "analytical":
         assert analysis["stability"][0]["value"] == pytest.approx((1 / 1024) / 0.1)
     assert res.best_id in ("g1", "c0r1-j1")
