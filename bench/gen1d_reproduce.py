@@ -4,7 +4,7 @@ Starts each generator from the stored frame 0 and compares every stored frame. P
 max |Δu|, CodePDE nRMSE, the fraction of bit-identical values, wall time and CPU time (the
 figure to compare on a shared machine; NumPy runs single-threaded here).
 
-    python bench/gen1d_reproduce.py                       # advection + Burgers, 20 samples, all frames
+    python bench/gen1d_reproduce.py            # advection + Burgers, 20 samples, all frames
     python bench/gen1d_reproduce.py --task reacdiff1d --samples 1 --frames 101
     python bench/gen1d_reproduce.py --task reacdiff1d_f32 --samples 2 --frames 11
 
@@ -23,8 +23,8 @@ import numpy as np
 
 from pdesharp.data.generate import advection, burgers, reacdiff
 
-DATA = Path(os.environ.get("PDESHARP_SHARED_DATA",
-                           Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pdebench"))
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("PDESHARP_SHARED_DATA", REPO.parent / "shared" / "data" / "pdebench"))
 
 # task -> (module, file, working precision, end time of the stored run)
 TASKS = {
@@ -50,16 +50,19 @@ def run(task: str, samples: int, frames: int | None) -> None:
     pred = module.simulate({"u": ref[:, 0]}, t, {}, dtype=dtype, horizon=horizon)["u"]
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     pred = pred.astype(np.float32)
-    print(f"{task:15s} samples={samples:2d} frames={n_frames:3d}  max|du|={np.abs(pred - ref).max():.3e}"
+    print(f"{task:15s} samples={samples:2d} frames={n_frames:3d}"
+          f"  max|du|={np.abs(pred - ref).max():.3e}"
           f"  nRMSE={nrmse(pred, ref):.3e}  bit-identical={np.mean(pred == ref):.4f}"
           f"  wall={wall:.1f}s cpu={cpu:.1f}s ({cpu / samples:.1f} cpu-s/sample)", flush=True)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", choices=sorted(TASKS), action="append")
     ap.add_argument("--samples", type=int, default=20)
-    ap.add_argument("--frames", type=int, default=None, help="leading frames to compare (default all)")
+    ap.add_argument("--frames", type=int, default=None,
+                    help="leading frames to compare (default all)")
     args = ap.parse_args()
     for task in args.task or ["advection", "burgers"]:
         run(task, args.samples, args.frames)

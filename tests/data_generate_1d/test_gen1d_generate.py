@@ -1,4 +1,4 @@
-"""``generate`` and ``init_multi``: layout, dtypes, and the properties of PDEBench's initial data."""
+"""``generate`` and ``init_multi``: layout, dtypes, the properties of PDEBench's initial data."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ ATTRS = {  # provenance written into generated files by pdesharp.data.generate.g
               "half-step predictor / full-step corrector, adaptive dt clipped at output times",
     "cfl": CFL,
     "precision": "float32 (PDEBench's JAX arithmetic emulated: fused multiply-adds, float32 clock)",
-    "initial_condition": "init_multi (k_tot=4) drawn with NumPy's default_rng, not PDEBench's JAX PRNG",
+    "initial_condition": "init_multi (k_tot=4) drawn with NumPy's default_rng, "
+                         "not PDEBench's JAX PRNG",
 }
 
 
@@ -39,8 +40,9 @@ def upwind_flux(v: np.ndarray, beta: float, dtype, predictor: bool = False) -> n
     they leave 72–86 % of the values off by an ulp or more). The dissipation product |β|(u⁺ − u⁻)
     is fused in the corrector's flux, but in the predictor's only at the last interface
     (plausibly the scalar remainder of a vectorised loop over N + 1 values; a hypothesis, the
-    pattern itself is measured); elsewhere the predictor rounds it separately. With this, all 20 dev samples match bit for bit except values below
-    1e-30 in the far tail of one windowed sample.
+    pattern itself is measured); elsewhere the predictor rounds it separately. With this, all
+    20 dev samples match bit for bit except values below 1e-30 in the far tail of one windowed
+    sample.
     """
     left, right = fv1d.interface_states(fv1d.periodic_pad(v))
     b = dtype.type(beta)

@@ -31,7 +31,8 @@ ATTRS = {  # provenance written into generated files by pdesharp.data.generate.g
               "flux plus central diffusion flux, half-step predictor / full-step corrector",
     "cfl": CFL,
     "precision": "float32 (PDEBench's JAX arithmetic emulated: fused multiply-adds, float32 clock)",
-    "initial_condition": "init_multi (k_tot=4) drawn with NumPy's default_rng, not PDEBench's JAX PRNG",
+    "initial_condition": "init_multi (k_tot=4) drawn with NumPy's default_rng, "
+                         "not PDEBench's JAX PRNG",
 }
 
 

@@ -1,4 +1,4 @@
-"""Finite-volume machinery shared by the 1D scalar generators (advection, Burgers, reaction–diffusion).
+"""Finite-volume machinery shared by the 1D scalar generators (advection, Burgers, reacdiff).
 
 The three generators reproduce the reference data that PDEBench's ``data_gen_NLE`` scripts make
 (and that CodePDE scores against). This module holds what they share, written from the published
@@ -59,7 +59,8 @@ def working_dtype(dtype) -> np.dtype:
     return dt
 
 
-def cell_centres(nx: int, x_range: tuple[float, float] = (0.0, 1.0), dtype=np.float32) -> np.ndarray:
+def cell_centres(nx: int, x_range: tuple[float, float] = (0.0, 1.0),
+                 dtype=np.float32) -> np.ndarray:
     """x_i = x_L + (i + ½)Δx as PDEBench forms them: edges by linspace, then + ½Δx, in ``dtype``."""
     if nx < 4:
         raise GeneratorInputError(f"need at least 4 cells for the MUSCL stencil, got nx={nx}")
@@ -112,7 +113,7 @@ def interface_states(padded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fma(a, b, c, dtype) -> np.ndarray:
-    """a·b + c with one rounding in float32 (emulating a contracted multiply-add); plain in float64."""
+    """a·b + c rounded once in float32 (a contracted multiply-add); plain in float64."""
     if np.dtype(dtype) == np.float32:
         wide = np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)
         return wide.astype(np.float32)

@@ -1,4 +1,4 @@
-"""Reference data for 1D reaction–diffusion u_t = ν u_xx + ρ u(1 − u) (periodic), as PDEBench makes it.
+"""Reference data for 1D reaction–diffusion u_t = ν u_xx + ρ u(1 − u) (periodic), PDEBench-style.
 
 Scheme (PDEBench ``ReactionDiffusionEq``, config ``Rho1e0_Nu5e-1``), in each stage of the
 predictor–corrector of :mod:`.fv1d` (u* = S(uⁿ, uⁿ, Δt/2), uⁿ⁺¹ = S(uⁿ, u*, Δt)):
@@ -37,8 +37,8 @@ CFL = 0.25
 T_END = 1.0
 
 ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
-    "scheme": "PDEBench ReactionDiffusionEq: exact logistic step plus explicit 2nd-order diffusion, "
-              "half-step predictor / full-step corrector, dt = CFL*dx^2/(2 nu)",
+    "scheme": "PDEBench ReactionDiffusionEq: exact logistic step plus explicit 2nd-order "
+              "diffusion, half-step predictor / full-step corrector, dt = CFL*dx^2/(2 nu)",
     "cfl": CFL,
     "precision": "float64 unless dtype=float32 is asked for (PDEBench's float32 default stalls)",
     "initial_condition": "init_multi (k_tot=4, normalised to [0, 1]) drawn with NumPy's "
