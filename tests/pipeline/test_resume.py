@@ -118,3 +118,32 @@ def test_dead_endpoint_message_and_resumable_run(tmp_path, shared_data, capsys):
     db = tmp_path / "dead" / "run.sqlite"
     assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"
     assert rows(db, "SELECT COUNT(*) FROM model_calls WHERE error != ''")[0][0] == 1
+
+
+def test_sigterm_interrupts_cleanly(tmp_path, shared_data):
+    """`kill` (or a scheduler's time limit) ends a run like Ctrl-C: status interrupted, lock
+    released, exit code 130, resumable."""
+    script = tmp_path / "rules.yaml"
+    slow = rules()
+    slow["delay_s"] = 1.0  # each scripted reply takes a second: the signal lands in analysis
+    script.write_text("# replies written by us for this test\n" + yaml.safe_dump(slow))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pdesharp.cli", "solve", "advection", "--model",
+         f"scripted:{script}", "--dev-data", str(shared_data / "advection_dev.hdf5"),
+         "--out", str(tmp_path), "--run-id", "t", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    db = tmp_path / "t" / "run.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if db.exists() and rows(db, "SELECT COUNT(*) FROM model_calls")[0][0] >= 1:
+                break
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"pdesharp resume" in err
+    assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"
+    assert not (tmp_path / "t" / "run.lock").exists()
