@@ -147,7 +147,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     best_path = None
     if best is not None:
         best_path = store.dir / "best_solver.py"
-        best_path.write_text(best[0].code)
+        score = best[1].score
+        header = (f"# Written by pdesharp (PDE-SHARP), run {store.run_id}, task {task.name}: "
+                  f"solver {best[0].id}" + (f", dev {config.feedback} {score:.3e}"
+                                            if score is not None else "") + "\n")
+        best_path.write_text(header + best[0].code)
 
     # 5. Report.
     status = "budget_stop" if stop_reason else "finished"
