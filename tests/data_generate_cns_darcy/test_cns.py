@@ -153,3 +153,17 @@ def test_bad_input_is_rejected():
         cns.simulate(init, t, {"mu": 1.0})
     with pytest.raises(TypeError, match="unknown"):
         cns.generate(1, 0, nx=16, bogus=True)
+
+
+def test_blow_up_is_reported_not_hidden(monkeypatch):
+    # If the state turns non-finite (here injected into the viscous step) the integrator must
+    # stop, not loop forever, and must warn which sample is invalid.
+    _, init = _smooth_state(16, np.float32)
+
+    def poisoned(coeffs, v, p, dt, k, rounding):
+        return v * np.float32(np.nan), p
+
+    monkeypatch.setattr(cns, "viscous_substep", poisoned)
+    with pytest.warns(RuntimeWarning, match=r"sample\(s\) \[0\]"):
+        out = cns.simulate(init, np.array([0.0, 0.01, 0.02]), None)
+    assert np.isnan(out["v"][0, -1]).all()

@@ -39,6 +39,7 @@ fusion decisions, which we can only infer.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -183,6 +184,15 @@ def simulate(initial: dict[str, np.ndarray], t_out: np.ndarray, params: dict[str
             if index is not None:
                 for key, arr in zip(("rho", "v", "p"), state):
                     frames[key][:, index] = arr
+    # A sample that blew up (NaN) or whose time step collapsed stops advancing; say so instead of
+    # handing back frames that silently repeat a stale state. PDEBench drops such samples.
+    finite = np.all([np.all(np.isfinite(a), axis=1) for a in state], axis=0)
+    stalled = ~(t >= t_end - k.tiny)
+    bad = np.flatnonzero(~finite | stalled)
+    if bad.size:
+        warnings.warn(f"cns1d: sample(s) {bad.tolist()} became non-finite or stopped advancing "
+                      f"before t = {float(t_end)}; their later frames are not valid",
+                      RuntimeWarning, stacklevel=2)
     return frames
 
 
