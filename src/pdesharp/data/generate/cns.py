@@ -149,8 +149,9 @@ def simulate(initial: dict[str, np.ndarray], t_out: np.ndarray, params: dict[str
     PDEBench's float32 rounding pattern (module notes); False gives the plain scheme, which is
     what a float64 run should use. ``clock`` picks the stop times (:func:`march_targets`).
     """
+    dtype = np.dtype(dtype).type
     if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+        raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype).name}")
     pr = {**DEFAULT_PARAMS, **(params or {})}
     unknown = set(pr) - {"eta", "zeta"}
     if unknown:
@@ -201,13 +202,16 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     """``n_samples`` CNS trajectories from ``init_multi_HD``-style random initial states.
 
     Returns {"Vx", "density", "pressure": [B, T, nx] float32, "t-coordinate": [T],
-    "x-coordinate": [nx]} with T = 101 frames on t in [0, 1] (options ``t_end``, ``dt_save``).
+    "x-coordinate": [nx]} with T = 101 frames on t in [0, 1]. Options: ``t_end``, ``dt_save``,
+    ``x_range`` and the :func:`simulate` keywords ``cfl``, ``p_floor``, ``gamma``, ``clock``,
+    ``pdebench_rounding``. The initial states come from :func:`.cns_ic.init_multi_hd` (NumPy
+    ``default_rng(seed)``; PDEBench's JAX stream cannot be reproduced, so same-seed samples differ).
     """
     t_end = float(options.pop("t_end", 1.0))
     dt_save = float(options.pop("dt_save", 0.01))
     x_range = tuple(options.pop("x_range", (-1.0, 1.0)))
-    sim_opts = {key: options.pop(key) for key in ("cfl", "p_floor", "gamma", "clock")
-                if key in options}
+    sim_opts = {key: options.pop(key) for key in ("cfl", "p_floor", "gamma", "clock",
+                                                  "pdebench_rounding") if key in options}
     if options:
         raise TypeError(f"unknown cns1d generator option(s): {', '.join(sorted(options))}")
     if n_samples < 1:
@@ -228,5 +232,4 @@ def cell_centres(n: int, x_range=(-1.0, 1.0)) -> np.ndarray:
     return x_l + (np.arange(n) + 0.5) * dx
 
 
-__all__ = ["ATTRS", "Constants", "cell_centres", "generate", "hllc_flux", "march_targets",
-           "simulate"]
+__all__ = ["ATTRS", "Constants", "cell_centres", "generate", "march_targets", "simulate"]
