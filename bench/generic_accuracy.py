@@ -33,7 +33,7 @@ def burgers_task():
 
 
 def cole_hopf(x, t, a):
-    """u = -2ν φ_x/φ, φ = a + e^{-νt} cos(x - s) solves φ_t = ν φ_xx; a > 1 sets the steepness."""
+    """u = -2ν φ_x/φ with φ = a + e^{-νt} cos x (φ_t = ν φ_xx); a > 1 sets the steepness."""
     e = np.exp(-NU * t)
     return 2 * NU * e * np.sin(x) / (a + e * np.cos(x))
 

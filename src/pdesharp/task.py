@@ -178,7 +178,8 @@ class Task(_Model):
                 raise ValueError(f"solver argument {a.name!r}: {a.field!r} is not a coefficient")
         for name, (lo, hi) in (self.generator.ranges.items() if self.generator else ()):
             if name not in eq.unknowns:
-                raise ValueError(f"generator.ranges names {name!r}, which is not an unknown {eq.unknowns}")
+                raise ValueError(
+                    f"generator.ranges names {name!r}, which is not an unknown {eq.unknowns}")
             if not lo < hi:
                 raise ValueError(f"generator.ranges[{name!r}] needs lo < hi, got [{lo}, {hi}]")
         if eq.time is not None and self.time_span is None:

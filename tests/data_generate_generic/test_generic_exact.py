@@ -73,7 +73,8 @@ def test_advection_diffusion_2d_on_a_rectangle(method):
         u = np.zeros_like(X)
         for mx, my, amp in modes:
             kx, ky = 2 * np.pi * mx, np.pi * my
-            u += amp * np.exp(-nu * (kx ** 2 + ky ** 2) * t) * np.sin(kx * (X - cx * t) + ky * (Y - cy * t))
+            decay = np.exp(-nu * (kx ** 2 + ky ** 2) * t)
+            u += amp * decay * np.sin(kx * (X - cx * t) + ky * (Y - cy * t))
         return u
 
     t = np.linspace(0.0, 0.5, 6)

@@ -167,7 +167,8 @@ def _generate_generic(task: Any, n_samples: int, seed: int, *, out: str | os.Pat
     kwargs: dict[str, Any] = dict(options or {})
     info: dict[str, Any] = {}
     if progress:
-        progress(f"generating {n_samples} {task.name} samples (seed {seed}) with {generic.__name__}")
+        progress(f"generating {n_samples} {task.name} samples (seed {seed}) "
+                 f"with {generic.__name__}")
     arrays = generic.generate(n_samples, seed, dict(params) if params else None, nx,
                               task=task, info=info, **kwargs)
     attrs = {

@@ -181,7 +181,8 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     modes = spec.modes if spec else 4
     factor = spec.oversample if spec else 4
     if 3 * modes >= nx:
-        raise ValueError(f"nx={nx} is too coarse for initial data with {modes} modes (need nx > 3·modes)")
+        raise ValueError(
+            f"nx={nx} is too coarse for initial data with {modes} modes (need nx > 3·modes)")
     n_frames = int(n_frames or task.n_frames or DEFAULT_FRAMES)
     if n_frames < 2:
         raise ValueError(f"n_frames must be >= 2, got {n_frames}")
@@ -200,7 +201,8 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     out: dict[str, np.ndarray] = {}
     for j, name in enumerate(system.unknowns):
         if name in task.data.fields:
-            out[task.data.fields[name]] = np.ascontiguousarray(_subsample(frames[:, :, j], factor, dim))
+            field = _subsample(frames[:, :, j], factor, dim)
+            out[task.data.fields[name]] = np.ascontiguousarray(field)
     coords = output_grid(task, nx)
     if task.data.t_key:
         out[task.data.t_key] = t_out
@@ -224,7 +226,8 @@ def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = Non
     if params:
         bad = sorted(set(params) - set(task.parameters))
         if bad:
-            raise ValueError(f"task {task.name!r} has no parameters {bad}; it has {list(task.parameters)}")
+            raise ValueError(
+                f"task {task.name!r} has no parameters {bad}; it has {list(task.parameters)}")
         data = task.model_dump(mode="json")
         data["parameters"] = {**task.parameters, **{k: float(v) for k, v in params.items()}}
         task = task_from_dict(data, f"task {task.name!r} with parameters {dict(params)}")

@@ -29,7 +29,8 @@ def mode_vectors(dim: int, modes: int) -> np.ndarray:
     """Integer mode vectors m (rows) with 0 < |m|_∞ ≤ modes, one of each ±m pair."""
     if dim == 1:
         return np.arange(1, modes + 1).reshape(-1, 1)
-    grid = np.array([(mx, my) for mx in range(-modes, modes + 1) for my in range(-modes, modes + 1)])
+    span = range(-modes, modes + 1)
+    grid = np.array([(mx, my) for mx in span for my in span])
     # half-plane: my > 0, or my == 0 and mx > 0
     keep = (grid[:, 1] > 0) | ((grid[:, 1] == 0) & (grid[:, 0] > 0))
     return grid[keep]
@@ -69,7 +70,7 @@ def random_fields(points: Sequence[np.ndarray], lo: Sequence[float], lengths: Se
 
 def _evaluate(coeff: np.ndarray, mvec: np.ndarray, points: Sequence[np.ndarray],
               lo: Sequence[float], lengths: Sequence[float]) -> np.ndarray:
-    """Σ_m a_m cos θ_m + b_m sin θ_m on the tensor grid ``points``; coeff [B, M, 2] -> [B, *grid]."""
+    """Σ_m a_m cos θ_m + b_m sin θ_m on the grid ``points``: coeff [B, M, 2] -> [B, *grid]."""
     dim = len(points)
     mesh = np.meshgrid(*[(np.asarray(p, float) - lo_a) / la
                          for p, lo_a, la in zip(points, lo, lengths)], indexing="ij")

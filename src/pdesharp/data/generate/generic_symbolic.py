@@ -223,18 +223,19 @@ def check_supported(task: Task) -> None:
             "time-dependent problems only (the darcy task has its own generator)")
     if not task.boundary.strip().lower().startswith("periodic"):
         raise UnsupportedTask(
-            f"task {task.name!r} has boundary {task.boundary!r}: the generic generator is a Fourier "
-            "spectral method and supports periodic boundaries only")
+            f"task {task.name!r} has boundary {task.boundary!r}: the generic generator is a "
+            "Fourier spectral method and supports periodic boundaries only")
     if len(eq.space) not in (1, 2):
-        raise UnsupportedTask(f"task {task.name!r} has {len(eq.space)} space axes; supported: 1 or 2")
+        raise UnsupportedTask(
+            f"task {task.name!r} has {len(eq.space)} space axes; supported: 1 or 2")
     if eq.coefficients:
         raise UnsupportedTask(
             f"task {task.name!r} has coefficient fields {eq.coefficients}: not supported by the "
             "generic generator (it would have to invent them)")
     if task.grid != "cell_centres":
         raise UnsupportedTask(
-            f"task {task.name!r} uses grid {task.grid!r}: the generic generator writes cell-centred "
-            "periodic grids only")
+            f"task {task.name!r} uses grid {task.grid!r}: the generic generator writes "
+            "cell-centred periodic grids only")
     if len(eq.equations) != len(eq.unknowns):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.equations)} equations for {len(eq.unknowns)} unknowns")
@@ -316,7 +317,8 @@ def _linear_parts(mass: sp.Matrix, rests: list[sp.Expr], funcs: list[sp.Expr],
     out: list[list[tuple[float, tuple[int, ...]]]] = []
     dep = (ctx.t, *ctx.coords, *funcs)
     for i, fi in enumerate(funcs):
-        expr = sp.expand(-sum((minv[i, j] * rests[j] for j in range(len(funcs))), sp.Integer(0)).doit())
+        combined = sum((minv[i, j] * rests[j] for j in range(len(funcs))), sp.Integer(0))
+        expr = sp.expand(-combined.doit())
         terms: dict[tuple[int, ...], float] = {}
         for term in sp.Add.make_args(expr):
             c, rest = term.as_independent(*dep, as_Add=False)

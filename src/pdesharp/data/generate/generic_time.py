@@ -3,8 +3,9 @@
 ``dop853``: scipy's adaptive 8th-order Dormand–Prince with tight tolerances (rtol 1e-12, atol
 1e-12·max|u0| per unknown: scipy's error norm is an RMS over all grid values, so the max-norm
 error is some 10× larger; measured ~1e-10 on smooth problems), restarted at every frame time so
-that frames are step end points, not dense-output interpolants. The default: most accurate per right-hand-side evaluation for non-stiff problems,
-and its step-size control needs no knowledge of the PDE.
+that frames are step end points, not dense-output interpolants. The default: the most accurate
+per right-hand-side evaluation for non-stiff problems, and its step control needs no knowledge of
+the PDE.
 
 ``etdrk4``: Cox–Matthews exponential time differencing RK4 in Fourier space, coefficients by the
 Kassam–Trefethen contour integral. The constant-coefficient diagonal linear part L (diffusion,
@@ -46,8 +47,9 @@ def _scales(u0: np.ndarray) -> np.ndarray:
     return np.maximum(s, 1e-6 * top) if top > 0 else np.ones_like(s)
 
 
-def dop853(rhs: Rhs, u0: np.ndarray, t_out: np.ndarray, *, rtol: float = 1e-12) -> tuple[np.ndarray, dict]:
-    """Integrate ``u0`` [B, n_u, *grid] to the times ``t_out``; returns frames [B, T, n_u, *grid]."""
+def dop853(rhs: Rhs, u0: np.ndarray, t_out: np.ndarray, *,
+           rtol: float = 1e-12) -> tuple[np.ndarray, dict]:
+    """Integrate ``u0`` [B, n_u, *grid] to the times ``t_out``; frames [B, T, n_u, *grid]."""
     shape = u0.shape
     n_u = shape[1]
     scale = _scales(u0)
