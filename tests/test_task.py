@@ -86,3 +86,12 @@ def test_unknown_task_name_suggests_builtins(tmp_path):
     bad.write_text("name: [unclosed")
     with pytest.raises(TaskError, match="not valid YAML"):
         load_task(str(bad))
+
+
+def test_time_derivative_with_unknown_coefficient_is_refused():
+    system = parse_system(["u*dt(u) + dx(u)"], ["u"], space=["x"])
+    with pytest.raises(EquationError, match="conservative form"):
+        system.split_time_derivative(0)
+    # A constant or parameter coefficient is fine: 2*dt(u) conserves 2*u.
+    system = parse_system(["2*dt(u) + dx(u)"], ["u"], space=["x"])
+    assert system.split_time_derivative(0)[0] == 2 * system.function("u")

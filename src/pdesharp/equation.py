@@ -71,6 +71,13 @@ class ParsedSystem:
             coeff, deriv = _time_derivative_part(term, self.t)
             if deriv is None:
                 rest += term
+            elif coeff.has(*[self.function(u).func for u in self.unknowns]):
+                # u*dt(u) is dt(u**2/2), not dt(u*u): a coefficient that depends on the unknowns
+                # has no conserved quantity of this simple form, so refuse instead of guessing.
+                raise EquationError(
+                    f"equation {i}: the time derivative {term} has a coefficient that depends on"
+                    " the unknowns; write it in conservative form, e.g. dt(u**2/2)"
+                )
             else:
                 q += coeff * deriv
         return q, rest
