@@ -108,6 +108,9 @@ def test_exhausted_neighbours_switch_family_by_full_rewrite():
     prop = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
     assert prop.code is not None and prop.patch is None
     assert read_design(prop.code) == Design("elliptic", grid="nodes", face_mean="harmonic")
+    pool.append(entry(task, read_design(prop.code), "e3", 5e-3))
+    again = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))  # nothing left: no crash
+    assert again.code == pool[0].candidate.code and again.title == "unchanged"
 
 
 def test_repair_patch_sends_the_whole_file(burgers):

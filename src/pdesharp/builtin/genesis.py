@@ -44,7 +44,7 @@ def _constants(design: Design) -> str:
         lines = [
             f'RECONSTRUCTION = "{d.reconstruction}"  # first | muscl | weno5',
             f'LIMITER = "{d.limiter}"  # minmod | van_leer | mc | none (MUSCL only)',
-            f'RIEMANN = "{d.riemann}"  # rusanov | hll',
+            f'RIEMANN = "{d.riemann}"  # rusanov | hll | roe_lf (scalar: Murman-Roe speed)',
             f'INTEGRATOR = "{d.integrator}"  # euler | rk2mid | ssprk2 | ssprk3 | rk4',
             f"CFL = {d.cfl!r}  # advective Courant number (and source step factor)",
             f"CFL_DIFF = {d.cfl_diff!r}  # explicit diffusion step as a fraction of dx^2/(2D)",

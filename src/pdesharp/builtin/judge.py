@@ -288,7 +288,11 @@ class BuiltinJudge:
         self._shared.add(new.key())
         bid = base.candidate.id
         if d.family in ("elliptic", "exact"):
-            raise ValueError(f"{self.name}: the catalogue has no untried design left for this task")
+            # the catalogue is exhausted: resubmit the base unchanged, which the pipeline does not
+            # count again (identical code), so the tournament saturates instead of failing
+            return Proposal(judge=self.name, base=bid, parents=[bid], title="unchanged",
+                            code=base.candidate.code,
+                            justification=self._why(base, "no untried design left in the catalogue"))
         return Proposal(judge=self.name, base=bid, parents=[bid], title=f"CFL -> {new.cfl}",
                         patch=constant_patch(base.candidate.code, {"CFL": new.cfl}),
                         justification=self._why(base, "all designs tried; halving the step"))

@@ -60,6 +60,12 @@ def _numerical_flux(WL, WR, prm):
         width = np.where(SR - SL > 0.0, SR - SL, 1.0)
         return (SR * FL - SL * FR + SL * SR * (UR - UL)) / width
     a = np.maximum(np.maximum(np.abs(lminL), np.abs(lmaxL)), np.maximum(np.abs(lminR), np.abs(lmaxR)))
+    if RIEMANN == "roe_lf" and UL.shape[0] == 1:
+        # scalar: dissipation from the Murman-Roe speed |[f]/[u]| (the wave speed at the face)
+        # instead of the largest neighbouring speed; falls back to Rusanov where [u] ~ 0
+        jump = UR - UL
+        small = np.abs(jump) < 1e-12
+        a = np.where(small, a, np.abs((FR - FL) / np.where(small, 1.0, jump)))
     return 0.5 * (FL + FR) - 0.5 * a * (UR - UL)
 
 
