@@ -55,17 +55,20 @@ class LLMAnalyst:
     """Implements :class:`pdesharp.roles.Analyst` on a ChatModel. ``scales`` (see
     :func:`reference_scales`) turn symbolic time-step bounds into numbers."""
 
-    def __init__(self, model, name: str = "analyst", scales: dict[str, float] | None = None):
+    def __init__(self, model, name: str = "analyst", scales: dict[str, float] | None = None,
+                 feedback: str = "nrmse"):
         self.model = model
         self.name = name
         self.scales = scales or {}
+        self.feedback = feedback  # what solvers will be scored on (stated in the first prompt)
 
     async def analyse(self, task: Task) -> Analysis:
         messages = [Message(role="system", content=render("system", role="the analyst"))]
         steps: list[AnalysisStep] = []
 
         text, facts = await self._step(messages, "classification",
-                                       render("analysis_classification", **task_context(task)))
+                                       render("analysis_classification",
+                                              **task_context(task, self.feedback)))
         classification = _classification(facts, task)
         steps.append(AnalysisStep(name="classification", text=text, facts=facts))
 
@@ -170,8 +173,13 @@ def evaluate_bound(expr: str, task: Task, scales: dict[str, float] | None = None
     # Every bare identifier is a symbol (so "beta" or "gamma" is not SymPy's special function);
     # identifiers followed by "(" stay functions (abs, sqrt, min, max).
     names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", expr)}
+    local = {n: sp.Symbol(n) for n in names}
+    # ...except the mathematical constants pi and E (Euler's number), unless the task uses
+    # the name for one of its own parameters or constants.
+    own = set(task.constants) | set(scales)
+    local.update({n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n in names and n not in own})
     try:
-        e = sp.sympify(expr, locals={n: sp.Symbol(n) for n in names})
+        e = sp.sympify(expr, locals=local)
     except (sp.SympifyError, SyntaxError, TypeError, ValueError):
         return None, "not SymPy-parsable"
     subs = {sp.Symbol(k): v for k, v in task.constants.items()}

@@ -65,20 +65,22 @@ def title_of(text: str) -> str:
     return m.group(1).strip().strip("*").strip()[:120] if m else ""
 
 
-def justification_of(text: str, limit: int = 600) -> str:
-    """The prose before the code block, trimmed (the model's own account of its design)."""
+def justification_of(text: str) -> str:
+    """The prose before the code block, in full (the model's own account of its design);
+    prompts that show it shorten it at a word boundary (:func:`pdesharp.prompting.shorten`)."""
     head = text.split("```", 1)[0]
     head = "\n".join(ln for ln in head.splitlines() if not re.match(r"^\W*title\W*:", ln, re.I))
-    return " ".join(head.split())[:limit]
+    return " ".join(head.split())
 
 
 class LLMAuthor:
     """Implements :class:`pdesharp.roles.Author` on a ChatModel."""
 
-    def __init__(self, model, name: str = "author", workers: int = 4):
+    def __init__(self, model, name: str = "author", workers: int = 4, feedback: str = "nrmse"):
         self.model = model
         self.name = name
         self.workers = max(1, workers)
+        self.feedback = feedback  # what the candidates will be scored on (stated in the prompt)
 
     async def write(self, task: Task, analysis: Analysis, n: int) -> list[Candidate]:
         gate = asyncio.Semaphore(self.workers)
@@ -100,7 +102,7 @@ class LLMAuthor:
         return done
 
     async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str) -> Candidate:
-        prompt = render("genesis", **task_context(task), route=analysis.route,
+        prompt = render("genesis", **task_context(task, self.feedback), route=analysis.route,
                         steps=[{"name": st.name, "text": without_json(st.text)}
                                for st in analysis.steps],
                         stability=analysis.stability,

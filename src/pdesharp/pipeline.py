@@ -54,6 +54,9 @@ class SolveConfig(BaseModel):
     timeout: float | None = None
     max_samples: int | None = None  # evaluate on the first samples only (quick runs, tests)
     convergence: bool = True  # run CodePDE's empirical convergence test in each evaluation
+    # Scores within this relative distance of the best count as a tie, won by the faster
+    # solver (solver_seconds): a 0.07 % nRMSE edge is noise next to a 3x run-time difference.
+    tie_tolerance: float = Field(0.01, ge=0)
     base_url: str | None = None  # OpenAI-compatible endpoint override
     llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
     prices: str | None = None  # price table YAML overriding the shipped one
@@ -117,7 +120,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
-            workers=config.workers)
+            workers=config.workers, tie_tolerance=config.tie_tolerance)
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
@@ -153,16 +156,24 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
                                             if score is not None else "") + "\n")
         best_path.write_text(header + best[0].code)
 
-    # 5. Report.
+    # 5. Report. The run is "finished" only once report.md and summary.json exist: if a final
+    #    step fails, the run stays resumable and `pdesharp resume` redoes these steps (every
+    #    model call and evaluation before them is replayed from the journal, not repeated).
     status = "budget_stop" if stop_reason else "finished"
-    store.set_status(status, stop_reason)
     final = {"best_dev_score": best[1].score if best else None, "test_nrmse": test_nrmse,
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
              "route": analysis.route if analysis else None}
     progress(stage="report")
-    await write_report(task, store, analysis, config, None if stop_reason else roles.reporter, final)
-    summary = store.write_summary(**final)
+    try:
+        await write_report(task, store, analysis, config,
+                           None if stop_reason else roles.reporter, final)
+        summary = store.write_summary(**final, status=status)
+    except Exception as exc:
+        store.set_status("failed", f"writing the report failed: {type(exc).__name__}: {exc}"[:300])
+        store.event("report_failed", error=f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    store.set_status(status, stop_reason)
     progress(stage="done", **final)
     return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
                        best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,

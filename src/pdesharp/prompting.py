@@ -30,9 +30,24 @@ CONSTRAINTS = [
 ]
 
 
+JUSTIFICATION_CHARS = 1200  # a justification shown in a pool listing is cut here
+
+
+def shorten(text: str, limit: int = JUSTIFICATION_CHARS) -> str:
+    """``text`` on one line, cut at a word boundary with an ellipsis if over ``limit``."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:  # a word boundary, unless the text has no spaces to speak of
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("pdesharp", "prompts"),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -40,6 +55,8 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=False,
         autoescape=False,
     )
+    env.filters["shorten"] = shorten
+    return env
 
 
 def render(name: str, **context) -> str:
@@ -63,14 +80,24 @@ def allowed_modules() -> set[str]:
     return set(sys.stdlib_module_names) | set(available_libraries())
 
 
-def task_context(task: Task) -> dict:
-    """The variables ``_task.j2`` needs."""
+def objective(feedback: str = "nrmse") -> str:
+    """What the score of a solver is, in words (every prompt that asks for a solver or a
+    judgement states it, so no model optimises for something else)."""
+    return render("_objective", feedback=feedback).strip()
+
+
+def task_context(task: Task, feedback: str = "nrmse") -> dict:
+    """The variables ``_task.j2`` needs. The task's own statements about its data (how the
+    initial conditions were drawn, its notes) are passed through verbatim, never paraphrased."""
     return {
         "task": task,
         "template": task.solver.template.rstrip(),
         "signature": task.solver.signature,
         "libraries": list(available_libraries()),
         "constraints": CONSTRAINTS,
+        "initial_condition": task.initial_condition.strip(),
+        "task_notes": [n.strip() for n in task.notes if n.strip()],
+        "objective": objective(feedback),
     }
 
 

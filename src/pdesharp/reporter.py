@@ -10,7 +10,7 @@ never part of the narrative prompt: no model ever sees it.
 from __future__ import annotations
 
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
-from pdesharp.prompting import ask, render
+from pdesharp.prompting import ask, render, shorten
 from pdesharp.records import Analysis
 from pdesharp.store import RunStore
 from pdesharp.task import Task
@@ -25,8 +25,39 @@ def _fmt(v) -> str:
 
 
 def _cell(text: str, limit: int = 70) -> str:
-    text = " ".join(str(text).split()).replace("|", "/")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(str(text).replace("|", "/"), limit)
+
+
+def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[str]:
+    """The true ancestry of ``cid`` as an indented tree (each solver's parents below it; a
+    solver reached twice is expanded once and then marked "see above")."""
+    lines: list[str] = []
+    seen: set[str] = set()
+
+    def label(c) -> str:
+        r = store.result_for(c.id, "dev", feedback)
+        score = _fmt(r.score) if r and r.ok and r.score is not None else (
+            r.status if r else "not run")
+        return f"{c.id}" + (f" — {_cell(c.title, 80)}" if c.title else "") + f" [{score}]"
+
+    def walk(node_id: str, prefix: str, last: bool, root: bool) -> None:
+        c = store.candidate(node_id)
+        branch = "" if root else ("└── " if last else "├── ")
+        if c is None:
+            lines.append(f"{prefix}{branch}{node_id} (unknown)")
+            return
+        if node_id in seen:
+            lines.append(f"{prefix}{branch}{node_id} (see above)")
+            return
+        seen.add(node_id)
+        lines.append(f"{prefix}{branch}{label(c)}")
+        child_prefix = prefix if root else prefix + ("    " if last else "│   ")
+        parents = [p for p in c.parents if p != node_id]
+        for i, parent in enumerate(parents):
+            walk(parent, child_prefix, i == len(parents) - 1, False)
+
+    walk(cid, "", True, True)
+    return lines
 
 
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
@@ -76,12 +107,16 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"({sum(c.static_check != 'ok' for c in genesis)} failed the static check); "
               f"{len(ran)} were nominated and executed.", ""]
     rounds = store.events("round_best")
+    if final.get("best_id"):
+        lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
+                  "", "```", *ancestry_tree(store, final["best_id"], feedback), "```", ""]
     if rounds:
         lines += ["Best per round:", ""]
         lines += [f"- cycle {e['cycle']}, round {e['round']}: `{e['best']}` ({_fmt(e['score'])})"
                   for e in rounds]
         lines.append("")
-    for kind in ("saturation", "patch_failed", "patch_abandoned", "budget_stop"):
+    for kind in ("saturation", "patch_failed", "patch_abandoned", "no_change", "invalid_parents",
+                 "budget_stop"):
         n = len(store.events(kind))
         if n:
             lines.append(f"- {kind.replace('_', ' ')}: {n} event(s)")
@@ -111,8 +146,9 @@ async def _narrative(task, store, analysis, model, rounds, final) -> str:
                     rounds=[{"cycle": e["cycle"], "round": e["round"], "best": e["best"],
                              "score": _fmt(e["score"])} for e in rounds],
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
-                    lineage=[c.id for c in lineage],
-                    justifications=[f"{c.id}: {_cell(c.justification, 300)}"
+                    ancestry=ancestry_tree(store, final["best_id"], store.config.get(
+                        "feedback", "nrmse")),
+                    justifications=[f"{c.id}: {shorten(c.justification, 600)}"
                                     for c in lineage if c.justification])
     try:
         return await ask(model, [Message(role="user", content=prompt)], "reporter",

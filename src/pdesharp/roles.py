@@ -46,6 +46,9 @@ class Proposal(BaseModel):
     justification: str = ""
     patch: str | None = None
     code: str | None = None
+    # The judge expects no modification to help (it answered NO_CHANGE): neither patch nor
+    # code is set, and nothing is evaluated.
+    declined: bool = False
 
 
 @runtime_checkable

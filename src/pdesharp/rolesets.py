@@ -147,7 +147,7 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     judge_specs = config.judges or [config.model] * 3
     if len(judge_specs) != 3:
         raise ValueError(f"--judges needs three model specs, got {len(judge_specs)}")
-    judges = [LLMJudge(model(s), name=n, feedback=config.feedback)
+    judges = [LLMJudge(model(s), name=n, feedback=config.feedback, convergence=config.convergence)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
     scales = {}
@@ -157,5 +157,6 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
         scales = reference_scales(load_task(config.task), config.data_dir, config.dev_data)
     except Exception:  # noqa: BLE001 - no task reference (tests, bench): bounds stay symbolic
         pass
-    return Roles(analyst=LLMAnalyst(main, scales=scales), author=LLMAuthor(main, workers=max(8, config.workers)),
+    return Roles(analyst=LLMAnalyst(main, scales=scales, feedback=config.feedback),
+                 author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback),
                  judges=judges, reporter=main)

@@ -37,6 +37,7 @@ def test_resume_raises_budget_and_show(tmp_path, capsys):
                             run_id="b")
     store.set_status("finished")
     store.write_summary(best_dev_score=0.5)
+    (store.dir / "report.md").write_text("# report written by the test\n")
     store.close()
     assert main(["resume", "b", "--out", str(tmp_path)]) == 0  # finished: nothing to do
     assert "already finished" in capsys.readouterr().out

@@ -49,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--debug-attempts", type=int, default=2,
                    help="debugging calls for a solver that fails to run (default 2)")
     p.add_argument("--workers", type=int, default=2, help="parallel evaluations")
+    p.add_argument("--tie-tolerance", type=float, default=0.01,
+                   help="scores within this relative distance of the best are a tie, won by "
+                        "the faster solver (default 0.01 = 1%%)")
     p.add_argument("--max-usd", type=float, default=None, help="stop the search at this cost")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the search at this many tokens (in + out)")
@@ -102,6 +105,7 @@ def cmd_solve(args) -> int:
             feedback=args.feedback, max_rounds=args.max_rounds,
             rejudge_cycles=args.rejudge_cycles, saturation_factor=args.saturation_factor,
             patience=args.patience, debug_attempts=args.debug_attempts, workers=args.workers,
+            tie_tolerance=args.tie_tolerance,
             max_usd=args.max_usd, max_tokens=args.max_tokens, max_evals=args.max_evals,
             seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
             data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
@@ -128,9 +132,12 @@ def _llm_opts(args) -> dict:
 
 def cmd_resume(args) -> int:
     store = find_run(args.run, args.out)
-    if store.status == "finished":
+    complete = all((store.dir / f).is_file() for f in ("summary.json", "report.md"))
+    if store.status == "finished" and complete:
         print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
         return 0
+    # A "finished" run without its report (an older pdesharp set the status before writing
+    # them) is resumed like any other: only the final steps are really redone.
     try:
         config = config_of(store)
     except ValueError as exc:  # pydantic's ValidationError: another command's run folder

@@ -150,6 +150,8 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     finally:
         db.close()
     by_id = {c.id: c for c in cands}
+    if not summary:  # the run did not get to write it: show what the store holds
+        summary = _summary_from_store(db_path, results)
     winner_id = summary.get("best_id") or summary.get("best_solver")
     winner = by_id.get(winner_id) if winner_id else None
     lineage = _lineage(winner.id, by_id) if winner else []
@@ -161,7 +163,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
         (nodes[parent].children if parent else roots).append(nodes[c.id])
     return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
                    candidates=cands, results=results, roots=roots, curve=curve,
-                   rounds=_rounds(cands, results), diffs=_diffs(cands, by_id, lineage, max_diffs),
+                   rounds=_rounds(cands, results, events), diffs=_diffs(cands, by_id, lineage, max_diffs),
                    winner=winner, events=events)
 
 
@@ -176,17 +178,55 @@ def _lineage(cid: str, by_id: dict[str, Candidate]) -> list[str]:
     return out
 
 
-def _rounds(cands, results) -> list[tuple[str, float | None, float | None]]:
-    """Best score of the solvers made in each (cycle, round) of a tournament, and the best so
-    far. Only for runs with a tournament (genesis or patch candidates)."""
+def _summary_from_store(db_path: Path, results: dict[str, EvalResult]) -> dict:
+    """A summary rebuilt from run.sqlite for a run without summary.json (killed, or failed in
+    its final steps): status, accounting, and the best feedback-split result so far."""
+    db = _ro(db_path)
+    try:
+        run = db.execute("SELECT id, status, note, wall_seconds FROM runs LIMIT 1").fetchone()
+        n_all, n_fb = db.execute(
+            "SELECT COUNT(*) FILTER (WHERE counted=1), COUNT(*) FILTER (WHERE counted=1 AND "
+            "split != 'test') FROM evaluations").fetchone()
+        calls = db.execute(
+            "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), COUNT(*) FILTER (WHERE "
+            "cached=1), COALESCE(SUM(prompt_tokens) FILTER (WHERE cached=0), 0), COALESCE("
+            "SUM(completion_tokens) FILTER (WHERE cached=0), 0), COALESCE(SUM(cost_usd) FILTER "
+            "(WHERE cached=0), 0) FROM model_calls").fetchone()
+        debug = db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0]
+    finally:
+        db.close()
+    ok = [(r.score, cid) for cid, r in results.items() if r.ok and r.score is not None]
+    best = min(ok) if ok else (None, None)
+    status = run["status"] if run else "unknown"
+    return {"run_id": run["id"] if run else None,
+            "status": f"{status} (no summary.json: figures read from the run store)",
+            "note": run["note"] if run else "", "evaluations": n_all,
+            "feedback_evaluations": n_fb, "debug_iterations": debug, "model_calls": calls[0],
+            "cached_model_calls": calls[1], "tokens_in": calls[2], "tokens_out": calls[3],
+            "cost_usd": calls[4], "wall_seconds": run["wall_seconds"] if run else None,
+            "best_id": best[1], "best_dev_score": best[0]}
+
+
+def _rounds(cands, results, events=()) -> list[tuple[str, float | None, float | None]]:
+    """Best score measured in each (cycle, round) of a tournament, and the best so far. A
+    score belongs to the round in which the solver was *evaluated*: a genesis candidate
+    nominated in round 2 counts for round 2, not for genesis. Only for runs with a tournament
+    (genesis or patch candidates)."""
     if not any(c.origin in ("genesis", "patch") for c in cands):
         return []
+    first_nominated: dict[str, tuple[int, int]] = {}
+    for e in events:
+        if e.get("kind") == "nomination" and e.get("nominee"):
+            first_nominated.setdefault(e["nominee"], (e.get("cycle", 0), e.get("round", 0)))
     groups: dict[tuple[int, int], list[float]] = {}
     for c in cands:
         if c.origin in ("seed",):
             continue
         r = results.get(c.id)
-        key = (c.cycle, c.round)
+        key = first_nominated.get(c.id, (c.cycle, c.round)) if c.origin == "genesis" \
+            else (c.cycle, c.round)
+        if r is None and key == (0, 0) and c.origin == "genesis" and first_nominated:
+            continue  # never evaluated: no genesis row just for it
         groups.setdefault(key, [])
         if r is not None and r.score is not None:
             groups[key].append(r.score)

@@ -10,8 +10,11 @@ which the tournament hands back once through :meth:`repair_patch`.
 
 from __future__ import annotations
 
+import re
+
 from pdesharp.llm.base import Message
-from pdesharp.prompting import ask, extract_code, extract_json, render, task_context
+from pdesharp.prompting import (ask, extract_code, extract_json, objective, render,
+                                task_context)
 from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.roles import Nomination, PoolEntry, Proposal
 from pdesharp.synthesis.patch import has_blocks
@@ -20,12 +23,25 @@ from pdesharp.task import Task
 MAX_CODE_CHARS = 16000  # per solver in a pool listing: one runaway reply must not flood a prompt
 
 FEEDBACK_NOTES = {
-    "nrmse": "the nRMSE of each executed solver against the dev-split reference data, its run "
-             "time and its empirical convergence rate",
+    "nrmse": "the nRMSE of each executed solver against the dev-split reference data and its "
+             "run time",
     "residual": "the normalised PDE residual of each executed solver's output (no reference "
-                "data), its run time and its empirical convergence rate",
+                "data) and its run time",
     "none": "only whether each solver executed successfully; no accuracy numbers",
 }
+CONVERGENCE_NOTE = ", and its empirical convergence rate (from a refinement study)"
+
+# A judge that expects no modification to help says so with this marker on a line of its own
+# (or "no_change": true in its JSON); that is recorded, and no evaluation is spent.
+NO_CHANGE = "NO_CHANGE"
+_NO_CHANGE_LINE = re.compile(r"^[\s*`_#>]*NO_CHANGE[\s*`_.]*$", re.MULTILINE)
+
+
+def feedback_note(feedback: Feedback, convergence: bool) -> str:
+    """What the judges will see of each result; the convergence rate only when it is
+    actually measured (``convergence`` on and the task defines a refinement study)."""
+    note = FEEDBACK_NOTES[feedback]
+    return note + CONVERGENCE_NOTE if convergence and feedback != "none" else note
 
 
 def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
@@ -40,10 +56,12 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
 class LLMJudge:
     """Implements :class:`pdesharp.roles.Judge` on a ChatModel."""
 
-    def __init__(self, model, name: str, *, feedback: Feedback = "nrmse", top_k: int = 5):
+    def __init__(self, model, name: str, *, feedback: Feedback = "nrmse", top_k: int = 5,
+                 convergence: bool = True):
         self.model = model
         self.name = name
         self.feedback = feedback
+        self.convergence = convergence  # whether results carry a convergence rate
         self.top_k = top_k
         self.debug_attempts = 2  # set by the tournament (its K), shown in the debug prompt
         self.round = 1
@@ -62,10 +80,11 @@ class LLMJudge:
         if self.messages:
             return
         self._task = task
-        system = render("judge_system", judge=self.name, **task_context(task),
+        convergence = self.convergence and task.evaluation.convergence.kind != "none"
+        system = render("judge_system", judge=self.name, **task_context(task, self.feedback),
                         route=analysis.route if analysis else "numerical",
                         key_facts=analysis.key_facts if analysis else [],
-                        feedback_note=FEEDBACK_NOTES[self.feedback])
+                        feedback_note=feedback_note(self.feedback, convergence))
         self.messages.append(Message(role="system", content=system))
 
     async def _ask(self, prompt: str, tag: str) -> str:
@@ -124,7 +143,12 @@ class LLMJudge:
         prompt = render("judge_propose", round=self.round, cycle=self.cycle, base_id=b.id,
                         base_code=b.code, entries=self._entries(results, code=False))
         text = await self._ask(prompt, "judge.propose")
-        return self._proposal(text, b.id, [e.candidate.id for e in results] + self._pool_ids)
+        if _declines(text):
+            facts = extract_json(text) or {}
+            return Proposal(judge=self.name, base=b.id, parents=[b.id], declined=True,
+                            title=NO_CHANGE, justification=str(
+                                facts.get("justification") or _prose(text)))
+        return self._proposal(text, b.id)
 
     async def repair_patch(self, proposal: Proposal, error: str) -> Proposal:
         text = await self._ask(render("judge_repair", error=error), "judge.repair")
@@ -148,18 +172,35 @@ class LLMJudge:
         return self._proposal(text, c.id, [c.id])
 
     # -- parsing ---------------------------------------------------------------------------
-    def _proposal(self, text: str, base: str, known: list[str]) -> Proposal:
+    def _proposal(self, text: str, base: str, default_parents: list[str] | None = None
+                  ) -> Proposal:
+        """Every parent id the judge names is kept (the tournament checks them against the
+        pool and records the invalid ones); justifications are stored in full."""
         facts = extract_json(text) or {}
-        parents = [base] + [str(p) for p in facts.get("parents", []) or []
-                            if str(p) in known and str(p) != base]
-        kw = dict(judge=self.name, base=base, parents=list(dict.fromkeys(parents)),
+        named = facts.get("parents")
+        named = [str(p) for p in named] if isinstance(named, list) else list(default_parents or [])
+        kw = dict(judge=self.name, base=base, parents=list(dict.fromkeys([base] + named)),
                   title=str(facts.get("title", ""))[:120],
-                  justification=str(facts.get("justification", ""))[:1500])
+                  justification=str(facts.get("justification", "")))
         if not has_blocks(text):
             code = extract_code(text)
             if code is not None:
                 return Proposal(**kw, code=code)
         return Proposal(**kw, patch=text)
+
+
+def _declines(text: str) -> bool:
+    """The reply declines to modify: the NO_CHANGE marker (a line of its own, or
+    ``"no_change": true``) and no SEARCH/REPLACE blocks or code (a reply with edits is an
+    edit, whatever else it says)."""
+    if has_blocks(text) or extract_code(text) is not None:
+        return False
+    facts = extract_json(text) or {}
+    return facts.get("no_change") is True or bool(_NO_CHANGE_LINE.search(text))
+
+
+def _prose(text: str) -> str:
+    return " ".join(_NO_CHANGE_LINE.sub("", text.split("```", 1)[0]).split())
 
 
 def _valid_nomination(facts: dict | None, ids: list[str]) -> bool:

@@ -37,6 +37,7 @@ class TournamentSettings:
     patience: int = 1  # rounds without improvement before the cycle stops
     debug_attempts: int = 2
     workers: int = 2
+    tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
 
 
 async def gather_all(coros) -> list:
@@ -59,6 +60,7 @@ class Tournament:
         self.pool: list[Candidate] = []
         self.known: dict[str, EvalResult] = {}
         self._gate = asyncio.Semaphore(max(1, settings.workers))
+        self._visible: set[str] = set()  # solver ids a judge may name as parents this round
 
     # -- results -------------------------------------------------------------------------
     # The tournament sees only results it obtained itself in this execution (self.known),
@@ -71,17 +73,21 @@ class Tournament:
         return PoolEntry(candidate=c, result=result)
 
     def best(self) -> tuple[Candidate, EvalResult] | None:
-        """Lowest score; with no scores (feedback "none"), the first solver that ran ok."""
+        """Lowest score; scores within ``tie_tolerance`` (relative) of it are a tie, won by the
+        fastest solver (then the lower score, then pool order: deterministic). With no scores
+        (feedback "none"), the first solver that ran ok."""
         ok = [(c, self.known[c.id]) for c in self.pool
               if c.id in self.known and self.known[c.id].ok]
         scored = [p for p in ok if p[1].score is not None]
         if scored:
-            return min(scored, key=lambda p: p[1].score)
+            return pick_best(scored, self.s.tie_tolerance)
         return ok[0] if ok else None
 
     def best_score(self) -> float | None:
-        best = self.best()
-        return best[1].score if best else None
+        """The lowest score so far (saturation is judged on accuracy, not on the tie-break)."""
+        scores = [self.known[c.id].score for c in self.pool if c.id in self.known
+                  and self.known[c.id].ok and self.known[c.id].score is not None]
+        return min(scores) if scores else None
 
     async def _run(self, c: Candidate) -> EvalResult:
         if c.static_check != "ok":  # free check failed: not executed, not counted
@@ -132,6 +138,19 @@ class Tournament:
         self.pool.append(c)
         return c
 
+    def _valid_parents(self, proposal, base: str, cycle: int, rnd: int, judge: str
+                       ) -> list[str]:
+        """The base, then every other solver the judge named that it could have seen (any
+        pool solver at the start of the modification step, executed or not); other ids name
+        no solver the judge knows: they are dropped and recorded as an event."""
+        named = list(dict.fromkeys([base] + [p for p in proposal.parents if p != base]))
+        valid = [p for p in named if p == base or p in self._visible]
+        invalid = [p for p in named if p not in valid]
+        if invalid:
+            self.store.event("invalid_parents", cycle=cycle, round=rnd, judge=judge,
+                             ids=invalid)
+        return valid
+
     # -- the loop ------------------------------------------------------------------------
     async def run(self, genesis: list[Candidate]) -> None:
         for c in genesis:
@@ -154,7 +173,8 @@ class Tournament:
                 improved = after is not None and (before is None or after < self.s.saturation_factor * before)
                 best = self.best()
                 self.store.event("round_best", cycle=cycle, round=rnd,
-                                 best=best[0].id if best else None, score=after)
+                                 best=best[0].id if best else None,
+                                 score=best[1].score if best else None)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
                 if stale >= self.s.patience:
@@ -182,6 +202,7 @@ class Tournament:
         self._sort_pool()
         shared = [self.entry(c) for c in self.pool if c.id in self.known]
         shared.sort(key=lambda e: (e.result.score is None, e.result.score or 0.0))
+        self._visible = {c.id for c in self.pool}
 
         async def turn(idx: int, judge, nominee: str) -> None:
             base = final.get(nominee) or by_id.get(nominee)
@@ -195,6 +216,13 @@ class Tournament:
                                  nominee=nominee)
                 return
             proposal = await judge.propose(self.task, base_entry, shared, self.s.feedback)
+            if proposal.declined:  # the judge expects no change to help: nothing to run
+                self.store.event("no_change", cycle=cycle, round=rnd, judge=judge.name,
+                                 base=base_entry.candidate.id,
+                                 justification=proposal.justification)
+                return
+            proposal.parents = self._valid_parents(proposal, base_entry.candidate.id,
+                                                   cycle, rnd, judge.name)
             self.store.event("proposal", cycle=cycle, round=rnd, judge=judge.name,
                              base=proposal.base, parents=proposal.parents, title=proposal.title)
             try:
@@ -203,6 +231,8 @@ class Tournament:
                 self.store.event("patch_failed", cycle=cycle, round=rnd, judge=judge.name,
                                  error=str(exc)[:800])
                 proposal = await judge.repair_patch(proposal, str(exc))
+                proposal.parents = self._valid_parents(proposal, base_entry.candidate.id,
+                                                       cycle, rnd, judge.name)
                 try:
                     code = _apply(proposal, base_entry.candidate.code)
                 except PatchError as exc2:
@@ -217,6 +247,19 @@ class Tournament:
 
         await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
         self._sort_pool()
+
+
+def pick_best(scored: list[tuple[Candidate, EvalResult]], tie_tolerance: float
+              ) -> tuple[Candidate, EvalResult]:
+    """The best of ``scored`` (in a fixed order): among the scores within ``tie_tolerance``
+    (relative) of the lowest, the smallest solver_seconds wins (unknown time counts as
+    slowest), then the lower score, then the earlier entry."""
+    lowest = min(r.score for _, r in scored)
+    cap = lowest + abs(lowest) * tie_tolerance
+    tied = [(i, c, r) for i, (c, r) in enumerate(scored) if r.score <= cap]
+    i, c, r = min(tied, key=lambda t: (t[2].solver_seconds is None,
+                                       t[2].solver_seconds or 0.0, t[2].score, t[0]))
+    return c, r
 
 
 def _apply(proposal, code: str) -> str:
