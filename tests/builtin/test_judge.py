@@ -130,3 +130,13 @@ def test_judges_of_one_tournament_never_propose_the_same_design():
     props = [asyncio.run(j.propose(task, base, [base], "nrmse")) for j in judges]
     codes = [p.code or apply_patch(base.candidate.code, p.patch) for p in props]
     assert codes[0] != codes[1]
+
+
+def test_a_foreign_base_gets_a_catalogue_rewrite(burgers):
+    task, analysis = burgers
+    seed = PoolEntry(candidate=Candidate(id="seed", code="def solver(u0_batch, t_coordinate, nu):\n"
+                                         "    return None\n", origin="seed"), result=ok(1e-2))
+    judge = BuiltinJudge(name="judge-1")
+    asyncio.run(judge.nominate(task, analysis, [seed]))
+    prop = asyncio.run(judge.propose(task, seed, [seed], "nrmse"))
+    assert prop.code is not None and read_design(prop.code) is not None

@@ -214,7 +214,12 @@ class BuiltinJudge:
         bid = base.candidate.id
         self._bases[bid] = base.candidate.code
         if d is None:
-            raise ValueError(f"candidate {bid} was not written by the built-in analyst")
+            # not one of ours (e.g. a seed solver): offer the best untried catalogue design instead
+            prop = self._switch_family(task, base, self._seen([e for e in results if e.result]))
+            if prop is None:
+                raise ValueError(f"candidate {bid} was not written by the built-in analyst and the"
+                                 " catalogue has nothing untried to offer instead")
+            return prop
         seen = self._seen(results + [base])
         failed = base.result is not None and not base.result.ok
         if self.strategy == "hybrid":
