@@ -156,3 +156,17 @@ def test_pipeline_hook_gives_builtin_roles(shared_data):
     roles = builtin_roles(SolveConfig(task="burgers", data_dir=str(shared_data)))
     assert isinstance(roles.analyst, BuiltinAnalyst) and roles.analyst.data_dir == str(shared_data)
     assert [j.strategy for j in roles.judges] == ["accuracy", "robust", "hybrid"]
+
+
+def test_pipeline_hook_refuses_an_unsupported_task_up_front(tmp_path):
+    from pdesharp.pipeline import SolveConfig
+    from pdesharp.rolesets import builtin_roles
+
+    path = tmp_path / "kdv.yaml"
+    spec = _task_with("dt(u) + dx(u**2/2) + nu*dx(u, 3)")
+    spec["name"] = "kdv"
+    import yaml
+
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(UnsupportedTask, match="order 3"):
+        builtin_roles(SolveConfig(task=str(path)))

@@ -31,7 +31,12 @@ def make_roles(config):
     The analyst reads the field bounds from the dev data when it can find it.
     """
     from pdesharp.rolesets import JUDGE_NAMES, Roles
+    from pdesharp.task import load_task
 
+    if getattr(config, "task", ""):
+        # fail before the run starts, with the offending term named, if the PDE is outside
+        # the catalogue (UnsupportedTask is a ValueError, which the CLI reports cleanly)
+        structure(load_task(config.task))
     data_dir = getattr(config, "data_dir", None)
     analyst = BuiltinAnalyst(data_dir=data_dir if data_dir is not None else _default_data_dir(),
                              dev_data=getattr(config, "dev_data", None))
