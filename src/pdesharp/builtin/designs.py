@@ -23,9 +23,6 @@ RIEMANN = ("rusanov", "hll")
 SPACE_ORDER = {"first": 1, "muscl": 2, "weno5": 5}
 TIME_ORDER = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}
 STAGES = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}
-# largest stable CFL of each integrator with a TVD reconstruction (SSP coefficients; rk4 and the
-# midpoint rule are not SSP, their linear-stability limits are used)
-CFL_LIMIT = {"euler": 1.0, "rk2mid": 1.0, "ssprk2": 1.0, "ssprk3": 1.0, "rk4": 1.0}
 
 
 @dataclass(frozen=True)
@@ -148,8 +145,6 @@ def candidate_designs(struct, facts: dict) -> list[Design]:
         out.extend(fv)  # stiff but nothing better in the catalogue: explicit, slow, still valid
     if scalar and struct.has_flux and facts.get("diffusion_constant") and not smooth:
         out.append(Design("spectral", cfl=0.4))
-    if scalar and struct.has_flux and not facts.get("diffusion_constant"):
-        pass
     out = [d.with_(has_flux=struct.has_flux) for d in out]
     seen, unique = set(), []
     for d in out:

@@ -12,8 +12,6 @@ import math
 from importlib import resources
 from itertools import product
 
-import sympy as sp
-
 from pdesharp.builtin.designs import Design, candidate_designs, predicted_rank_score
 from pdesharp.builtin.physics import diffusion_constant, law_facts, linear_symbol_source, npcode, physics_source
 from pdesharp.builtin.structure import BalanceLaw, EllipticProblem, structure
@@ -192,17 +190,3 @@ class BuiltinAuthor:
 def _justify(d: Design) -> str:
     return (f"formal order {min(d.space_order, d.time_order)} (space {d.space_order}, time "
             f"{d.time_order}); relative cost {d.relative_cost:.2f}")
-
-
-def parse_design(code: str) -> dict:
-    """The design-axis constants of a generated solver (for the judges), by name."""
-    out = {}
-    for line in code.splitlines():
-        head = line.split("#")[0].strip()
-        if "=" in head and head.split("=")[0].strip().isupper():
-            k, v = (s.strip() for s in head.split("=", 1))
-            try:
-                out[k] = sp.sympify(v) if not v.startswith('"') else v.strip('"')
-            except (sp.SympifyError, TypeError):
-                out[k] = v
-    return out
