@@ -89,6 +89,16 @@ def constant_patch(code: str, changes: dict[str, object]) -> str:
     return "\n".join(blocks)
 
 
+def _retitle(code: str, new: Design) -> str:
+    """A SEARCH/REPLACE block that keeps the solver's docstring title in step with its design."""
+    first = code.split("\n", 1)[0]
+    if not first.startswith('"""') or ": " not in first:
+        return ""
+    head = first.rsplit(": ", 1)[0] if first.count(": ") == 1 else first[: first.index(": ", 3)]
+    line = f"{head}: {new.title}."
+    return "" if line == first else f"\n<<<<<<< SEARCH\n{first}\n=======\n{line}\n>>>>>>> REPLACE"
+
+
 def _neighbours(d: Design, strategy: str, failed: bool, has_flux: bool = True,
                 dt_output: float = 0.01) -> list[tuple[str, object, str]]:
     """Candidate single-axis moves (field, value, reason), in the strategy's preference order."""
@@ -243,7 +253,8 @@ class BuiltinJudge:
             self._tried.add(new.key())
             self._shared.add(new.key())
             const = next(k for k, v in _AXES.items() if v == field)
-            patch = constant_patch(base.candidate.code, {const: value})
+            patch = constant_patch(base.candidate.code, {const: value}) + _retitle(
+                base.candidate.code, new)
             return Proposal(judge=self.name, base=bid, parents=[bid],
                             title=f"{const} -> {value}", patch=patch,
                             justification=self._why(base, reason))
