@@ -164,6 +164,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
              "route": analysis.route if analysis else None}
+    lowest = tournament.lowest() if tournament is not None else None
+    if best is not None and lowest is not None and lowest[0].id != best[0].id:
+        # the winner is within the tie tolerance of the lowest score and faster: say so
+        final["tie_break"] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
+                              "lowest_seconds": lowest[1].solver_seconds,
+                              "best_seconds": best[1].solver_seconds,
+                              "tie_tolerance": config.tie_tolerance}
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,

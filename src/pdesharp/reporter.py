@@ -24,6 +24,10 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _fmt_s(seconds) -> str:
+    return "time unknown" if seconds is None else f"{seconds:.1f} s"
+
+
 def _cell(text: str, limit: int = 70) -> str:
     return shorten(str(text).replace("|", "/"), limit)
 
@@ -70,6 +74,12 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"- Best dev-split score ({feedback}): {_fmt(final.get('best_dev_score'))}",
               f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
               + (f" ({final['test_note']})" if final.get("test_note") else "")]
+    tie = final.get("tie_break")
+    if tie:
+        lines.append(f"- Run-time tie-break: `{tie['lowest_id']}` scored lowest "
+                     f"({_fmt(tie['lowest_score'])} in {_fmt_s(tie['lowest_seconds'])}); scores "
+                     f"within {100 * tie['tie_tolerance']:g} % of the lowest count as a tie, "
+                     f"won by the fastest solver (this one: {_fmt_s(tie['best_seconds'])})")
     if final.get("stop_reason"):
         lines.append(f"- Stopped early: {final['stop_reason']}")
     lines.append("")

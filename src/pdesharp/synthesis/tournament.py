@@ -83,11 +83,16 @@ class Tournament:
             return pick_best(scored, self.s.tie_tolerance)
         return ok[0] if ok else None
 
+    def lowest(self) -> tuple[Candidate, EvalResult] | None:
+        """The lowest score, no tie-break (earliest wins exact ties)."""
+        scored = [(c, self.known[c.id]) for c in self.pool if c.id in self.known
+                  and self.known[c.id].ok and self.known[c.id].score is not None]
+        return pick_best(scored, 0.0) if scored else None
+
     def best_score(self) -> float | None:
         """The lowest score so far (saturation is judged on accuracy, not on the tie-break)."""
-        scores = [self.known[c.id].score for c in self.pool if c.id in self.known
-                  and self.known[c.id].ok and self.known[c.id].score is not None]
-        return min(scores) if scores else None
+        low = self.lowest()
+        return low[1].score if low else None
 
     async def _run(self, c: Candidate) -> EvalResult:
         if c.static_check != "ok":  # free check failed: not executed, not counted
