@@ -73,6 +73,12 @@ def test_resume_accepts_a_finished_run_without_its_report(tmp_path, capsys):
                             run_id="f")
     store.set_status("finished")  # what the bridge run's store said, with no report written
     store.close()
+    wall = RunStore.open(tmp_path / "f").db.execute("SELECT wall_seconds FROM runs").fetchone()[0]
+    assert main(["show", str(tmp_path / "f")]) == 0 and main(["runs", "--out", str(tmp_path)]) == 0
+    assert "status finished" in capsys.readouterr().out
+    assert not (tmp_path / "f" / "summary.json").exists()  # looking never writes a stub
+    assert RunStore.open(tmp_path / "f").db.execute(
+        "SELECT wall_seconds FROM runs").fetchone()[0] == wall  # nor adds its own time
     try:  # proceeds (and then stops: the scripted file does not exist)
         main(["resume", "f", "--out", str(tmp_path), "--quiet"])
     except SystemExit:
@@ -84,7 +90,7 @@ def test_prompts_state_the_score_and_pass_the_task_notes():
     task = load_task("advection")
     text = render("genesis", **task_context(task, "nrmse"), route="numerical", steps=[],
                   stability=[], schemes=[], key_facts=[], index=1, total=1)
-    assert "nRMSE" in text and "task's reference data" in text and "all output" in text
+    assert "nRMSE against the task's reference data" in text and "all output frames" in text
     assert "fine reference solution" not in text
     assert task.notes[0] in text  # verbatim: the MUSCL reference (exact solver ~1e-3)
     assert task.initial_condition.split(":")[0] in text

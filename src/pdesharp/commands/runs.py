@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pdesharp.commands.solve import find_run, runs_root
+from pdesharp.report.runview import summary_from_store
 from pdesharp.store import RunStore
 
 
@@ -38,7 +39,7 @@ def cmd_runs(args) -> int:
         table.add_column(col)
     for folder in folders:
         store = RunStore.open(folder)
-        s = store.summary() or {**store.accounting(), "best_dev_score": None, "test_nrmse": None}
+        s = store.summary() or summary_from_store(folder)  # read-only: no wall time added
         table.add_row(store.run_id, store.task_name, store.status, _fmt(s.get("best_dev_score")),
                       _fmt(s.get("test_nrmse")), str(s["evaluations"]), str(s["model_calls"]),
                       f"{s['cost_usd']:.4f}")
@@ -49,7 +50,9 @@ def cmd_runs(args) -> int:
 
 def cmd_show(args) -> int:
     store = find_run(args.run, args.out)
-    s = store.summary() or store.write_summary()
+    # Never write summary.json here: a stub would hide that the run's final steps are missing
+    # (resume redoes them only while it is absent).
+    s = store.summary() or summary_from_store(store.dir)
     if args.json:
         print(json.dumps(s, indent=2))
         return 0

@@ -201,6 +201,17 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         store.set_status("interrupted", "interrupted by the user")
         console.print(f"interrupted; {hint}")
         return 130
+    except Exception as exc:  # a bug or an unexpected failure: keep the traceback, stay resumable
+        import traceback
+
+        log = store.dir / "logs" / "error.log"
+        log.write_text(traceback.format_exc())
+        if store.status not in ("failed",):
+            store.set_status("failed", f"{type(exc).__name__}: {exc}"[:300])
+        console.print(f"[red]the run failed:[/] {type(exc).__name__}: {exc}
+(traceback in "
+                      f"{log}); {hint}")
+        return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
         store.close()

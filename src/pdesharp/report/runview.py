@@ -178,6 +178,24 @@ def _lineage(cid: str, by_id: dict[str, Candidate]) -> list[str]:
     return out
 
 
+def summary_from_store(run_dir: str | Path) -> dict:
+    """What ``summary.json`` would say, read (read-only) from a run folder's run.sqlite: for a
+    run that has none (killed, or failed in its final steps). Opening the store read-only
+    keeps this from adding to the run's wall time."""
+    run_dir = Path(run_dir)
+    config = json.loads((run_dir / "config.json").read_text()) \
+        if (run_dir / "config.json").is_file() else {}
+    db = _ro(run_dir / "run.sqlite")
+    try:
+        results = {r["candidate_id"]: EvalResult.model_validate_json(r["result"])
+                   for r in db.execute("SELECT candidate_id, result FROM evaluations WHERE "
+                                       "split='dev' AND feedback=? ORDER BY seq",
+                                       (config.get("feedback") or "nrmse",))}
+    finally:
+        db.close()
+    return _summary_from_store(run_dir / "run.sqlite", results)
+
+
 def _summary_from_store(db_path: Path, results: dict[str, EvalResult]) -> dict:
     """A summary rebuilt from run.sqlite for a run without summary.json (killed, or failed in
     its final steps): status, accounting, and the best feedback-split result so far."""
