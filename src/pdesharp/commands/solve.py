@@ -208,8 +208,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         log.write_text(traceback.format_exc())
         if store.status not in ("failed",):
             store.set_status("failed", f"{type(exc).__name__}: {exc}"[:300])
-        console.print(f"[red]the run failed:[/] {type(exc).__name__}: {exc}
-(traceback in "
+        console.print(f"[red]the run failed:[/] {type(exc).__name__}: {exc} (traceback in "
                       f"{log}); {hint}")
         return 1
     finally:
