@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 
 from pdesharp.llm.base import Message
-from pdesharp.prompting import (ask, extract_code, extract_json, objective, render,
-                                task_context)
+from pdesharp.prompting import ask, extract_code, extract_json, render, task_context
 from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.roles import Nomination, PoolEntry, Proposal
 from pdesharp.synthesis.patch import has_blocks
@@ -74,7 +73,6 @@ class LLMJudge:
         self._shown: set[str] = set()
         self._task: Task | None = None
         self._debug_attempts: dict[str, int] = {}
-        self._pool_ids: list[str] = []
 
     def _start(self, task: Task, analysis: Analysis | None) -> None:
         if self.messages:
@@ -114,7 +112,6 @@ class LLMJudge:
         prompt = render("judge_nominate", round=self.round, cycle=self.cycle, top_k=self.top_k,
                         entries=self._entries(pool, code=True))
         ids = [e.candidate.id for e in pool]
-        self._pool_ids = ids  # a later proposal may borrow from any of them
         facts = extract_json(await self._ask(prompt, "judge.nominate"))
         if not _valid_nomination(facts, ids):
             problem = ("no JSON object found" if facts is None else
