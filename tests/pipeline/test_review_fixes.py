@@ -200,3 +200,43 @@ def test_ancestry_tree_is_the_true_lineage(tmp_path):
     assert lines[0].startswith("c1r1-j1 — C1R1-J1")
     assert lines[1].startswith("├── g1") and lines[2].startswith("└── c0r2-j3")
     assert lines[3] == "    └── g1 (see above)"  # g1 is c0r2-j3's parent, not its child
+
+
+def test_cli_report_crash_then_resume_finishes_the_run(tmp_path, shared_data, monkeypatch,
+                                                      capsys):
+    """Through `pdesharp solve` / `pdesharp resume` with real (2-sample) evaluations."""
+    import yaml
+
+    rules = rules_for("numerical", [(shift(0.5), "a"), (shift(0.8), "b")], [
+        {"tag": "judge.nominate", "reply": nominate("g2")},
+        {"tag": "judge.propose", "reply": "NO_CHANGE"}])
+    script = tmp_path / "rules.yaml"
+    script.write_text("# replies written by us for this test, not a real model's\n"
+                      + yaml.safe_dump({"rules": rules}, sort_keys=False))
+    real, calls = pipeline.write_report, []
+
+    async def flaky(*args, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyError("feedback_evaluations")
+        return await real(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "write_report", flaky)
+    out, run_dir = tmp_path / "runs", tmp_path / "runs" / "crash"
+    argv = ["solve", "advection", "--model", f"scripted:{script}", "--candidates", "2",
+            "--max-rounds", "1", "--rejudge-cycles", "0", "--dev-data",
+            str(shared_data / "advection_dev.hdf5"), "--data-dir", str(tmp_path),
+            "--max-samples", "2", "--no-convergence", "--out", str(out), "--run-id", "crash",
+            "--quiet"]
+    assert main(argv) == 1
+    assert "resume" in capsys.readouterr().err
+    assert "KeyError" in (run_dir / "logs" / "error.log").read_text()
+    store = RunStore.open(run_dir)
+    assert store.status == "failed" and not (run_dir / "report.md").exists()
+    n_evals = store.n_evaluations
+    store.db.close()
+    assert main(["resume", str(run_dir), "--quiet"]) == 0
+    store = RunStore.open(run_dir)
+    assert store.status == "finished" and (run_dir / "report.md").is_file()
+    assert store.n_evaluations == n_evals  # nothing executed again
+    assert store.summary()["status"] == "finished"
