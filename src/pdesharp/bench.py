@@ -61,6 +61,12 @@ class BenchConfig:
     workers: int = 1  # solver executions at once (per task)
     parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
+    # The model layer's options, as `pdesharp solve` takes them (see pdesharp.llm.cli_args):
+    # every method's model is built with them. They say where and how to reach the model, not
+    # what a cell computes, so a resumed bench may change them (a proxy on a new port).
+    base_url: str | None = None
+    llm: dict = field(default_factory=dict)  # make_model options: api_key_env, timeout, ...
+    prices: str | None = None  # price table YAML overriding the shipped one
     task_names: list[str] = field(default_factory=list)  # filled in: names of cfg.tasks (paths ok)
 
     @property
@@ -81,6 +87,25 @@ class BenchConfig:
                              f"({', '.join(m for m in self.methods if m != 'sharp')}); give a "
                              "model spec (provider:model) or bench only 'sharp'")
 
+    def check_model_spec(self) -> None:
+        """Fail before any cell starts if the model spec cannot name an endpoint (e.g.
+        ``compat:x`` without ``--base-url``), instead of failing every cell alike. Only for
+        the default model factory: an injected one may use any name."""
+        from pdesharp.llm.presets import is_builtin, parse_spec
+
+        spec = self.model.strip()
+        if is_builtin(spec) or spec.startswith("scripted:"):
+            return
+        # With --optillm-url, cot/moa/cepo only pass the name on to the proxy.
+        direct = [m for m in self.methods
+                  if not (self.optillm_url and m in OPTILLM_METHODS)]
+        if not direct:
+            return
+        try:
+            parse_spec(spec, base_url=self.base_url, api_key_env=self.llm.get("api_key_env"))
+        except ValueError as exc:
+            raise BenchError(f"--model {spec}: {exc}") from None
+
 
 ModelFactory = Callable[[str, Task, int], Any]  # (method, task, repeat) -> ChatModel
 EvaluatorFactory = Callable[[Task], Any]
@@ -90,11 +115,18 @@ def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
     return Path(out) / task / f"{method}-r{repeat}"
 
 
+def solve_model_config(cfg: BenchConfig, **changes):
+    """The SolveConfig fields that build models, from the bench's model options."""
+    from pdesharp.pipeline import SolveConfig
+
+    fields = dict(model=cfg.model, base_url=cfg.base_url, llm=dict(cfg.llm), prices=cfg.prices)
+    return SolveConfig(**{**fields, **changes})  # sharp_options may override any of them
+
+
 def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
     """Models as ``pdesharp solve`` makes them (presets, response cache, ``scripted:FILE``).
     ``sharp`` gets None: its pipeline builds and journals its own roles from ``cfg.model``."""
     from pdesharp.baselines.optillm_proxy import UpstreamName
-    from pdesharp.pipeline import SolveConfig
     from pdesharp.rolesets import is_builtin, make_chat_model
 
     def factory(method: str, task: Task, repeat: int):
@@ -105,7 +137,7 @@ def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
                              " give a model spec (provider:model) or bench only 'sharp'")
         if cfg.optillm_url and method in OPTILLM_METHODS:
             return UpstreamName(cfg.model)  # the proxy holds the upstream credentials
-        return make_chat_model(cfg.model, SolveConfig(model=cfg.model))
+        return make_chat_model(cfg.model, solve_model_config(cfg))
 
     return factory
 
@@ -130,12 +162,12 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
     """PDE-SHARP through its own pipeline, into the cell's run folder (reopened if a killed
     bench left it unfinished: the pipeline's journal replays what was already asked)."""
     from pdesharp.baselines.runner import open_or_create
-    from pdesharp.pipeline import SolveConfig, dump_config, solve
+    from pdesharp.pipeline import dump_config, solve
     from pdesharp.rolesets import build_roles
 
     options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir, **cfg.sharp_options}
-    config = SolveConfig(task=task.name, model=cfg.model, max_evals=cfg.budget_evals,
-                         out=str(run_dir.parent), **options)
+    config = solve_model_config(cfg, task=task.name, max_evals=cfg.budget_evals,
+                                out=str(run_dir.parent), **options)
     store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))
     try:
         roles = build_roles(config, store, models={cfg.model: model} if model is not None else None)
@@ -197,6 +229,8 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
                     progress: Callable[[str], None] | None = None) -> list[dict]:
     """Run every (task, method, repeat) cell not yet finished, then write the tables."""
     cfg.validate()
+    if model_factory is None:
+        cfg.check_model_spec()
     tasks = [load_task(t) for t in cfg.tasks]
     cfg.task_names = [t.name for t in tasks]
     if len(set(cfg.task_names)) != len(tasks):

@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from pdesharp.commands._common import fail
+from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 
 
 def _csv(text: str) -> list[str]:
@@ -23,7 +24,13 @@ def register(sub) -> None:
     p.add_argument("--methods", type=_csv, default=["sharp", "codepde", "codepde-r", "cot",
                                                      "moa", "cepo"],
                    help="comma-separated methods (default: all six)")
-    p.add_argument("--model", required=True, help="model spec, e.g. openai:gpt-4o-mini")
+    p.add_argument("--model", required=True,
+                   help="model spec of every method, e.g. openai:gpt-4o-mini, or compat:NAME "
+                        "with --base-url")
+    p.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible endpoint URL for every method's model (see "
+                        "docs/models.md)")
+    add_llm_arguments(p)
     p.add_argument("--repeats", type=int, default=1, help="independent repeats per cell")
     p.add_argument("--out", default="runs/bench", help="bench folder (default runs/bench)")
     p.add_argument("--budget-evals", type=int, default=None,
@@ -46,14 +53,20 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from pdesharp.bench import BenchConfig, BenchError, BenchIncomplete, run_bench, to_markdown
+    from pdesharp.llm.prices import PriceError
     from pdesharp.task import TaskError
 
+    try:
+        llm = llm_options(args)  # also installs --prices as the process default
+    except PriceError as exc:
+        fail(str(exc))
     cfg = BenchConfig(tasks=args.tasks, methods=args.methods, model=args.model, out=args.out,
                       repeats=args.repeats, budget_evals=args.budget_evals, samples=args.samples,
                       refine_samples=args.refine_samples, debug_rounds=args.debug_rounds,
                       optillm_url=args.optillm_url, data_dir=args.data_dir,
                       max_samples=args.max_samples, workers=args.workers,
-                      parallel_cells=args.parallel_cells)
+                      parallel_cells=args.parallel_cells, base_url=args.base_url, llm=llm,
+                      prices=args.prices)
     try:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
     except (BenchError, TaskError) as exc:

@@ -10,11 +10,13 @@ gemini         Google's OpenAI-compatible API [2]_  GEMINI_API_KEY        openai
 ollama         http://localhost:11434/v1           (none)                openai
 vllm           http://localhost:8000/v1            (none)                openai
 anthropic      https://api.anthropic.com           ANTHROPIC_API_KEY     anthropic
-compat         (``--base-url`` required)           (none unless given)   openai
+compat         (``--base-url`` required) [3]_      (none unless given)   openai
 =============  ==================================  ====================  ==========
 
 .. [1] ``$OPENAI_BASE_URL`` overrides it, as in the ``openai`` SDK.
 .. [2] https://generativelanguage.googleapis.com/v1beta/openai/
+.. [3] ``compat`` does not fall back to ``$OPENAI_BASE_URL``: that variable is paired with
+   ``$OPENAI_API_KEY`` in the ``openai`` preset (write ``openai:NAME`` to use both).
 
 Any spec also takes ``base_url`` / ``api_key_env`` overrides (e.g. ``ollama:qwen2.5-coder:7b``
 on another host, or ``openai:gpt-4o-mini`` through an OptiLLM proxy). A bare model name with a
@@ -124,8 +126,12 @@ def parse_spec(spec: str, *, base_url: str | None = None,
                          f"--base-url for any OpenAI-compatible server.{hint}")
     url = base_url or preset.resolved_base_url()
     if not url:
+        # compat: deliberately ignores $OPENAI_BASE_URL: that variable belongs to the openai
+        # preset together with $OPENAI_API_KEY, and a generic endpoint should be named where
+        # the run records it (the command line / run config), not inherited from the shell.
         raise ValueError(f"{spec!r}: the generic 'compat:' provider needs --base-url "
-                         "(e.g. http://localhost:8000/v1)")
+                         "(e.g. http://localhost:8000/v1); it does not read $OPENAI_BASE_URL. "
+                         f"To use $OPENAI_BASE_URL (with $OPENAI_API_KEY), write openai:{model}")
     return ModelSpec(provider=preset.provider, model=model, base_url=url,
                      api_key_env=api_key_env if api_key_env is not None else preset.api_key_env,
                      adapter=preset.adapter,
