@@ -44,9 +44,12 @@ def test_invalid_spec_is_corrected_once():
 
 
 def test_still_invalid_after_correction_raises():
-    model = ScriptedModel({"translate": ["no yaml here", "```yaml\nname: [unclosed\n```"]})
+    # Two correction rounds are allowed (translator.MAX_FIX_ROUNDS): three bad replies.
+    model = ScriptedModel({"translate": ["no yaml here", "```yaml\nname: [unclosed\n```",
+                                         "```yaml\nname: [unclosed\n```"]})
     with pytest.raises(TranslateError, match="still invalid"):
         asyncio.run(translate(model, HEAT))
+    assert len(model.calls) == 3
 
 
 def test_cli_translate_writes_a_valid_spec(tmp_path, capsys):
