@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import shutil
 import signal
 from pathlib import Path
@@ -95,8 +96,18 @@ def find_run(run: str, out: str | None) -> RunStore:
         fail(str(exc))
 
 
+NO_MODEL_NOTICE = (
+    "pdesharp: no model configured: using the built-in numerical analyst (--model builtin), "
+    "which needs no network.\n  To run the LLM pipeline, pass --model provider:model "
+    "(e.g. --model openai:gpt-4o with OPENAI_API_KEY set, --model ollama:qwen2.5-coder:7b, or "
+    "--model compat:NAME --base-url URL) or set $PDESHARP_MODEL; `pdesharp models` lists providers."
+)
+
+
 def cmd_solve(args) -> int:
     task_or_exit(args.task)
+    if not args.model:
+        print(NO_MODEL_NOTICE, file=sys.stderr)
     task_ref = str(Path(args.task).resolve()) if Path(args.task).is_file() else args.task
     judges = [s.strip() for s in args.judges.split(",")] if args.judges else None
     try:

@@ -1,0 +1,25 @@
+"""With no model configured, `pdesharp solve` says it uses the built-in analyst and how to
+configure an LLM; a PDE outside the analyst's class then gets a clear message, not a traceback."""
+
+import yaml
+
+from pdesharp.cli import main
+from pdesharp.task import load_task
+
+
+def test_no_model_notice_then_unsupported_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("PDESHARP_MODEL", raising=False)
+    spec = yaml.safe_load(load_task("advection").to_yaml())
+    spec["name"] = "kdv_like"
+    spec["equation"]["equations"] = ["dt(u) + beta*dx(u, 3)"]  # dispersive: not in the class
+    path = tmp_path / "kdv.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    try:
+        code = main(["solve", str(path), "--out", str(tmp_path / "runs"), "--quiet"])
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert "no model configured" in err and "--model openai:gpt-4o" in err
+    assert code not in (0, None)
+    assert "Traceback" not in err
+    assert "u" in err and "--model" in err  # the unsupported-term message suggests an LLM
