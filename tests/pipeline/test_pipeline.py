@@ -383,3 +383,22 @@ def test_stability_bounds_use_the_data_scales(shared_data):
                                                      dx**2 / (2 * task.parameters["nu"])))
     assert evaluate_bound("dx/umax", task, {})[1] == "depends on umax"
     assert evaluate_bound("dx/(", task, {})[1] == "not SymPy-parsable"
+
+
+def test_wrong_llm_stability_bound_is_flagged_in_the_run(tmp_path):
+    # A scripted (written by us) stability step whose advective bound is 100x too large:
+    # explicit upwind for u_t + beta u_x = 0 needs dt <= dx/|beta|, not 100 dx/|beta|.
+    wrong = ("Explicit upwind is stable for large steps.\n" + js({
+        "bounds": [{"scheme": "explicit upwind advection", "expression": "100*dx/abs(beta)",
+                    "note": "CFL condition"}],
+        "recommended_schemes": ["upwind"], "key_facts": []}))
+    rules = rules_for("numerical", [(shift(1.0), "exact")], [
+        {"tag": "analysis.stability", "reply": wrong},
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.propose", "reply": patch("    scale = 1.0", "    scale = 1.0  # ok", "x", ["g1"])}])
+    store, _ = run(tmp_path, rules, MarkerEvaluator(), candidates=1, max_rounds=1,
+                   rejudge_cycles=0)
+    flagged = [d for d in store.events("disagreement") if d["fact"].startswith("stability")]
+    assert flagged, store.events("disagreement")
+    assert "off by a factor 100" in flagged[0]["note"]
+    assert "stability" in (tmp_path / "run" / "report.md").read_text()
