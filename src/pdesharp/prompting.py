@@ -8,7 +8,6 @@ the libraries actually installed, and the constraints every solver must respect.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -16,10 +15,10 @@ from functools import lru_cache
 
 import jinja2
 
+from pdesharp.evaluate.sandbox import available_libraries as _sandbox_libraries
 from pdesharp.task import Task
 
 # Libraries a solver may reasonably use; only the installed ones are offered to the model.
-CANDIDATE_LIBRARIES = ["numpy", "scipy", "torch", "jax", "numba"]
 
 CONSTRAINTS = [
     "Keep the function name and the parameter names and order of the template unchanged.",
@@ -66,13 +65,8 @@ def render(name: str, **context) -> str:
 
 @lru_cache(maxsize=1)
 def available_libraries() -> tuple[str, ...]:
-    """Installed numerical libraries, asking the evaluator first (it knows the sandbox)."""
-    try:
-        from pdesharp.evaluate import available_libraries as from_evaluator  # type: ignore
-        return tuple(from_evaluator())
-    except (ImportError, AttributeError):
-        pass
-    return tuple(name for name in CANDIDATE_LIBRARIES if importlib.util.find_spec(name))
+    """Installed numerical libraries a solver can import in the sandbox (the evaluator's list)."""
+    return tuple(_sandbox_libraries())
 
 
 def allowed_modules() -> set[str]:

@@ -19,26 +19,12 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from pdesharp.prompting import extract_code  # one extraction rule for every method
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
 from pdesharp.task import Task
 
 OUTPUT_TAIL = 5000  # characters of solver output fed back when debugging (as CodePDE does)
-
-_PYTHON_BLOCK = re.compile(r"```python(.*?)```", re.DOTALL)
-
-
-def extract_code(text: str) -> str | None:
-    """The longest ```python fenced block of a reply (CodePDE's rule), or None if there is none.
-
-    CodePDE raises on a reply without code and the sample is lost; the callers here turn None
-    into a failed sample instead of an exception."""
-    blocks = [b.strip("\n") for b in _PYTHON_BLOCK.findall(text or "")]
-    blocks = [b for b in blocks if b.strip()]
-    if not blocks:
-        return None
-    return max(blocks, key=len) + "\n"
-
 
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
