@@ -25,16 +25,28 @@ class EvalResult(BaseModel):
     n_samples: int = 0
     nrmse: float | None = None  # CodePDE's formula; None with feedback "none"/"residual" on no data
     nrmse_per_sample: list[float] = Field(default_factory=list)
+    # each output field scored alone (same formula); the joint score above stays CodePDE's
+    nrmse_per_field: dict[str, float] = Field(default_factory=dict)
     residual: float | None = None  # normalised PDE residual of the prediction (no data needed)
     convergence_order: float | None = None  # CodePDE's empirical rate; None if the test failed
     convergence_note: str = ""  # why the convergence test failed, if it did
-    solver_seconds: float | None = None  # wall time of the solver call on the split only
-    wall_seconds: float | None = None  # whole evaluation, child process start to end
+    # Solver wall time on the split, measured by the evaluator (never by the solver): from the
+    # sealed child's "ready", before the solver module is imported, to the end of its run. The
+    # one time the system uses (ranking, report, summary); per sample: seconds_per_sample.
+    solver_seconds: float | None = None
+    wall_seconds: float | None = None  # the whole evaluation (sandboxes, scoring, convergence)
     peak_memory_mb: float | None = None
     stdout_tail: str = ""
     stderr_tail: str = ""
     message: str = ""  # one-line human summary of a failure
     plot_path: str | None = None
+    isolation: str = ""  # the sandbox mechanism the solver ran under ("none": unsafe)
+
+    @property
+    def seconds_per_sample(self) -> float | None:
+        if self.solver_seconds is None or not self.n_samples:
+            return None
+        return self.solver_seconds / self.n_samples
 
     @property
     def ok(self) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 from pdesharp.evaluate.convergence import (analytic_ics, cell_centres, convergence_order,
                                            output_times, random_hd_ics)
-from pdesharp.evaluate.run_child import ChildSpec
+from pdesharp.evaluate.spec import ChildSpec
 from pdesharp.task import load_task
 
 sys.path.insert(0, str(Path(__file__).parent / "solvers"))

@@ -1,12 +1,16 @@
 """Evaluating solver files: sandboxed execution and CodePDE-exact metrics.
 
 ``Evaluator(task, ...).evaluate(code, split=..., feedback=...)`` runs a solver's source in a
-sandboxed child process on a split's reference data and returns an
-:class:`~pdesharp.records.EvalResult` (nRMSE as CodePDE computes it, the normalised PDE residual,
-CodePDE's empirical convergence order, timings, memory, output tails).
+sealed sandbox (:mod:`.sandbox`, :mod:`.sealed`) on a split's inputs and returns an
+:class:`~pdesharp.records.EvalResult` (nRMSE as CodePDE computes it, per field too, the
+normalised PDE residual, CodePDE's empirical convergence order computed by the parent, the
+solver time measured from outside, memory, scrubbed output tails, the isolation used).
 
-The exports are resolved lazily so that the sandboxed child, which imports
-``pdesharp.evaluate.run_child``, does not pay for the parent-side machinery.
+Module map: ``sealed.run_sealed`` is the executor seam (code + arrays in, checked arrays and
+times out); ``sandbox`` chooses and assembles the isolation; ``launch``, ``child`` and
+``confine`` are the standalone programs that run on the other side; ``cgroups`` limits the
+sandbox as a whole; ``scoring``, ``metrics``, ``residual``, ``convergence``, ``plot`` judge.
+The exports are resolved lazily (cheap ``import pdesharp.evaluate``).
 """
 
 from __future__ import annotations

@@ -18,13 +18,15 @@ Scalars keep the dataset's float32 type where CodePDE's do (t_last/10 decides th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy.interpolate import interp1d
 
+from pdesharp.evaluate.child import as_outputs, solver_args
 from pdesharp.evaluate.metrics import stack_fields
-from pdesharp.evaluate.run_child import ChildSpec, as_outputs, solver_args
+from pdesharp.evaluate.spec import ChildSpec
 
 OUTPUT_DT = 0.01
 
@@ -104,12 +106,8 @@ def _mean_rate(errors: list[float], sizes: list[float]) -> float:
     return float(np.mean(rates))
 
 
-def _solve(spec: ChildSpec, fn: Callable, inputs: dict, shape: tuple[int, ...]) -> np.ndarray:
-    arrays = as_outputs(spec, fn(*solver_args(spec, inputs)))
-    for name, arr in zip(spec.returns, arrays):
-        if arr.shape != shape:
-            raise ValueError(f"output {name!r} has shape {arr.shape}, expected {shape}")
-    return stack_fields(arrays)
+def _stack(spec: ChildSpec, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    return stack_fields([arrays[n] for n in spec.returns])
 
 
 def _x_range(spec: ChildSpec, inputs: dict):
@@ -122,7 +120,21 @@ def _x_range(spec: ChildSpec, inputs: dict):
     return xc[0], xc[-1]
 
 
-def time_1d(spec: ChildSpec, fn: Callable, inputs: dict) -> tuple[float, list[float]]:
+@dataclass
+class Plan:
+    """The solver calls a convergence test needs, and how to turn their outputs into a rate.
+
+    ``cases[i]`` is ``(inputs, shape)``: the solver's input arrays by key and the shape every
+    output must have. ``finish(outputs)`` takes, per case, ``{name: array}`` and returns
+    ``(rate, errors)``. The solver runs in the sandbox; the rate is computed here, by the
+    parent, so a solver cannot report its own order.
+    """
+
+    cases: list[tuple[dict[str, np.ndarray], tuple[int, ...]]]
+    finish: Callable[[list[dict[str, np.ndarray]]], tuple[float, list[float]]]
+
+
+def time_1d(spec: ChildSpec, inputs: dict) -> Plan:
     conv = spec.convergence
     grids = conv["grids"]
     x_min, x_max = _x_range(spec, inputs)
@@ -136,7 +148,7 @@ def time_1d(spec: ChildSpec, fn: Callable, inputs: dict) -> tuple[float, list[fl
         # CodePDE draws all three fields with the same seed: identical ICs, interpolated down
         stacked = np.stack([base] * len(initial), axis=-1)
         down = interp1d(xf, stacked, axis=1, kind="linear", fill_value="extrapolate")
-    sols, xcs = [], []
+    cases, xcs = [], []
     for nx in grids:
         xc = cell_centres(x_min, x_max, nx)
         if conv["kind"] == "cns_1d":
@@ -147,50 +159,72 @@ def time_1d(spec: ChildSpec, fn: Callable, inputs: dict) -> tuple[float, list[fl
             run_inputs = {f"initial:{f}": u0 for f in initial}
         run_inputs["time"] = tc
         batch = run_inputs[f"initial:{initial[0]}"].shape[0]
-        sols.append(_solve(spec, fn, run_inputs, (batch, len(tc), nx)))
+        cases.append((run_inputs, (batch, len(tc), nx)))
         xcs.append(xc)
-    errors = []
-    for i in range(len(grids) - 1):
-        j = i + 1 if conv["compare"] == "adjacent" else len(grids) - 1
-        errors.append(grid_error(sols[i], fine_to_coarse(sols[j], xcs[j], tc, xcs[i], tc)))
-    return _mean_rate(errors, [float(g) for g in grids]), errors
+
+    def finish(outputs):
+        sols = [_stack(spec, o) for o in outputs]
+        errors = []
+        for i in range(len(grids) - 1):
+            j = i + 1 if conv["compare"] == "adjacent" else len(grids) - 1
+            errors.append(grid_error(sols[i], fine_to_coarse(sols[j], xcs[j], tc, xcs[i], tc)))
+        return _mean_rate(errors, [float(g) for g in grids]), errors
+
+    return Plan(cases, finish)
 
 
-def downsample_2d(spec: ChildSpec, fn: Callable, inputs: dict,
-                  pred_full: list[np.ndarray]) -> tuple[float, list[float]]:
+def downsample_2d(spec: ChildSpec, inputs: dict, pred_full: list[np.ndarray]) -> Plan:
     conv = spec.convergence
     rates = sorted(conv["rates"], reverse=True)
     batch = conv["batch"]
     coeff = {a.field: inputs[f"coefficient:{a.field}"][:batch]
              for a in spec.args if a.kind == "coefficient"}
     fine = stack_fields([p[:batch] for p in pred_full])
-    errors = []
+    cases = []
     for r in rates:
         run_inputs = {f"coefficient:{k}": v[:, ::r, ::r] for k, v in coeff.items()}
-        shape = next(iter(run_inputs.values())).shape
-        coarse = _solve(spec, fn, run_inputs, shape)
-        errors.append(grid_error(coarse, fine[:, ::r, ::r]))
-    per = [_log_ratio(errors[i], errors[i + 1]) / np.log(rates[i] / rates[i + 1])
-           for i in range(len(errors) - 1)]
-    return float(sum(per) / len(per)), errors
+        cases.append((run_inputs, next(iter(run_inputs.values())).shape))
+
+    def finish(outputs):
+        errors = [grid_error(_stack(spec, o), fine[:, ::r, ::r]) for o, r in zip(outputs, rates)]
+        per = [_log_ratio(errors[i], errors[i + 1]) / np.log(rates[i] / rates[i + 1])
+               for i in range(len(errors) - 1)]
+        return float(sum(per) / len(per)), errors
+
+    return Plan(cases, finish)
+
+
+def plan(spec: ChildSpec, inputs: dict, pred_full: list[np.ndarray]) -> Plan | None:
+    """The test for ``spec``'s kind (None for ``none``). ``inputs`` are the split's solver
+    inputs (``initial:<f>``, ``coefficient:<f>``, ``time``, ``x``); ``pred_full`` the solver's
+    prediction on them, one array per output (Darcy compares against it)."""
+    kind = spec.convergence.get("kind", "none")
+    if kind in ("time_1d", "cns_1d"):
+        return time_1d(spec, inputs)
+    if kind == "downsample_2d":
+        return downsample_2d(spec, inputs, pred_full)
+    return None
+
+
+def rate_note(rate: float, errors: list[float]) -> tuple[float | None, str]:
+    """(rate or None, note): a non-finite rate is reported as None with the errors."""
+    errs = ", ".join(f"{e:.3e}" for e in errors)
+    if not np.isfinite(rate):
+        return None, f"the convergence rate is not finite (errors {errs}); CodePDE would print nan"
+    return rate, ""
 
 
 def convergence_order(spec: ChildSpec, fn: Callable, inputs: dict,
                       pred_full: list[np.ndarray]) -> tuple[float | None, str]:
-    """(average rate, note). A non-finite rate is reported as None with the errors in the note.
-
-    ``inputs`` are the split's solver inputs (``initial:<f>``, ``coefficient:<f>``, ``time``,
-    ``x``); ``pred_full`` is the solver's prediction on them (Darcy compares against it).
-    """
-    kind = spec.convergence.get("kind", "none")
-    if kind in ("time_1d", "cns_1d"):
-        rate, errors = time_1d(spec, fn, inputs)
-    elif kind == "downsample_2d":
-        rate, errors = downsample_2d(spec, fn, inputs, pred_full)
-    else:
-        return None, f"no convergence test for kind {kind!r}"
-    errs = ", ".join(f"{e:.3e}" for e in errors)
-    print(f"Convergence test errors: {errs}; average rate {rate:.3f}", flush=True)
-    if not np.isfinite(rate):
-        return None, f"the convergence rate is not finite (errors {errs}); CodePDE would print nan"
-    return rate, ""
+    """The whole test in this process, calling ``fn`` directly (trusted solvers, tests)."""
+    p = plan(spec, inputs, pred_full)
+    if p is None:
+        return None, f"no convergence test for kind {spec.convergence.get('kind')!r}"
+    outputs = []
+    for run_inputs, shape in p.cases:
+        arrays = as_outputs(spec.returns, fn(*solver_args(spec.arg_refs(), run_inputs)))
+        for name, arr in zip(spec.returns, arrays):
+            if arr.shape != shape:
+                raise ValueError(f"output {name!r} has shape {arr.shape}, expected {shape}")
+        outputs.append(dict(zip(spec.returns, arrays)))
+    return rate_note(*p.finish(outputs))

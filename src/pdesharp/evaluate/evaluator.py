@@ -1,29 +1,29 @@
-"""The Evaluator: "how good is this solver file for this PDE?", answered in a sandbox.
+"""The Evaluator: "how good is this solver file for this PDE?", answered in a sealed sandbox.
 
 Every call of :meth:`Evaluator.evaluate` is one counted solver execution. The untrusted code runs
-in a child process (:mod:`.sandbox`, :mod:`.harness`, :mod:`.run_child`) that sees only the
-solver's inputs; this side loads the reference data (once per split), writes the inputs into a
-fresh scratch directory, waits (at most ``workers`` children at a time), and scores the saved
-prediction itself (:mod:`.scoring`) into an :class:`~pdesharp.records.EvalResult`.
+through the executor seam :func:`~pdesharp.evaluate.sealed.run_sealed`, which sees only the
+solver's inputs and returns checked prediction arrays and the solver time measured from outside;
+this side loads the reference data (once per split), scores the arrays (:mod:`.scoring`), and,
+in a second sealed run, calls the solver on the convergence test's grids and computes the order
+itself (:mod:`.convergence`). Solver time is that of the first run only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
-import sys
-import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
 
 from pdesharp.data.paths import resolve_split
 from pdesharp.data.reference import ReferenceData, load_reference
-from pdesharp.evaluate.run_child import ChildSpec
-from pdesharp.evaluate.sandbox import build_env, run_sandboxed
-from pdesharp.evaluate.scoring import Score, load_prediction, score_prediction
+from pdesharp.evaluate import convergence as conv
+from pdesharp.evaluate.sandbox import resolve
+from pdesharp.evaluate.scoring import Score, score_prediction
+from pdesharp.evaluate.sealed import Case, Limits, SealedJob, SealedRun, run_sealed
+from pdesharp.evaluate.spec import ChildSpec
 from pdesharp.records import EvalResult, Feedback, Split
 from pdesharp.task import Task
 
@@ -35,14 +35,20 @@ class Evaluator:
 
     ``timeout`` / ``memory_mb`` default to the task's (CodePDE's) values; ``residual`` computes
     the PDE residual for every run (it always is with ``feedback="residual"``); ``threads`` caps
-    BLAS/OpenMP threads in the child; ``keep_scratch`` keeps each sandbox directory for debugging.
+    BLAS/OpenMP threads in the child; ``keep_scratch`` keeps each sandbox folder for debugging.
+    ``device="cuda"`` exposes the GPU in the sandbox; ``unsafe_no_isolation`` runs solvers with
+    no sandbox at all (recorded in every result); ``sandbox`` forces a mechanism ("bwrap",
+    "landlock"); ``hidden`` lists more paths the child must not see (e.g. the run folder).
+    Raises :class:`~pdesharp.evaluate.sandbox.SandboxUnavailable` if nothing can seal the child.
     """
 
     def __init__(self, task: Task, *, data_dir=None, dev_data=None, test_data=None,
                  workers: int = 1, timeout: float | None = None, memory_mb: int | None = None,
                  convergence: bool = True, scratch_root: Path | None = None,
                  max_samples: int | None = None, residual: bool = True, threads: int = 1,
-                 keep_scratch: bool = False):
+                 keep_scratch: bool = False, device: str = "cpu",
+                 unsafe_no_isolation: bool = False, sandbox: str | None = None,
+                 max_processes: int = 256, hidden: list | tuple = ()):
         self.task = task
         self.data_dir = data_dir
         self.explicit = {"dev": dev_data, "test": test_data}
@@ -55,12 +61,33 @@ class Evaluator:
         self.residual = residual
         self.threads = threads
         self.keep_scratch = keep_scratch
+        self.max_processes = max_processes
         self.n_evaluations = 0  # counted solver executions (PDE-SHARP's budget metric)
-        self._spec = ChildSpec.from_task(task).to_json()
+        self.spec = ChildSpec.from_task(task)
+        self.policy = resolve(unsafe=unsafe_no_isolation, device=device, force=sandbox,
+                              hidden=[*self._data_paths(), *hidden])
         self._refs: dict[str, ReferenceData] = {}
         self._refs_lock = threading.Lock()  # concurrent evaluate() calls load a split once
         self._semaphore: asyncio.Semaphore | None = None
         self._loop = None
+
+    @property
+    def isolation(self) -> dict:
+        """Which sandbox seals the solvers (recorded with runs; ``unsafe`` if none)."""
+        return self.policy.summary()
+
+    @property
+    def device(self) -> str:
+        return self.policy.device
+
+    def _data_paths(self) -> list[Path]:
+        out = [Path(self.data_dir)] if self.data_dir else []
+        for split in ("dev", "test"):
+            try:
+                out.append(self.data_path(split))
+            except (FileNotFoundError, ValueError):
+                pass
+        return out
 
     def data_path(self, split: Split) -> Path:
         """The reference file for ``split``; raises ``DataNotFound`` with what to do about it."""
@@ -83,6 +110,15 @@ class Evaluator:
             self._semaphore, self._loop = asyncio.Semaphore(self.workers), loop
         return self._semaphore
 
+    def _limits(self) -> Limits:
+        return Limits(timeout=self.timeout, memory_mb=self.memory_mb,
+                      max_processes=self.max_processes, fsize_mb=FSIZE_MB, threads=self.threads)
+
+    def _job(self, code: str, cases: list[Case], label: str) -> SealedJob:
+        return SealedJob(code=code, function=self.task.solver.name, args=self.spec.arg_refs(),
+                         cases=cases, limits=self._limits(), steady=self.task.steady,
+                         label=_safe(label))
+
     async def evaluate(self, code: str, *, split: Split, feedback: Feedback, label: str = "",
                        plot_path: Path | None = None,
                        prediction_path: Path | None = None) -> EvalResult:
@@ -91,20 +127,17 @@ class Evaluator:
         ref = await asyncio.to_thread(self.reference, split)
         async with self._sem():
             self.n_evaluations += 1
-            scratch = Path(tempfile.mkdtemp(prefix=f"pdesharp-eval-{_safe(label)}-",
-                                            dir=self.scratch_root))
-            try:
-                return await self._run(code, scratch, ref, split, feedback, plot_path,
-                                       prediction_path)
-            finally:
-                if not self.keep_scratch:
-                    shutil.rmtree(scratch, ignore_errors=True)
+            t0 = time.monotonic()
+            result = await self._run(code, ref, split, feedback, label, plot_path,
+                                     prediction_path)
+            result.wall_seconds = time.monotonic() - t0
+            return result
 
     def evaluate_sync(self, code: str, **kw) -> EvalResult:
         """Blocking convenience wrapper around :meth:`evaluate` (not inside a running loop)."""
         return asyncio.run(self.evaluate(code, **kw))
 
-    def _write_inputs(self, scratch: Path, ref: ReferenceData) -> tuple[int, ...]:
+    def inputs(self, ref: ReferenceData) -> dict[str, np.ndarray]:
         """The solver's inputs only: never the reference solution or the data file's path."""
         arrays: dict[str, np.ndarray] = {}
         for a in self.task.solver.args:
@@ -118,70 +151,62 @@ class Evaluator:
                 arrays["time"] = ref.t
         if ref.x is not None:
             arrays["x"] = ref.x
-        np.savez(scratch / "inputs.npz", **arrays)
-        return next(iter(ref.fields.values())).shape
+        return arrays
 
-    async def _run(self, code, scratch: Path, ref: ReferenceData, split, feedback,
-                   plot_path, prediction_path) -> EvalResult:
-        (scratch / "solver.py").write_text(code)
-        expected = await asyncio.to_thread(self._write_inputs, scratch, ref)
-        job = {
-            "spec": self._spec,
-            "inputs_file": "inputs.npz",
-            "expected_shape": list(expected),
-            "solver_file": "solver.py",
-            "result_path": str(scratch / "result.json"),
-            "memory_mb": self.memory_mb,
-            "fsize_mb": FSIZE_MB,
-            "convergence": self.convergence,
-        }
-        (scratch / "job.json").write_text(json.dumps(job))
-        argv = [sys.executable, "-m", "pdesharp.evaluate.harness", str(scratch / "job.json")]
-        run = await run_sandboxed(argv, cwd=scratch, env=build_env(scratch, threads=self.threads),
-                                  timeout=self.timeout)
-        child = _read_json(scratch / "result.json")
-        result = _to_result(child, run, split, feedback, self.timeout, self.memory_mb,
-                            n_samples=expected[0])
-        pred_file = scratch / "prediction.npz"
-        if result.status == "ok":
-            plot_tmp = scratch / "plot.png" if plot_path is not None else None
-            try:
-                score = await asyncio.to_thread(self._score, pred_file, ref, feedback, plot_tmp)
-            except Exception as exc:  # missing, unreadable or forged prediction file
-                score = Score(status="error", message=f"cannot read the prediction: {exc}")
-            _apply(result, score)
-            if score.plot_path is not None:
-                Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(score.plot_path, plot_path)
-                result.plot_path = str(plot_path)
-        if prediction_path is not None and pred_file.is_file():
+    async def _run(self, code, ref: ReferenceData, split, feedback, label, plot_path,
+                   prediction_path) -> EvalResult:
+        inputs = await asyncio.to_thread(self.inputs, ref)
+        expected = tuple(next(iter(ref.fields.values())).shape)
+        case = Case({k: v for k, v in inputs.items() if k != "x"},
+                    [(n, expected) for n in self.task.solver.returns])
+        run = await run_sealed(self._job(code, [case], label or "run"), self.policy,
+                               keep_scratch=self.keep_scratch, scratch_root=self.scratch_root)
+        result = _to_result(run, split, feedback, n_samples=expected[0])
+        if run.status != "ok":
+            return result
+        pred = run.outputs[0]
+        plot_tmp = None
+        if plot_path is not None:
+            Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
+            plot_tmp = Path(plot_path)
+        try:
+            score = await asyncio.to_thread(score_prediction, self.task, ref, pred,
+                                            residual=self.residual or feedback == "residual",
+                                            plot_path=plot_tmp)
+        except Exception as exc:  # noqa: BLE001 - a scoring failure is this solver's result
+            score = Score(status="error", message=f"cannot score the prediction: {exc}")
+        _apply(result, score)
+        if prediction_path is not None:
             Path(prediction_path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(pred_file, prediction_path)
-        if self.keep_scratch:
-            result.message = (result.message + f" [scratch kept at {scratch}]").strip()
+            np.savez(prediction_path, **pred)
+        if result.ok and self.convergence:
+            result.convergence_order, result.convergence_note = await self._convergence(
+                code, inputs, pred, label)
         return result
 
-    def _score(self, pred_file: Path, ref: ReferenceData, feedback, plot_tmp) -> Score:
-        pred = load_prediction(pred_file, self.task)
-        return score_prediction(self.task, ref, pred,
-                                residual=self.residual or feedback == "residual",
-                                plot_path=plot_tmp)
+    async def _convergence(self, code: str, inputs: dict, pred: dict, label: str
+                           ) -> tuple[float | None, str]:
+        """CodePDE's convergence test: the solver runs sealed on each grid, the order is ours."""
+        plan = conv.plan(self.spec, inputs, [pred[n] for n in self.task.solver.returns])
+        if plan is None:
+            return None, ""
+        cases = [Case(i, [(n, shape) for n in self.task.solver.returns]) for i, shape in plan.cases]
+        run = await run_sealed(self._job(code, cases, f"{label or 'run'}-conv"), self.policy,
+                               keep_scratch=self.keep_scratch, scratch_root=self.scratch_root)
+        if run.status == "timeout":
+            return None, (f"the convergence test timed out (limit {self.timeout:g} s / "
+                          f"{self.memory_mb} MB)")
+        if run.status != "ok":
+            return None, f"the solver failed in the convergence test: {run.message}"[:1000]
+        try:
+            rate, errors = await asyncio.to_thread(plan.finish, run.outputs)
+        except Exception as exc:  # noqa: BLE001
+            return None, f"the convergence test failed: {type(exc).__name__}: {exc}"[:1000]
+        return conv.rate_note(rate, errors)
 
 
 def _safe(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in label)[:40] or "run"
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _finite(v):
-    return float(v) if isinstance(v, (int, float)) and np.isfinite(v) else None
 
 
 def _apply(result: EvalResult, score: Score) -> None:
@@ -189,57 +214,25 @@ def _apply(result: EvalResult, score: Score) -> None:
     notes = [x for x in [result.message, score.message, *score.notes] if x]
     result.message = "; ".join(notes)
     if score.status != "ok":
-        result.convergence_order = None
         return
     result.nrmse = score.nrmse
     result.nrmse_per_sample = score.nrmse_per_sample
+    result.nrmse_per_field = score.nrmse_per_field
     result.residual = score.residual
+    if score.plot_path is not None:
+        result.plot_path = str(score.plot_path)
 
 
-def _to_result(child: dict | None, run, split, feedback, timeout, memory_mb,
-               n_samples: int) -> EvalResult:
-    """Status, timings and notes from the child's report and the sandbox outcome.
-
-    Only the harness's own bookkeeping is read from the child (status, stage, timings,
-    convergence); scores are computed by the parent from the prediction file.
-    """
-    base = dict(split=split, feedback=feedback, wall_seconds=run.wall_seconds,
-                stdout_tail=run.stdout_tail, stderr_tail=run.stderr_tail, n_samples=n_samples)
-    child_peak = _finite((child or {}).get("peak_memory_mb"))
-    base["peak_memory_mb"] = max(filter(None, [run.peak_rss_mb, child_peak]), default=None)
-    notes = []
-    if run.killed_leftovers:
-        notes.append(f"killed {len(run.killed_leftovers)} process(es) the solver left running")
-    peak = base["peak_memory_mb"]
-    near_limit = bool(memory_mb and peak and peak > 0.9 * memory_mb)
-    if child is None:
-        if run.timed_out:
-            status, msg = "timeout", f"Process exceeded the {timeout:g}-second timeout limit."
-        elif "MemoryError" in run.stderr_tail or near_limit:
-            status, msg = "memory", f"killed after exceeding the {memory_mb} MB memory limit"
-        else:
-            sig = f" by signal {run.signal}" if run.signal else f" with exit code {run.returncode}"
-            status, msg = "error", f"the evaluation process died{sig} without a result"
-        return EvalResult(status=status, message="; ".join([msg, *notes]), **base)
-    status = child.get("status", "error")
-    if status not in ("ok", "error", "memory", "shape"):
-        status = "error"
-    msg = str(child.get("message", ""))
-    stage = str(child.get("stage", ""))
-    conv_note = str(child.get("convergence_note", "") or "")
-    order = _finite(child.get("convergence_order"))
-    if status == "ok" and stage:  # killed or timed out in a later stage: the main result stands
-        why = "timed out" if run.timed_out else "died"
-        if stage == "the convergence test":
-            conv_note = f"the convergence test {why} (limit {timeout:g} s / {memory_mb} MB)"
-            order = None
-        else:
-            notes.append(f"the evaluation {why} during {stage}")
-    elif status != "ok" and run.timed_out:
-        status, msg = "timeout", f"Process exceeded the {timeout:g}-second timeout limit ({stage})."
-    solver_seconds = _finite(child.get("solver_seconds"))
+def _to_result(run: SealedRun, split, feedback, n_samples: int) -> EvalResult:
+    """Status, timings and notes from the sealed run (scores come from the arrays)."""
+    notes = [n for n in run.notes if not n.startswith("no cgroup")]
+    if run.scratch:
+        notes.append(f"[scratch kept at {run.scratch}]")
+    status = run.status if run.status in ("ok", "error", "timeout", "memory", "shape") else "error"
     return EvalResult(
-        status=status, message="; ".join(x for x in [msg, *notes] if x),
-        convergence_order=order if status == "ok" else None, convergence_note=conv_note,
-        solver_seconds=solver_seconds, **base,
+        status=status, split=split, feedback=feedback, n_samples=n_samples,
+        message="; ".join(x for x in [run.message, *notes] if x),
+        solver_seconds=run.solver_seconds, wall_seconds=run.wall_seconds,
+        peak_memory_mb=run.peak_memory_mb, stdout_tail=run.stdout_tail,
+        stderr_tail=run.stderr_tail, isolation=run.mechanism,
     )

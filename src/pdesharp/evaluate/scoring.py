@@ -1,7 +1,9 @@
-"""Parent-side scoring of a saved prediction: trusted checks, nRMSE, residual, plot.
+"""Parent-side scoring of a prediction: trusted checks, nRMSE, residual, plot.
 
-Runs in the evaluating process (in a worker thread), on the ``prediction.npz`` the sandboxed child
-wrote, against reference data the child never saw.
+Runs in the evaluating process (in a worker thread), on the arrays the sealed child returned,
+against reference data the child never saw. :func:`load_prediction` reads a saved ``.npz``
+(``pdesharp eval --prediction``) without trusting it: every member's declared shape, dtype and
+size are checked against the task before a byte is decompressed, and decompression is bounded.
 """
 
 from __future__ import annotations
@@ -24,18 +26,17 @@ class Score:
     message: str = ""
     nrmse: float | None = None
     nrmse_per_sample: list[float] = field(default_factory=list)
+    nrmse_per_field: dict[str, float] = field(default_factory=dict)
     residual: float | None = None
     notes: list[str] = field(default_factory=list)
     plot_path: Path | None = None
 
 
-def load_prediction(path: Path, task: Task) -> dict[str, np.ndarray]:
-    """Read the child's prediction without unpickling anything (the file is untrusted)."""
-    with np.load(path, allow_pickle=False) as npz:
-        missing = [n for n in task.solver.returns if n not in npz.files]
-        if missing:
-            raise ValueError(f"prediction file lacks {missing}")
-        return {n: npz[n] for n in task.solver.returns}
+def load_prediction(path: Path, task: Task, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """A saved prediction, every field of ``shape`` (see :func:`pdesharp.evaluate.npzcheck`)."""
+    from pdesharp.evaluate.npzcheck import load_checked
+
+    return load_checked(path, {n: tuple(shape) for n in task.solver.returns})
 
 
 def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray], *,
@@ -64,6 +65,10 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
     arrays = [pred[n] for n in task.solver.returns]
     mean, per = nrmse(stack_fields(arrays), stack_fields([ref.fields[n] for n in task.solver.returns]))
     s.nrmse, s.nrmse_per_sample = mean, [float(v) for v in per]
+    if len(task.solver.returns) > 1:  # each field alone, so a small field's error shows
+        s.nrmse_per_field = {n: nrmse(pred[n], ref.fields[n])[0] for n in task.solver.returns}
+    else:
+        s.nrmse_per_field = {task.solver.returns[0]: mean}
     if residual:
         try:
             from pdesharp.evaluate.residual import residual as pde_residual

@@ -1,0 +1,423 @@
+"""The executor seam: run untrusted solver code in a sealed child, get checked arrays back.
+
+``await run_sealed(job, policy)`` takes a :class:`SealedJob` (solver source, the solver's input
+arrays for one or more cases, the output shapes the parent expects, limits) and returns a
+:class:`SealedRun`: the prediction arrays (shapes fixed by the parent, dtypes checked against an
+allowlist), the solver time measured from outside, scrubbed output tails and a status. It knows
+nothing about tasks, reference data or scores, so a remote executor (Ray) can run this same
+function on a worker and ship the arrays back; scoring stays in :mod:`.evaluator`.
+
+Data paths: the job (JSON + source) and the inputs (an uncompressed ``.npz``) go in through
+sealed memory files, the outputs come back through a fixed-size memory file whose slots the
+parent laid out (no file the child names is ever opened, nothing is decompressed), events
+(``start``/``ready``/``end`` with timestamps) come from the watchdog through a pipe the solver
+never holds. Nothing is written to the host's disk under bubblewrap, so a killed parent leaves
+no scratch folder behind.
+
+Solver time is the larger of two measurements of the same interval, from "ready" (before the
+solver module is imported) to the runner's exit: the parent's clock on receipt of the events,
+and the watchdog's. A solver cannot make either shorter; the timeout verdict uses the same
+number, so a stopped parent never lets a long solve pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import mmap
+import os
+import secrets
+import shutil
+import signal
+import struct
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pdesharp.evaluate import cgroups
+from pdesharp.evaluate.child import ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE
+from pdesharp.evaluate.sandbox import CHILD_FILES, HERE, TAIL_CHARS, SandboxPolicy, scrub
+
+STARTUP_GRACE = 60.0  # seconds the parent allows for the sandbox to start before "ready"
+KILL_GRACE = 5.0  # beyond the timeout, before the parent kills a sandbox whose watchdog failed
+SCRATCH_PREFIX = "pdesharp-eval-"
+MARKER = "PDESHARP_SANDBOX_ID"
+
+
+@dataclass
+class Case:
+    """One solver call: its input arrays (by key) and the outputs expected, ``(name, shape)``."""
+
+    inputs: dict[str, np.ndarray]
+    outputs: list[tuple[str, tuple[int, ...]]]
+
+
+@dataclass
+class Limits:
+    timeout: float  # seconds, for all cases together, enforced inside the sandbox
+    memory_mb: int  # address space per process, and (plus the outputs) the whole sandbox
+    max_processes: int = 256  # tasks (processes and threads) in the sandbox at once
+    fsize_mb: int = 1024  # largest file the child may write
+    disk_mb: int = 1024  # scratch and /tmp (tmpfs, counted in the memory limit too)
+    threads: int = 1  # BLAS/OpenMP threads
+
+
+@dataclass
+class SealedJob:
+    code: str
+    function: str
+    args: list[tuple[str, object]]  # ("array", input key) or ("scalar", value), in order
+    cases: list[Case]
+    limits: Limits
+    steady: bool = False  # only for the wording of shape errors
+    label: str = "run"
+
+
+@dataclass
+class SealedRun:
+    status: str  # ok | error | memory | shape | timeout
+    message: str = ""
+    outputs: list[dict[str, np.ndarray]] = field(default_factory=list)  # per case, when ok
+    solver_seconds: float | None = None
+    startup_seconds: float | None = None
+    wall_seconds: float = 0.0
+    peak_memory_mb: float | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    traceback: str = ""
+    notes: list[str] = field(default_factory=list)
+    mechanism: str = "none"
+    timed_out: bool = False
+    failed_case: int | None = None
+    scratch: str | None = None  # the kept host scratch folder (keep_scratch)
+
+
+# -- the output memory file ------------------------------------------------------------------------
+def _align(n: int, a: int = 64) -> int:
+    return (n + a - 1) // a * a
+
+
+def layout(cases: list[Case]) -> tuple[list[list[dict]], int]:
+    """Slot offsets per case and output: a dtype header, then room for float64 values."""
+    pos = STATUS_OFFSET + STATUS_SIZE
+    out = []
+    for case in cases:
+        slots = []
+        for name, shape in case.outputs:
+            n = int(np.prod(shape, dtype=np.int64))
+            header, data = _align(pos), _align(pos) + _align(HEADER_SIZE)
+            slots.append({"name": name, "shape": list(map(int, shape)), "header": header,
+                          "data": data, "count": n})
+            pos = data + 8 * n
+        out.append(slots)
+    return out, _align(pos, 4096)
+
+
+def _memfd(name: str, size: int | None = None, content: bytes | None = None,
+           write=None, sealed: bool = True) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    if content is not None:
+        os.write(fd, content)
+    if write is not None:
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            write(fh)
+    if size is not None:
+        os.ftruncate(fd, size)
+    seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals | (fcntl.F_SEAL_WRITE if sealed else 0))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read_outputs(fd: int, size: int, slots: list[list[dict]]
+                  ) -> tuple[dict | None, list[dict[str, np.ndarray]], str]:
+    """(status record, arrays per case, problem). Arrays are copies; nothing is decompressed."""
+    with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
+        (n,) = struct.unpack("<I", mm[STATUS_OFFSET:STATUS_OFFSET + 4])
+        record = None
+        if 0 < n <= STATUS_SIZE - 4:
+            try:
+                record = json.loads(mm[STATUS_OFFSET + 4:STATUS_OFFSET + 4 + n])
+            except ValueError:
+                record = None
+        if not isinstance(record, dict):
+            return None, [], ""
+        if record.get("status") != "ok":
+            return record, [], ""
+        cases = []
+        for case in slots:
+            arrays = {}
+            for s in case:
+                declared = mm[s["header"]:s["header"] + HEADER_SIZE].rstrip(b"\0").decode(
+                    "ascii", errors="replace")
+                if declared not in ALLOWED_DTYPES:
+                    return record, [], (f"output {s['name']!r} was not written or declares dtype "
+                                        f"{declared!r} (allowed: real numbers)")
+                dt = np.dtype(declared)
+                arrays[s["name"]] = np.frombuffer(mm, dtype=dt, count=s["count"],
+                                                  offset=s["data"]).reshape(s["shape"]).copy()
+            cases.append(arrays)
+        return record, cases, ""
+
+
+# -- reading the child -----------------------------------------------------------------------------
+async def _tail(stream: asyncio.StreamReader, keep: int = 4 * TAIL_CHARS) -> bytes:
+    buf = bytearray()
+    while True:
+        chunk = await stream.read(1 << 16)
+        if not chunk:
+            return bytes(buf[-keep:])
+        buf += chunk
+        if len(buf) > 4 * keep:
+            del buf[:-keep]
+
+
+async def _events(fd: int, state: dict) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 16)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0))
+    try:
+        while True:
+            try:
+                line = await reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                break
+            if not line:
+                break
+            now = time.monotonic()
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            kind = ev.get("ev") if isinstance(ev, dict) else None
+            if kind in ("start", "ready", "end") and kind not in state:
+                state[kind] = (now, ev)
+    finally:
+        transport.close()
+
+
+def _stale_scratch(root: Path) -> None:
+    """Remove scratch folders of pdesharp processes that died without cleaning up."""
+    for d in root.glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            owner = int(d.name[len(SCRATCH_PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if owner != os.getpid() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _host_scratch(policy: SandboxPolicy, label: str, root: Path | None) -> Path:
+    root = Path(root or tempfile.gettempdir())
+    _stale_scratch(root)
+    d = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-{label}-", dir=root))
+    (d / "tmp").mkdir()
+    if policy.mechanism != "bwrap":  # the child program itself, read-only for the sandbox user
+        own = d / ".pdesharp"
+        own.mkdir()
+        for name in CHILD_FILES:
+            shutil.copy(HERE / name, own / name)
+        own.chmod(0o755)
+    if policy.uid is not None:
+        for p in (d, d / "tmp"):
+            os.chown(p, policy.uid, policy.gid)
+    d.chmod(0o755)
+    return d
+
+
+# -- the seam --------------------------------------------------------------------------------------
+async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: bool = False,
+                     scratch_root: Path | None = None) -> SealedRun:
+    """Run ``job`` in the sandbox ``policy`` describes; see the module docstring."""
+    t0 = time.monotonic()
+    lim = job.limits
+    slots, out_size = layout(job.cases)
+    arrays = {f"c{i}/{k}": np.ascontiguousarray(v)
+              for i, c in enumerate(job.cases) for k, v in c.inputs.items()}
+    scratch = _host_scratch(policy, job.label, scratch_root) \
+        if (policy.mechanism != "bwrap" or keep_scratch) else None
+    out_bytes = sum(8 * s["count"] for case in slots for s in case)
+    cg, cg_note = cgroups.create(cgroups.Limits(
+        memory_bytes=(lim.memory_mb + 256) * 2**20 + out_bytes, pids=lim.max_processes))
+    spec = {
+        "function": job.function, "args": [list(a) for a in job.args], "steady": job.steady,
+        "cases": [{"inputs": {k: f"c{i}/{k}" for k in c.inputs}, "outputs": s}
+                  for i, (c, s) in enumerate(zip(job.cases, slots))],
+        "output_size": out_size, "confine": policy.confinement(scratch),
+        "parent_pid": os.getpid(),
+        "limits": {"timeout": lim.timeout, "fsize_mb": lim.fsize_mb,
+                   "rlimit_as_mb": None if policy.device == "cuda" else lim.memory_mb,
+                   # without a pids cgroup, a per-user process limit is the fallback
+                   "nproc": None if cg and ("pids" in cg.dirs or cg.version == 2)
+                   else lim.max_processes},
+    }
+    blob = json.dumps(spec).encode()
+    run = SealedRun(status="error", mechanism=policy.mechanism)
+    fds: list[int] = []
+    proc = None
+    state: dict = {}
+    try:
+        job_fd = _memfd("pdesharp-job", content=struct.pack("<I", len(blob)) + blob
+                        + job.code.encode())
+        fds.append(job_fd)
+        in_fd = _memfd("pdesharp-inputs", write=lambda fh: np.savez(fh, **arrays))
+        fds.append(in_fd)
+        out_fd = _memfd("pdesharp-outputs", size=out_size, sealed=False)
+        fds.append(out_fd)
+        ev_r, ev_w = os.pipe()
+        fds += [ev_r, ev_w]
+        marker = secrets.token_hex(8)  # finds strays when there is no sandbox to end them
+        argv = policy.command(fds=[job_fd, in_fd, out_fd, ev_w], threads=lim.threads,
+                              scratch=scratch, parent_pid=os.getpid(),
+                              cgroup_procs=cg.procs_files if cg else [],
+                              extra_env={MARKER: marker} if policy.mechanism == "none" else None)
+        t_spawn = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, pass_fds=[job_fd, in_fd, out_fd, ev_w],
+            start_new_session=True)
+        for fd in (job_fd, in_fd, ev_w, ev_r):
+            fds.remove(fd)
+            if fd != ev_r:
+                os.close(fd)
+        ev_task = asyncio.ensure_future(_events(ev_r, state))  # owns ev_r from here
+        out_task = asyncio.ensure_future(_tail(proc.stdout))
+        err_task = asyncio.ensure_future(_tail(proc.stderr))
+        wait_task = asyncio.ensure_future(proc.wait())
+        killed = False
+        try:
+            while not wait_task.done():
+                base = state["ready"][0] if "ready" in state else t_spawn + STARTUP_GRACE
+                remaining = base + lim.timeout + KILL_GRACE - time.monotonic()
+                if remaining <= 0:
+                    killed = True  # the watchdog should have ended it: ours is the backstop
+                    break
+                await asyncio.wait({wait_task}, timeout=min(remaining, 1.0))
+        finally:
+            if not wait_task.done():  # our deadline, or we were cancelled: end it all now
+                _kill(proc.pid, cg)
+                await asyncio.shield(wait_task)
+        t_exit = time.monotonic()
+        if cg:
+            cg.kill()
+        if policy.mechanism == "none":
+            _sweep(marker)
+        done = await asyncio.wait_for(asyncio.gather(out_task, err_task, ev_task,
+                                                     return_exceptions=True), 10)
+        run.stdout_tail, run.stderr_tail = (
+            scrub(d.decode("utf-8", errors="replace")) if isinstance(d, bytes) else ""
+            for d in done[:2])
+        _judge(run, state, lim, t_spawn, t_exit, killed, proc.returncode)
+        if run.status == "pending":
+            record, outputs, problem = _read_outputs(out_fd, out_size, slots)
+            _apply_record(run, record, state.get("end", (0, {}))[1], outputs, problem)
+        if cg:
+            peak = cg.peak_memory_bytes()
+            if peak:
+                run.peak_memory_mb = peak / 2**20
+            if cg.oom_kills() and run.status != "timeout":
+                run.status, run.outputs = "memory", []
+                run.message = (f"the sandbox exceeded its memory limit of {lim.memory_mb} MB "
+                               "(all its processes together) and the kernel killed the solver")
+            if cg.pids_limit_hit():
+                run.notes.append(f"the solver hit the sandbox's limit of {lim.max_processes} "
+                                 "processes/threads")
+        else:
+            run.notes.append(f"no cgroup ({cg_note}): memory and process limits are per "
+                             "process")
+    finally:
+        for fd in fds:
+            os.close(fd)
+        if proc is not None and proc.returncode is None:
+            _kill(proc.pid, cg)
+        if cg:
+            cg.kill()
+            cg.remove()
+        if scratch is not None:
+            if keep_scratch:
+                run.scratch = str(scratch)
+            else:
+                shutil.rmtree(scratch, ignore_errors=True)
+    run.wall_seconds = time.monotonic() - t0
+    run.message, run.traceback = scrub(run.message, limit=2000), scrub(run.traceback)
+    run.notes = [scrub(n, limit=500) for n in run.notes]
+    return run
+
+
+def _kill(pid: int, cg) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the launcher/bubblewrap; --die-with-parent does the rest
+    except (ProcessLookupError, PermissionError):
+        pass
+    if cg:
+        cg.kill()
+
+
+def _sweep(marker: str) -> None:
+    """Without isolation, kill stray processes that carry this run's environment marker."""
+    import psutil
+
+    me = os.getuid()
+    for p in psutil.process_iter(["uids"]):
+        try:
+            if p.info["uids"] and p.info["uids"].real == me and p.pid != os.getpid() \
+                    and p.environ().get(MARKER) == marker:
+                p.kill()
+        except (psutil.Error, OSError):
+            pass
+
+
+def _judge(run: SealedRun, state: dict, lim: Limits, t_spawn: float, t_exit: float,
+           killed: bool, returncode: int | None) -> None:
+    """Times, timeout and notes from the watchdog's events and the parent's own clock."""
+    end = state.get("end", (None, {}))[1]
+    r_end = state["end"][0] if "end" in state else t_exit
+    if "ready" in state:
+        r_ready = state["ready"][0]
+        run.startup_seconds = r_ready - t_spawn
+        watchdog = 0.0
+        if isinstance(end.get("t"), (int, float)) and isinstance(end.get("t_ready"), (int, float)):
+            watchdog = min(float(end["t"]) - float(end["t_ready"]), t_exit - t_spawn)
+        run.solver_seconds = max(r_end - r_ready, watchdog)
+    run.timed_out = bool(killed or end.get("timed_out") or
+                         (run.solver_seconds is not None and run.solver_seconds > lim.timeout))
+    if end.get("leftovers"):
+        run.notes.append(f"killed {end['leftovers']} process(es) the solver left running")
+    if isinstance(end.get("maxrss_kb"), (int, float)) and end["maxrss_kb"] > 0:
+        run.peak_memory_mb = end["maxrss_kb"] / 1024.0
+    if run.timed_out:
+        run.status = "timeout"
+        run.message = f"Process exceeded the {lim.timeout:g}-second timeout limit."
+    elif not end:
+        why = run.stderr_tail.strip().splitlines()[-1:] or [f"exit status {returncode}"]
+        run.status, run.message = "error", f"the sandbox failed to run the solver: {why[0]}"
+    else:
+        run.status = "pending"  # decided by the runner's status record
+
+
+def _apply_record(run: SealedRun, record: dict | None, end: dict,
+                  outputs: list[dict[str, np.ndarray]], problem: str) -> None:
+    if record is None:
+        how = f"by signal {end['signal']}" if end.get("signal") else \
+            f"with exit code {end.get('exit_code')}"
+        run.status = "error"
+        run.message = f"the solver process died {how} without a result"
+        return
+    status = record.get("status")
+    run.status = status if status in ("ok", "error", "memory", "shape") else "error"
+    run.message = str(record.get("message", ""))[:2000]
+    run.traceback = str(record.get("traceback", ""))
+    run.notes += [str(n)[:500] for n in record.get("notes", [])[:10]
+                  if isinstance(record.get("notes"), list)]
+    if isinstance(record.get("case"), int):
+        run.failed_case = record["case"]
+    if run.status == "ok":
+        if problem:
+            run.status, run.message = "shape", problem
+        else:
+            run.outputs = outputs
