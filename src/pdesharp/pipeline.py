@@ -54,6 +54,8 @@ class SolveConfig(BaseModel):
     timeout: float | None = None
     max_samples: int | None = None  # evaluate on the first samples only (quick runs, tests)
     convergence: bool = True  # run CodePDE's empirical convergence test in each evaluation
+    device: Literal["cpu", "cuda"] = "cpu"  # what solvers may use inside the sandbox
+    unsafe_no_isolation: bool = False  # run solvers with no sandbox (recorded everywhere)
     # Scores within this relative distance of the best count as a tie, won by the faster
     # solver (solver_seconds): a 0.07 % nRMSE edge is noise next to a 3x run-time difference.
     tie_tolerance: float = Field(0.01, ge=0)
@@ -163,7 +165,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     final = {"best_dev_score": best[1].score if best else None, "test_nrmse": test_nrmse,
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
-             "route": analysis.route if analysis else None}
+             "route": analysis.route if analysis else None,
+             "isolation": getattr(evaluator, "isolation", None)}
     lowest = tournament.lowest() if tournament is not None else None
     if best is not None and lowest is not None and lowest[0].id != best[0].id:
         # the winner is within the tie tolerance of the lowest score and faster: say so

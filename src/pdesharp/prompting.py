@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextvars import ContextVar
 from functools import lru_cache
 
 import jinja2
@@ -28,6 +29,10 @@ CONSTRAINTS = [
     "Use only the Python standard library and the installed libraries listed above.",
 ]
 
+
+# The device solvers run on ("cpu" or "cuda"), set by `pdesharp solve --device` for the run:
+# with "cuda", the task section tells the model that a GPU is available in the sandbox.
+SOLVER_DEVICE: ContextVar[str] = ContextVar("solver_device", default="cpu")
 
 JUSTIFICATION_CHARS = 1200  # a justification shown in a pool listing is cut here
 
@@ -92,6 +97,7 @@ def task_context(task: Task, feedback: str = "nrmse") -> dict:
         "initial_condition": task.initial_condition.strip(),
         "task_notes": [n.strip() for n in task.notes if n.strip()],
         "objective": objective(feedback),
+        "device": SOLVER_DEVICE.get(),
     }
 
 

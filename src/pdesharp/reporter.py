@@ -82,6 +82,13 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                      f"won by the fastest solver (this one: {_fmt_s(tie['best_seconds'])})")
     if final.get("stop_reason"):
         lines.append(f"- Stopped early: {final['stop_reason']}")
+    iso = final.get("isolation") or {}
+    if iso.get("unsafe"):
+        lines.append("- **WARNING: solvers ran without isolation (`--unsafe-no-isolation`)**: a "
+                     "solver could read the data and forge its score; treat every number here "
+                     "as unverified")
+    elif iso:
+        lines.append(f"- Sandbox: {iso.get('mechanism')} (device {iso.get('device', 'cpu')})")
     lines.append("")
 
     if analysis is not None:

@@ -28,7 +28,13 @@ Public API (used by the pipeline and the baselines)::
 Resume contract: :meth:`evaluate` never executes the same (code sha256, split, feedback) twice
 within one run. A second request for it, from the same or another candidate, returns the stored
 result and is not counted. That is what lets ``pdesharp resume`` re-run the (deterministic)
-pipeline from the start without repeating a single solver execution.
+pipeline from the start without repeating a single solver execution. The one exception is the
+test split: the final test evaluation always runs fresh and is never read from a row (a row is
+only a record of it), so no forged row can stand in for it.
+
+Counts do not rest on the rows alone either: the store also counts the executions it ran in
+this process, and :attr:`n_evaluations` / :attr:`n_feedback_evaluations` (and so
+``--max-evals``) never report fewer than those, even if the table was rewritten meanwhile.
 
 All writes happen on the event-loop thread; evaluations themselves run in the evaluator's child
 processes, so one sqlite3 connection is enough.
@@ -103,6 +109,8 @@ class RunStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._inflight: dict[tuple[str, str, str], asyncio.Future] = {}
+        # executions counted at open and run since, by split kind: a floor for the table's counts
+        self._floor = {"all": self._count_rows(False), "feedback": self._count_rows(True)}
         # Feedback evaluations allowed in this run (None: unlimited). The one final test-split
         # evaluation is outside this budget: it is the number the run reports.
         self.eval_limit: int | None = None
@@ -229,11 +237,12 @@ class RunStore:
         (one counted evaluation). Concurrent requests for the same code share one execution."""
         sha = code_sha256(candidate.code)
         key = (sha, split, feedback)
-        stored = self.stored_result(candidate.code, split, feedback)
+        fresh = split == "test"  # the reported number: always measured now, never looked up
+        stored = None if fresh else self.stored_result(candidate.code, split, feedback)
         if stored is not None:
             self._insert_eval(candidate.id, sha, split, feedback, stored, counted=False)
             return stored
-        if key in self._inflight:
+        if key in self._inflight and not fresh:
             result = await asyncio.shield(self._inflight[key])
             self._insert_eval(candidate.id, sha, split, feedback, result, counted=False)
             return result
@@ -252,7 +261,11 @@ class RunStore:
             raise
         finally:
             self._inflight.pop(key, None)
-        self._insert_eval(candidate.id, sha, split, feedback, result, counted=True)
+        self._floor["all"] += 1
+        if split != "test":
+            self._floor["feedback"] += 1
+        self._insert_eval(candidate.id, sha, split, feedback, result, counted=True,
+                          replace=fresh)
         fut.set_result(result)
         if not result.ok:
             log = self.dir / "logs" / f"{candidate.id}.{split}.log"
@@ -260,9 +273,11 @@ class RunStore:
                            f"--- stderr ---\n{result.stderr_tail}\n")
         return result
 
-    def _insert_eval(self, cid, sha, split, feedback, result: EvalResult, *, counted: bool):
+    def _insert_eval(self, cid, sha, split, feedback, result: EvalResult, *, counted: bool,
+                     replace: bool = False):
         self.db.execute(
-            "INSERT OR IGNORE INTO evaluations(ts, candidate_id, code_sha256, split, feedback, "
+            f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO evaluations(ts, candidate_id, "
+            "code_sha256, split, feedback, "
             "status, score, result, counted) VALUES (?,?,?,?,?,?,?,?,?)",
             (_now(), cid, sha, split, feedback, result.status, result.score,
              result.model_dump_json(), int(counted)))
@@ -291,17 +306,21 @@ class RunStore:
                 return c, EvalResult.model_validate_json(r["result"])
         return None
 
+    def _count_rows(self, feedback_only: bool) -> int:
+        sql = "SELECT COUNT(*) FROM evaluations WHERE counted=1"
+        return self.db.execute(sql + (" AND split != 'test'" if feedback_only else "")
+                               ).fetchone()[0]
+
     @property
     def n_evaluations(self) -> int:
         """Every counted execution of the run (feedback split and final test run)."""
-        return self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1").fetchone()[0]
+        return max(self._count_rows(False), self._floor["all"])
 
     @property
     def n_feedback_evaluations(self) -> int:
         """Counted executions that fed the search (every split but the final test split):
         PDE-SHARP's cost metric, and what ``--max-evals`` limits."""
-        return self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 "
-                               "AND split != 'test'").fetchone()[0]
+        return max(self._count_rows(True), self._floor["feedback"])
 
     # -- debugging iterations --------------------------------------------------------------
     def count_debug_iteration(self, candidate_id: str, key: str | None = None) -> None:

@@ -1,12 +1,12 @@
 """The sandbox: every failure mode of untrusted solver code gets its own status, nothing leaks,
-nothing survives. All cases run on one advection sample, concurrently (workers=2)."""
+nothing survives. All cases run on one advection sample, concurrently (workers=2). The attacks
+of the sealed-evaluation issue have their own suite (test_hostile.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import re
-import sys
 import textwrap
 
 import numpy as np
@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from pdesharp.evaluate import Evaluator
-from pdesharp.evaluate.sandbox import build_env, run_sandboxed
+from pdesharp.evaluate.sandbox import probe
 from pdesharp.task import load_task
 
 HEADER = "import numpy as np\nimport os, sys, time, subprocess\n"
@@ -38,8 +38,7 @@ CASES = {
     """,
     "grandchild": """
         def solver(u0_batch, t_coordinate, beta):
-            child = subprocess.Popen(["sleep", "1000"])
-            print(f"CHILD_PID={child.pid}", flush=True)
+            subprocess.Popen(["sleep", "1000.4242"])  # a marker argument to find it by
             return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
     """,
     "secrets": """
@@ -91,13 +90,13 @@ CASES = {
     """,
     "forge": """
         import atexit, json
-        def _forge():  # runs after the harness has written its own result.json
+        def _forge():  # would run at exit: the child leaves with os._exit, and reads no file
             with open("result.json", "w") as fh:
                 json.dump({"status": "ok", "nrmse": 0.0, "nrmse_per_sample": [0.0]}, fh)
         atexit.register(_forge)
+        _forge()
         def solver(u0_batch, t_coordinate, beta):
-            print("JOB=" + open("job.json").read())
-            print("INPUTS=" + repr(sorted(np.load("inputs.npz").files)))
+            print("FILES=" + repr(sorted(os.listdir("."))))
             return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
     """,
     "exits": """
@@ -118,10 +117,10 @@ def results(shared_data):
                        residual=False, workers=2, timeout=25, memory_mb=1024)
         # generous: child start-up (imports) alone can take several seconds on a loaded machine
         slow = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
-                         residual=False, workers=1, timeout=20, memory_mb=1024)
+                         residual=False, workers=1, timeout=4, memory_mb=1024)
 
         conv = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=True,
-                         residual=False, workers=1, timeout=20, memory_mb=1024)
+                         residual=False, workers=1, timeout=4, memory_mb=1024)
 
         async def run_all():
             jobs = {}
@@ -155,8 +154,9 @@ def test_list_output_is_converted(results):
 def test_timeout_kills_the_group(results):
     r = results["sleep_forever"]
     assert r.status == "timeout"
-    assert "20-second timeout" in r.message
-    assert 20 <= r.wall_seconds < 20 + 2 + 3  # SIGTERM, then SIGKILL after a 2 s grace
+    assert "4-second timeout" in r.message
+    # the watchdog inside the sandbox kills at 4 s from its start; start-up adds well under 5 s
+    assert 4 <= r.wall_seconds < 4 + 5
 
 
 def test_memory_limit(results):
@@ -169,13 +169,14 @@ def test_memory_limit(results):
 def test_grandchild_does_not_survive(results):
     r = results["grandchild"]
     assert r.status == "ok", r.message
-    pid = int(re.search(r"CHILD_PID=(\d+)", r.stdout_tail).group(1))
-    try:
-        proc = psutil.Process(pid)
-        alive = proc.status() != psutil.STATUS_ZOMBIE and "sleep" in " ".join(proc.cmdline())
-    except psutil.NoSuchProcess:
-        alive = False
-    assert not alive
+    alive = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if p.info["cmdline"] == ["sleep", "1000.4242"] and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p.pid)
+        except psutil.Error:
+            pass
+    assert alive == []
     assert "left running" in r.message
 
 
@@ -185,7 +186,7 @@ def test_no_secrets_in_the_child(results):
     assert "KEY=None" in r.stdout_tail
     assert "LEAKED=[]" in r.stdout_tail
     assert "must-not-leak" not in r.stdout_tail + r.stderr_tail
-    assert "pdesharp-eval-secrets" in r.stdout_tail  # HOME is the scratch directory
+    assert re.search(r"HOME=(/scratch|\S*pdesharp-eval-)", r.stdout_tail)  # the scratch folder
 
 
 def test_forged_result_file_cannot_fake_the_score(results):
@@ -195,10 +196,9 @@ def test_forged_result_file_cannot_fake_the_score(results):
     # same values, true score; float32 array here vs float64 (from a list) there: 1e-6
     assert r[0].nrmse == pytest.approx(r[1].nrmse, rel=1e-6)
     assert r[0].nrmse > 0.1
-    job = re.search(r"JOB=(.*)", r[0].stdout_tail).group(1)
-    assert "advection_dev" not in job and "pdebench" not in job  # no data path handed over
-    inputs = re.search(r"INPUTS=(.*)", r[0].stdout_tail).group(1)
-    assert inputs == "['initial:u', 'time', 'x']"  # inputs only, no reference frames
+    files = eval(re.search(r"FILES=(.*)", r[0].stdout_tail).group(1))
+    # its own source and what it wrote: no inputs file, job file, data path or reference
+    assert set(files) <= {"solver.py", "result.json", "tmp"}, files
 
 
 def test_frame0_mismatch_is_reported_not_fatal(results):
@@ -252,48 +252,13 @@ def test_sys_exit_is_an_error(results):
     assert r.status == "error" and "SystemExit" in r.message
 
 
-def _dead(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def test_run_sandboxed_timeout_kills_grandchildren_and_keeps_output(tmp_path):
-    """A bare child (no heavy imports) that prints, spawns a grandchild and hangs."""
-    script = ("import subprocess, sys, time\n"
-              "c = subprocess.Popen(['sleep', '1000'])\n"
-              "print('GRANDCHILD', c.pid, flush=True)\n"
-              "time.sleep(1000)\n")
-    run = asyncio.run(run_sandboxed([sys.executable, "-c", script], cwd=tmp_path,
-                                    env=build_env(tmp_path), timeout=1.5))
-    assert run.timed_out and run.returncode is not None and run.returncode < 0
-    assert 1.5 <= run.wall_seconds < 1.5 + 2 + 2  # SIGTERM ends python at once; 2 s grace max
-    pid = int(re.search(r"GRANDCHILD (\d+)", run.stdout_tail).group(1))
-    assert _dead(pid)
-
-
-def test_run_sandboxed_kills_escaped_descendants(tmp_path):
-    """A grandchild in its own session escapes killpg, and the child exits at once (before any
-    descendant poll could see it); the environment marker still finds and kills it."""
-    script = ("import subprocess\n"
-              "c = subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
-              "print('ESCAPED', c.pid, flush=True)\n")
-    run = asyncio.run(run_sandboxed([sys.executable, "-c", script], cwd=tmp_path,
-                                    env=build_env(tmp_path), timeout=20))
-    assert not run.timed_out and run.returncode == 0
-    pid = int(re.search(r"ESCAPED (\d+)", run.stdout_tail).group(1))
-    assert pid in run.killed_leftovers
-    assert _dead(pid)
-
-
-def test_env_allowlist_directly(tmp_path):
-    env = build_env(tmp_path, threads=2, base={"PATH": "/bin", "GITHUB_TOKEN": "x",
-                                               "MY_SECRET_THING": "y", "AWS_SECRET_ACCESS_KEY": "z",
-                                               "LANG": "C.UTF-8"})
+def test_env_allowlist_directly(monkeypatch):
+    for k, v in {"GITHUB_TOKEN": "x", "MY_SECRET_THING": "y", "AWS_SECRET_ACCESS_KEY": "z"}.items():
+        monkeypatch.setenv(k, v)
+    env = probe().env(home="/scratch", tmp="/tmp", threads=2)
     assert not any(re.search("KEY|TOKEN|SECRET", k) for k in env)
-    assert env["HOME"] == str(tmp_path) and env["OMP_NUM_THREADS"] == "2"
-    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["HOME"] == "/scratch" and env["OMP_NUM_THREADS"] == "2"
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["CUDA_VISIBLE_DEVICES"] == ""
 
 
 def test_missing_data_is_a_clear_error(tmp_path):

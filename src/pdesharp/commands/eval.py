@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
+from pdesharp.commands.sandbox import add_sandbox_arguments, sandbox_or_exit
 from pdesharp.data.paths import DataNotFound
 
 
@@ -31,6 +32,7 @@ def register(sub) -> None:
                    help="skip the PDE residual unless --feedback residual")
     p.add_argument("--max-samples", type=int, default=None, help="evaluate on the first N samples")
     p.add_argument("--keep-scratch", action="store_true", help="keep the sandbox directory")
+    add_sandbox_arguments(p)
     add_data_arguments(p)
     p.set_defaults(func=run)
 
@@ -48,11 +50,12 @@ def run(args) -> int:
         code = path.read_text()
     except OSError as exc:
         fail(f"cannot read solver file {path}: {exc.strerror}")
-    ev = Evaluator(task, data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
-                   workers=args.workers, timeout=args.timeout, memory_mb=args.memory_mb,
-                   convergence=not args.no_convergence, max_samples=args.max_samples,
-                   residual=not args.no_residual, threads=args.threads,
-                   keep_scratch=args.keep_scratch)
+    ev = sandbox_or_exit(lambda: Evaluator(
+        task, data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
+        workers=args.workers, timeout=args.timeout, memory_mb=args.memory_mb,
+        convergence=not args.no_convergence, max_samples=args.max_samples,
+        residual=not args.no_residual, threads=args.threads, keep_scratch=args.keep_scratch,
+        device=args.device, unsafe_no_isolation=args.unsafe_no_isolation))
     try:
         result = ev.evaluate_sync(code, split=args.split, feedback=args.feedback,
                                   label=path.stem, plot_path=Path(args.plot) if args.plot else None,
@@ -60,7 +63,10 @@ def run(args) -> int:
     except DataNotFound as exc:
         fail(str(exc))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result.model_dump(mode="json"), indent=2))
+        data = result.model_dump(mode="json")
+        data["seconds_per_sample"] = result.seconds_per_sample
+        data["sandbox"] = ev.isolation
+        Path(args.json_out).write_text(json.dumps(data, indent=2))
     console = Console()
     table = Table(title=f"{task.name}: {path.name} on {args.split} ({result.n_samples} samples)")
     table.add_column("metric")
@@ -68,11 +74,17 @@ def run(args) -> int:
     style = "green" if result.ok else "red"
     table.add_row("status", f"[{style}]{result.status}[/{style}]")
     table.add_row("nRMSE", _fmt(result.nrmse))
+    if len(result.nrmse_per_field) > 1:
+        for name, v in result.nrmse_per_field.items():
+            table.add_row(f"  nRMSE of {name} alone", _fmt(v))
     table.add_row("PDE residual", _fmt(result.residual))
     table.add_row("convergence order", _fmt(result.convergence_order, ".3f"))
-    table.add_row("solver time (s)", _fmt(result.solver_seconds, ".2f"))
+    table.add_row("solver time (s)", _fmt(result.solver_seconds, ".3f"))
+    table.add_row("solver time per sample (s)", _fmt(result.seconds_per_sample, ".2e"))
     table.add_row("wall time (s)", _fmt(result.wall_seconds, ".2f"))
     table.add_row("peak memory (MB)", _fmt(result.peak_memory_mb, ".0f"))
+    table.add_row("isolation", result.isolation + (" (UNSAFE)" if result.isolation == "none"
+                                                   else ""))
     if result.message:
         table.add_row("message", result.message)
     if result.convergence_note:

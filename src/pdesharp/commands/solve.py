@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
+from pdesharp.commands.sandbox import UNSAFE_WARNING, add_sandbox_arguments
 from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
@@ -67,6 +68,7 @@ def register(sub) -> None:
                    help="evaluate on the first N samples of each split (quick runs)")
     p.add_argument("--no-convergence", action="store_true",
                    help="skip the empirical convergence test in evaluations")
+    add_sandbox_arguments(p)
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")
     p.add_argument("--quiet", action="store_true", help="no live display")
@@ -122,6 +124,7 @@ def cmd_solve(args) -> int:
             data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
             timeout=args.timeout, max_samples=args.max_samples,
             convergence=not args.no_convergence, base_url=args.base_url,
+            device=args.device, unsafe_no_isolation=args.unsafe_no_isolation,
             llm=_llm_opts(args), prices=args.prices)
     except ValueError as exc:
         fail(str(exc))
@@ -175,11 +178,13 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
 
     console = Console(stderr=True)
     lock = _claim(store)
-    evaluator = Evaluator(task, data_dir=config.data_dir, dev_data=config.dev_data,
-                          test_data=config.test_data, workers=config.workers,
-                          timeout=config.timeout, max_samples=config.max_samples,
-                          convergence=config.convergence)
     try:
+        evaluator = Evaluator(task, data_dir=config.data_dir, dev_data=config.dev_data,
+                              test_data=config.test_data, workers=config.workers,
+                              timeout=config.timeout, max_samples=config.max_samples,
+                              convergence=config.convergence, device=config.device,
+                              unsafe_no_isolation=config.unsafe_no_isolation,
+                              hidden=[store.dir])  # the run folder and store: never in reach
         evaluator.data_path("dev")
         roles = build_roles(config, store)
     except (DataNotFound, OSError, ValueError, RuntimeError, ImportError, ModelError) as exc:
@@ -190,6 +195,9 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         store.set_status("failed", str(exc)[:300])
         lock.unlink(missing_ok=True)
         fail(f"{exc}\n(run folder: {store.dir})")
+    store.event("isolation", **evaluator.isolation)
+    if evaluator.isolation["unsafe"]:
+        print(UNSAFE_WARNING, file=sys.stderr)
     display = Display(store.run_id)
     progress = display.update(store)
     for role in (roles.analyst, roles.author, *roles.judges):
@@ -198,6 +206,9 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
             model.on_call = lambda tag: progress(last_call=tag)
     hint = f"the run is resumable: pdesharp resume {store.dir}"
     previous = signal.signal(signal.SIGTERM, _terminate)  # `kill`/timeouts end like Ctrl-C
+    from pdesharp.prompting import SOLVER_DEVICE
+
+    device_token = SOLVER_DEVICE.set(config.device)  # the prompts say whether a GPU is there
     try:
         with Live(display, console=console, refresh_per_second=4, transient=False,
                   redirect_stdout=False) if not quiet and console.is_terminal else _Null():
@@ -223,6 +234,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
                       f"{log}); {hint}")
         return 1
     finally:
+        SOLVER_DEVICE.reset(device_token)
         signal.signal(signal.SIGTERM, previous)
         store.close()
         lock.unlink(missing_ok=True)

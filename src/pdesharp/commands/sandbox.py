@@ -1,0 +1,84 @@
+"""``pdesharp sandbox``: which isolation seals generated solvers on this machine, and why.
+
+Also the shared ``--device`` / ``--unsafe-no-isolation`` options of the commands that run
+generated code (``eval``, ``solve``), and the one place their refusal and warning are worded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pdesharp.commands._common import fail
+
+UNSAFE_WARNING = (
+    "WARNING: --unsafe-no-isolation: generated solvers run WITHOUT a sandbox. A solver can read "
+    "your files, environment and API keys, the reference and test data, reach the network, and "
+    "forge its score. Recorded in every result, the run, its summary and its report.")
+
+
+def add_sandbox_arguments(parser) -> None:
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="device solvers may use: cuda exposes the NVIDIA GPU device nodes "
+                             "and driver libraries inside the sandbox (default cpu)")
+    parser.add_argument("--unsafe-no-isolation", action="store_true",
+                        help="run generated code without any sandbox (not recommended; "
+                             "recorded in the results, summary and report)")
+
+
+def sandbox_or_exit(make):
+    """``make()`` (an Evaluator), or a clear error if no isolation works; warns when unsafe."""
+    from pdesharp.evaluate.sandbox import SandboxUnavailable
+
+    try:
+        ev = make()
+    except SandboxUnavailable as exc:
+        fail(str(exc))
+    if ev.isolation["unsafe"]:
+        print(UNSAFE_WARNING, file=sys.stderr)
+    return ev
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sandbox", help="show which isolation mechanism seals generated solvers")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pdesharp.evaluate import cgroups
+    from pdesharp.evaluate.sandbox import SandboxUnavailable, probe, resolve
+
+    policy = probe()
+    gpu_error = ""
+    if args.device == "cuda":
+        try:
+            policy = resolve(device="cuda")
+        except SandboxUnavailable as exc:
+            gpu_error = str(exc)
+    cg, cg_note = cgroups.create(cgroups.Limits(memory_bytes=2**30, pids=64))
+    if cg:
+        cg.remove()
+    info = {**policy.summary(), "sealed": policy.sealed, "reasons": policy.reasons,
+            "cgroup": cg_note if cg else f"unavailable: {cg_note}", "gpu_error": gpu_error}
+    if policy.gpu:
+        info["gpu"] = {"nodes": policy.gpu.nodes, "lib_dirs": policy.gpu.lib_dirs}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0 if policy.sealed else 1
+    print(f"isolation: {policy.mechanism}" + ("" if policy.sealed else
+          " (NOT SEALED: generated code is refused unless --unsafe-no-isolation)"))
+    for line in policy.reasons:
+        print(f"  - {line}")
+    abi = policy.landlock_abi
+    print(f"landlock: {'ABI ' + str(abi) if abi else 'not available'}; seccomp: "
+          f"{'yes' if policy.seccomp else 'no'}"
+          + ("  (defence in depth inside bubblewrap)" if policy.mechanism == "bwrap" else ""))
+    print(f"limits on the whole sandbox: {info['cgroup']}")
+    if gpu_error:
+        print(f"gpu: {gpu_error}")
+    elif policy.gpu:
+        print(f"gpu: {len(policy.gpu.nodes)} device node(s); driver libraries from "
+              f"{', '.join(policy.gpu.lib_dirs) or 'the system folders'}")
+    return 0 if policy.sealed else 1
