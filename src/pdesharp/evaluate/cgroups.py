@@ -193,6 +193,8 @@ def create(limits: Limits, *, found: list[Hierarchy] | None = None,
            name: str | None = None) -> tuple[SandboxCgroup | None, str]:
     """A fresh cgroup with ``limits`` for one evaluation, or ``(None, why not)``."""
     found = hierarchies() if found is None else found
+    if not _swept:
+        _swept.append(remove_stale(found))  # once per process: leftovers of a killed parent
     name = name or f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     reasons = []
     for h in found:
@@ -239,6 +241,9 @@ def create(limits: Limits, *, found: list[Hierarchy] | None = None,
         cg = SandboxCgroup(1, dirs, notes=[r for r in reasons if "no pids" in r or "no memory" in r])
         return cg, "cgroup v1 (" + ", ".join(f"{k} at {v.parent}" for k, v in dirs.items()) + ")"
     return None, "; ".join(reasons) or "no cgroup hierarchy is mounted"
+
+
+_swept: list[int] = []
 
 
 def remove_stale(found: list[Hierarchy] | None = None) -> int:

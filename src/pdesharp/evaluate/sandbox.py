@@ -23,6 +23,7 @@ sandboxed. The set-up is described by a :class:`SandboxPolicy` and turned into a
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -276,8 +277,6 @@ class SandboxPolicy:
                 parent_pid: int, cgroup_procs: list[str],
                 extra_env: dict[str, str] | None = None) -> list[str]:
         """The launcher's argv: cgroups, uid drop, then the sandbox around ``child.py FDS``."""
-        import json
-
         py = sys.executable
         child_args = [str(fd) for fd in fds]
         if self.mechanism == "bwrap":
@@ -363,7 +362,6 @@ def _try(argv: list[str], timeout: float = 20) -> tuple[bool, str]:
 
 def _probe_command(policy: SandboxPolicy) -> list[str]:
     """The launcher running a trivial child through ``policy`` (what an evaluation does)."""
-    import json
     import tempfile
 
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import confine; "
@@ -432,7 +430,9 @@ def probe(force: str | None = None) -> SandboxPolicy:
                 reasons.append(f"landlock: not available (Landlock ABI {abi}, seccomp "
                                f"{'yes' if sec else 'no'})")
                 continue
-            ok, why = _try(_probe_command(policy))
+            cmd = _probe_command(policy)
+            ok, why = _try(cmd)
+            shutil.rmtree(json.loads(cmd[-1])["argv"][4], ignore_errors=True)
             if not ok:
                 reasons.append(f"landlock: cannot confine a child: {why}")
                 continue
