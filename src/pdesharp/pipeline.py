@@ -166,6 +166,9 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
              "route": analysis.route if analysis else None,
+             # the evaluator's clock, never the solver's: the time ranking and report use too
+             "best_solver_seconds": best[1].solver_seconds if best else None,
+             "best_seconds_per_sample": best[1].seconds_per_sample if best else None,
              "isolation": getattr(evaluator, "isolation", None)}
     lowest = tournament.lowest() if tournament is not None else None
     if best is not None and lowest is not None and lowest[0].id != best[0].id:

@@ -74,6 +74,9 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"- Best dev-split score ({feedback}): {_fmt(final.get('best_dev_score'))}",
               f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
               + (f" ({final['test_note']})" if final.get("test_note") else "")]
+    if final.get("best_seconds_per_sample") is not None:
+        lines.append(f"- Solver time of the best solver (dev split, measured by the sandbox, "
+                     f"not the solver): {final['best_seconds_per_sample']:.3g} s per sample")
     tie = final.get("tie_break")
     if tie:
         lines.append(f"- Run-time tie-break: `{tie['lowest_id']}` scored lowest "
