@@ -391,13 +391,16 @@ def _probe_command(policy: SandboxPolicy) -> list[str]:
     return [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps(cfg)]
 
 
-@functools.lru_cache(maxsize=8)
 def probe(force: str | None = None) -> SandboxPolicy:
     """The best mechanism that works here, tried for real (cached per process).
 
     ``force`` (or ``$PDESHARP_SANDBOX``) picks one; ``"none"`` means no isolation.
     """
-    force = force or os.environ.get("PDESHARP_SANDBOX") or None
+    return _probe(force or os.environ.get("PDESHARP_SANDBOX") or None)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(force: str | None) -> SandboxPolicy:
     if force not in (None, "auto", *MECHANISMS):
         raise ValueError(f"unknown sandbox mechanism {force!r} (choose from "
                          f"auto, {', '.join(MECHANISMS)})")

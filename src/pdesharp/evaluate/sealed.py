@@ -249,12 +249,7 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         "cases": [{"inputs": {k: f"c{i}/{k}" for k in c.inputs}, "outputs": s}
                   for i, (c, s) in enumerate(zip(job.cases, slots))],
         "output_size": out_size, "confine": policy.confinement(scratch),
-        "parent_pid": os.getpid(),
-        "limits": {"timeout": lim.timeout, "fsize_mb": lim.fsize_mb,
-                   "rlimit_as_mb": None if policy.device == "cuda" else lim.memory_mb,
-                   # without a pids cgroup, a per-user process limit is the fallback
-                   "nproc": None if cg and ("pids" in cg.dirs or cg.version == 2)
-                   else lim.max_processes},
+        "parent_pid": os.getpid(), "limits": child_limits(policy, lim, cg),
     }
     blob = json.dumps(spec).encode()
     run = SealedRun(status="error", mechanism=policy.mechanism)
@@ -347,6 +342,16 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
     run.message, run.traceback = scrub(run.message, limit=2000), scrub(run.traceback)
     run.notes = [scrub(n, limit=500) for n in run.notes]
     return run
+
+
+def child_limits(policy: SandboxPolicy, lim: Limits, cg) -> dict:
+    """The per-process limits the runner sets on itself."""
+    return {"timeout": lim.timeout, "fsize_mb": lim.fsize_mb,
+            # CUDA reserves huge virtual address ranges: there the cgroup limits memory alone
+            "rlimit_as_mb": None if policy.device == "cuda" else lim.memory_mb,
+            # without a pids cgroup, a per-user process limit is the fallback
+            "nproc": None if cg and ("pids" in cg.dirs or cg.version == 2)
+            else lim.max_processes}
 
 
 def _kill(pid: int, cg) -> None:
