@@ -9,7 +9,6 @@ import os
 import re
 import textwrap
 
-import numpy as np
 import psutil
 import pytest
 

@@ -13,7 +13,8 @@ import pytest
 
 from pdesharp.cli import main
 from pdesharp.evaluate import Evaluator, cgroups
-from pdesharp.evaluate.sandbox import (SandboxUnavailable, gpu_plan, probe, resolve, scrub)
+from pdesharp.evaluate.gpu import gpu_plan
+from pdesharp.evaluate.sandbox import SandboxUnavailable, probe, resolve, scrub
 from pdesharp.evaluate.scoring import score_prediction
 from pdesharp.evaluate.sealed import Case, Limits, SealedJob, child_limits, run_sealed
 from pdesharp.task import load_task

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pdesharp
 from pdesharp.evaluate import confine
+from pdesharp.evaluate.gpu import GpuPlan, gpu_plan
 
 HERE = Path(__file__).resolve().parent
 CHILD_FILES = ("child.py", "confine.py")
@@ -172,47 +173,6 @@ def find_bwrap() -> Bwrap | None:
     return None
 
 
-# -- GPU --------------------------------------------------------------------------------------
-GPU_NODE_PATTERNS = ("nvidia[0-9]*", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
-                     "nvidia-modeset", "nvidia-caps/*", "dri/renderD*", "dri/card*")
-GPU_LIB_PATTERN = re.compile(r"lib(cuda|nvidia-[a-z0-9-]+|nvrtc|cudadebugger)\.so")
-
-
-@dataclass
-class GpuPlan:
-    nodes: list[str]
-    lib_dirs: list[str]
-    env: dict[str, str]
-
-
-def gpu_plan(dev_root: Path = Path("/dev"), ldconfig: str | None = None,
-             environ: dict[str, str] | None = None) -> GpuPlan:
-    """Device nodes and driver library folders a CUDA solver needs inside the sandbox."""
-    environ = os.environ if environ is None else environ
-    nodes = sorted({str(p) for pat in GPU_NODE_PATTERNS for p in dev_root.glob(pat)
-                    if p.exists()})
-    if ldconfig is None:
-        try:
-            ldconfig = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
-                                      timeout=10).stdout
-        except (OSError, subprocess.SubprocessError):
-            ldconfig = ""
-    dirs = set()
-    for line in ldconfig.splitlines():
-        if "=>" in line and GPU_LIB_PATTERN.search(line):
-            dirs.add(str(Path(line.split("=>", 1)[1].strip()).parent))
-    for var in ("LD_LIBRARY_PATH",):
-        for d in environ.get(var, "").split(":"):
-            if d and Path(d).is_dir():
-                dirs.add(str(Path(d)))
-    for cuda in sorted(Path("/usr/local").glob("cuda*")):
-        dirs.add(str(cuda))
-    env = {k: environ[k] for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                                   "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH")
-           if k in environ}
-    return GpuPlan(nodes=nodes, lib_dirs=sorted(dirs), env=env)
-
-
 # -- the policy ----------------------------------------------------------------------------------
 @dataclass
 class SandboxPolicy:
@@ -284,14 +244,15 @@ class SandboxPolicy:
             argv = self.bwrap_argv(scratch=scratch, env=env) + \
                 [py, "-I", f"{INSIDE_CHILD_DIR}/child.py", *child_args]
             cwd = None
-            exec_paths = [Path(self.bwrap.path).parent, *runtime_roots()]
+            exec_paths = [Path(self.bwrap.path).parent, *runtime_roots(),
+                          *([scratch] if scratch is not None else [])]
         else:
             assert scratch is not None
             env = {**self.env(home=str(scratch), tmp=str(scratch / "tmp"), threads=threads),
                    **(extra_env or {})}
             argv = [py, "-I", str(scratch / ".pdesharp" / "child.py"), *child_args]
             cwd = str(scratch)
-            exec_paths = runtime_roots()
+            exec_paths = [*runtime_roots(), scratch]
         view = private_view(exec_paths, self.uid, self.gid) if self.uid is not None else None
         launcher = {"cgroup_procs": cgroup_procs, "view": view, "uid": self.uid, "gid": self.gid,
                     "parent_pid": parent_pid, "cwd": cwd, "argv": argv, "env": env}

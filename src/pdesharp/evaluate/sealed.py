@@ -5,7 +5,9 @@ arrays for one or more cases, the output shapes the parent expects, limits) and 
 :class:`SealedRun`: the prediction arrays (shapes fixed by the parent, dtypes checked against an
 allowlist), the solver time measured from outside, scrubbed output tails and a status. It knows
 nothing about tasks, reference data or scores, so a remote executor (Ray) can run this same
-function on a worker and ship the arrays back; scoring stays in :mod:`.evaluator`.
+function on a worker and ship the arrays back; scoring stays in :mod:`.evaluator`. Jobs and runs
+are plain picklable dataclasses; a worker builds its own policy with
+:func:`~pdesharp.evaluate.sandbox.resolve` (the mechanism is a property of the machine).
 
 Data paths: the job (JSON + source) and the inputs (an uncompressed ``.npz``) go in through
 sealed memory files, the outputs come back through a fixed-size memory file whose slots the
@@ -165,12 +167,12 @@ def _read_outputs(fd: int, size: int, slots: list[list[dict]]
 
 
 # -- reading the child -----------------------------------------------------------------------------
-async def _tail(stream: asyncio.StreamReader, keep: int = 4 * TAIL_CHARS) -> bytes:
-    buf = bytearray()
+async def _tail(stream: asyncio.StreamReader, buf: bytearray, keep: int = 4 * TAIL_CHARS) -> None:
+    """Drain ``stream`` into ``buf``, keeping only its last ``keep`` bytes (bounded memory)."""
     while True:
         chunk = await stream.read(1 << 16)
         if not chunk:
-            return bytes(buf[-keep:])
+            return
         buf += chunk
         if len(buf) > 4 * keep:
             del buf[:-keep]
@@ -281,8 +283,9 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
             if fd != ev_r:
                 os.close(fd)
         ev_task = asyncio.ensure_future(_events(ev_r, state))  # owns ev_r from here
-        out_task = asyncio.ensure_future(_tail(proc.stdout))
-        err_task = asyncio.ensure_future(_tail(proc.stderr))
+        out_buf, err_buf = bytearray(), bytearray()
+        out_task = asyncio.ensure_future(_tail(proc.stdout, out_buf))
+        err_task = asyncio.ensure_future(_tail(proc.stderr, err_buf))
         wait_task = asyncio.ensure_future(proc.wait())
         killed = False
         try:
@@ -302,11 +305,14 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
             cg.kill()
         if policy.mechanism == "none":
             _sweep(marker)
-        done = await asyncio.wait_for(asyncio.gather(out_task, err_task, ev_task,
-                                                     return_exceptions=True), 10)
-        run.stdout_tail, run.stderr_tail = (
-            scrub(d.decode("utf-8", errors="replace")) if isinstance(d, bytes) else ""
-            for d in done[:2])
+        # the sandbox is gone, so its pipes close; a stray holding one (only possible without
+        # isolation) costs at most a few seconds, then we stop listening
+        _, pending = await asyncio.wait({out_task, err_task, ev_task}, timeout=5)
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        run.stdout_tail, run.stderr_tail = (scrub(b.decode("utf-8", errors="replace"))
+                                            for b in (out_buf, err_buf))
         _judge(run, state, lim, t_spawn, t_exit, killed, proc.returncode)
         if run.status == "pending":
             record, outputs, problem = _read_outputs(out_fd, out_size, slots)
