@@ -6,6 +6,8 @@ advection_exact.py, on the shared dev data; no convergence test, no residual) th
 the same child program, no namespaces, no Landlock/seccomp, no uid drop), interleaved, in one
 run, and prints the median per-evaluation wall time, the child's start-up (spawn to "ready"),
 the measured solver time, and the ratio of each mechanism's wall time to the unisolated one.
+A second table isolates the sandbox itself: a no-op solver through the executor seam
+(``run_sealed``: spawn, start-up, run, teardown), and its ratio to the unisolated child.
 
 Usage: python bench/bench_isolation_overhead.py [--data-dir DIR] [--samples N] [--repeat R]
 """
@@ -57,24 +59,37 @@ def main() -> None:
             walls[mech].append(time.perf_counter() - t0)
             assert r.status == "ok", (mech, r.message)
             solver[mech].append(r.solver_seconds)
-            # the sandbox alone: spawn to "ready" (start-up) for the same job
-            job = ev._job(code, [_case(ev)], "bench")
+            # the sandbox alone: a no-op solver through the seam (spawn to teardown)
+            job = ev._job(NOOP, [_case(ev)], "bench")
             run = asyncio.run(run_sealed(job, ev.policy))
-            starts[mech].append(run.startup_seconds)
+            assert run.status == "ok", run.message
+            starts[mech].append((run.startup_seconds, run.wall_seconds))
     base = statistics.median(walls["none"]) if "none" in walls else None
     print(f"advection exact shift, {args.samples} samples, median of {args.repeat} "
           f"(interleaved), one evaluation = child start-up + solve + scoring")
-    print(f"  {'mechanism':10s} {'wall / eval':>12s} {'start-up':>10s} {'solver':>9s} "
-          f"{'ratio vs none':>14s}")
+    print(f"  {'mechanism':10s} {'wall / eval':>12s} {'solver':>9s} {'ratio vs none':>14s}")
     for mech in evs:
         w = statistics.median(walls[mech])
         ratio = f"{w / base:13.2f}x" if base else "-"
-        print(f"  {mech:10s} {w:10.3f} s {statistics.median(starts[mech]):8.3f} s "
-              f"{statistics.median(solver[mech]):7.3f} s {ratio}")
+        print(f"  {mech:10s} {w:10.3f} s {statistics.median(solver[mech]):7.3f} s {ratio}")
+    seam = {m: statistics.median(w for _, w in v) for m, v in starts.items()}
+    print("the sandbox alone (no-op solver through run_sealed):")
+    print(f"  {'mechanism':10s} {'spawn..exit':>12s} {'start-up':>10s} {'ratio vs none':>14s}")
+    for mech in evs:
+        r = f"{seam[mech] / seam['none']:13.2f}x" if "none" in seam else "-"
+        print(f"  {mech:10s} {seam[mech]:10.3f} s "
+              f"{statistics.median(s for s, _ in starts[mech]):8.3f} s {r}")
     if base and "bwrap" in walls:
         extra = statistics.median(walls["bwrap"]) - base
-        print(f"isolation overhead (bwrap): {extra * 1000:.0f} ms per evaluation, ratio "
-              f"{statistics.median(walls['bwrap']) / base:.2f}")
+        print(f"isolation overhead (bwrap vs none): {extra * 1000:+.0f} ms per evaluation, ratio "
+              f"{statistics.median(walls['bwrap']) / base:.2f}; sandbox alone "
+              f"{(seam['bwrap'] - seam['none']) * 1000:+.0f} ms, ratio "
+              f"{seam['bwrap'] / seam['none']:.2f}")
+
+
+NOOP = ("import numpy as np\n"
+        "def solver(u0_batch, t_coordinate, beta):\n"
+        "    return np.zeros((u0_batch.shape[0], len(t_coordinate), u0_batch.shape[1]))\n")
 
 
 def _case(ev):
