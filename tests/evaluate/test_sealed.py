@@ -235,3 +235,29 @@ def test_scrub_removes_secret_values_and_token_shapes():
     assert "abcdef123456" not in out and "sk-aaa" not in out and "/usr/bin" in out
     assert out.endswith("token 1")  # short values are not secrets worth mangling text for
     assert len(scrub("x" * 10_000, env)) == 5000
+
+
+def test_sandbox_works_from_a_virtual_environment(tmp_path):
+    """A venv (here under /tmp, where the sandbox mounts its own /tmp) is bound in read-only,
+    so `pip install` into a venv gives the same isolation as the system interpreter."""
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True)
+    code = ("import asyncio, numpy as np\n"
+            "from pdesharp.evaluate.sandbox import probe\n"
+            "from pdesharp.evaluate.sealed import Case, Limits, SealedJob, run_sealed\n"
+            "job = SealedJob(code='import sys\\ndef f(a):\\n    print(sys.prefix)\\n"
+            "    return a + 1\\n', function='f', args=[('array', 'a')],\n"
+            "                cases=[Case({'a': np.zeros(3)}, [('y', (3,))])],\n"
+            "                limits=Limits(timeout=30, memory_mb=1024))\n"
+            "r = asyncio.run(run_sealed(job, probe()))\n"
+            "print(r.mechanism, r.status, r.outputs[0]['y'].tolist(), r.stdout_tail.strip())\n")
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
+                         text=True, timeout=120, env={**os.environ})
+    assert out.returncode == 0, out.stderr
+    mech, status, rest = out.stdout.split(" ", 2)
+    assert mech == probe().mechanism and status == "ok"
+    assert rest.startswith("[1.0, 1.0, 1.0]") and rest.strip().endswith(str(venv))

@@ -265,6 +265,14 @@ class SandboxPolicy:
              "--as-pid-1", "--hostname", "sandbox", "--cap-drop", "ALL"]
         if b.has("--disable-userns"):
             a.append("--disable-userns")  # no nested user namespaces for the solver
+        # the private tmpfs first: runtime folders under /tmp (a venv there) are bound on top
+        for target in ("/tmp", "/scratch"):
+            if target == "/scratch" and scratch is not None:
+                a += ["--bind", str(scratch), "/scratch"]  # --keep-scratch: a host folder
+                continue
+            if b.has("--size") and self.disk_mb:
+                a += ["--size", str(self.disk_mb * 2**20)]
+            a += ["--tmpfs", target]
         bound: list[Path] = []
         for d in SYSTEM_DIRS:
             p = Path(d)
@@ -283,13 +291,6 @@ class SandboxPolicy:
         for name in CHILD_FILES:
             a += ["--ro-bind", str(HERE / name), f"{INSIDE_CHILD_DIR}/{name}"]
         a += ["--proc", "/proc", "--dev", "/dev"]
-        for target in ("/tmp", "/scratch"):
-            if target == "/scratch" and scratch is not None:
-                a += ["--bind", str(scratch), "/scratch"]  # --keep-scratch: a host folder
-                continue
-            if b.has("--size") and self.disk_mb:
-                a += ["--size", str(self.disk_mb * 2**20)]
-            a += ["--tmpfs", target]
         if os.path.isdir("/sys/devices/system/cpu"):  # CPU topology for BLAS and Numba
             a += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
         if self.device == "cuda" and self.gpu is not None:
@@ -385,7 +386,7 @@ def _probe(force: str | None) -> SandboxPolicy:
             ok, why = _try(_probe_command(policy))
             if not ok:
                 reasons.append(f"bwrap {bw.version} ({bw.source}): cannot create the sandbox "
-                               f"(user namespaces disabled?): {why}")
+                               f"(are unprivileged user namespaces disabled?): {why}")
                 continue
             reasons.append(f"bwrap {bw.version} from {bw.source} ({bw.path}): user, mount, PID, "
                            "network, IPC, UTS and cgroup namespaces work")
