@@ -214,10 +214,12 @@ def _stale_scratch(root: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _host_scratch(policy: SandboxPolicy, label: str, root: Path | None) -> Path:
+def _host_scratch(policy: SandboxPolicy, label: str, root: Path | None, keep: bool) -> Path:
     root = Path(root or tempfile.gettempdir())
     _stale_scratch(root)
-    d = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-{label}-", dir=root))
+    # a kept folder is named so that no later sweep takes it for a dead run's leftover
+    prefix = f"pdesharp-kept-{label}-" if keep else f"{SCRATCH_PREFIX}{os.getpid()}-{label}-"
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
     (d / "tmp").mkdir()
     if policy.mechanism != "bwrap":  # the child program itself, read-only for the sandbox user
         own = d / ".pdesharp"
@@ -241,7 +243,7 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
     slots, out_size = layout(job.cases)
     arrays = {f"c{i}/{k}": np.ascontiguousarray(v)
               for i, c in enumerate(job.cases) for k, v in c.inputs.items()}
-    scratch = _host_scratch(policy, job.label, scratch_root) \
+    scratch = _host_scratch(policy, job.label, scratch_root, keep_scratch) \
         if (policy.mechanism != "bwrap" or keep_scratch) else None
     out_bytes = sum(8 * s["count"] for case in slots for s in case)
     cg, cg_note = cgroups.create(cgroups.Limits(
