@@ -261,8 +261,14 @@ class RunStore:
         return result
 
     def _insert_eval(self, cid, sha, split, feedback, result: EvalResult, *, counted: bool):
+        """One journal row per (candidate, code, split, feedback). A repeated request is not
+        inserted at all (an ignored INSERT would still consume an AUTOINCREMENT number and
+        leave gaps in ``seq``); rows with ``counted = 0`` are reuses of an earlier result."""
+        if self.db.execute("SELECT 1 FROM evaluations WHERE candidate_id=? AND code_sha256=? "
+                           "AND split=? AND feedback=?", (cid, sha, split, feedback)).fetchone():
+            return
         self.db.execute(
-            "INSERT OR IGNORE INTO evaluations(ts, candidate_id, code_sha256, split, feedback, "
+            "INSERT INTO evaluations(ts, candidate_id, code_sha256, split, feedback, "
             "status, score, result, counted) VALUES (?,?,?,?,?,?,?,?,?)",
             (_now(), cid, sha, split, feedback, result.status, result.score,
              result.model_dump_json(), int(counted)))
@@ -332,6 +338,7 @@ class RunStore:
              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
              reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
              int(source != "model"), error, request_key, source))
+        self._flush_wall()
 
     def replayable_calls(self) -> dict[str, list[sqlite3.Row]]:
         """Completed calls of this run by request key, in call order (for resume)."""
@@ -345,6 +352,7 @@ class RunStore:
         """A tournament event: nomination, proposal, patch_failed, saturation, budget_stop..."""
         self.db.execute("INSERT INTO events(ts, kind, data) VALUES (?,?,?)",
                         (_now(), kind, json.dumps(data, default=str)))
+        self._flush_wall()  # a running run's wall time is current up to its last step
 
     def events(self, kind: str | None = None) -> list[dict]:
         sql, args = "SELECT kind, data FROM events", ()
