@@ -130,7 +130,11 @@ def clean_title(text: str) -> str:
 def strip_label(text: str, label: str) -> str:
     """``text`` without a leading "<label>:" (as models write "Justification: ..."), so a
     prompt that prints its own label does not print it twice."""
-    return re.sub(rf"^[\s*_#>]*{label}[\s*_]*:[\s*_]*", "", str(text), flags=re.IGNORECASE).strip()
+    pattern = re.compile(rf"^[\s*_#>]*{label}[\s*_]*:[\s*_]*", re.IGNORECASE)
+    text, before = str(text), None
+    while text != before:  # "**Justification:** Justification: ..." happens
+        before, text = text, pattern.sub("", text, count=1)
+    return text.strip()
 
 
 ROUTE_WORDS = {"analytical": "analytical solution", "transformation": "transformation",

@@ -1,7 +1,7 @@
-"""The whole pipeline with scripted models (replies written by us, see scripts.py).
+"""The whole pipeline with scripted models (replies written by us, see pipeline_scripts.py).
 
-Most tests use MarkerEvaluator (executes nothing) so the tournament logic is checked quickly;
-test_real_evaluator_end_to_end runs real sandboxed evaluations on two shared dev samples.
+These tests use MarkerEvaluator (executes nothing) so the tournament logic is checked quickly;
+test_end_to_end.py runs real sandboxed evaluations through a loopback HTTP model.
 """
 
 from __future__ import annotations
