@@ -83,7 +83,8 @@ class LLMAnalyst:
             text, facts = await self._step(messages, "stability", render(
                 "analysis_stability", parameters=list(task.parameters),
                 unknowns=list(task.equation.unknowns), skipped=skipped,
-                route_words=ROUTE_WORDS[route]))
+                route_words=ROUTE_WORDS[route], steady=task.steady,
+                scales={k: v for k, v in self.scales.items() if k.endswith("max")}))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
             stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])
                          if isinstance(b, dict)]

@@ -230,8 +230,18 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
              "per_sample": _sps(r.per_sample), "cycle": r.cycle, "round": r.round,
              "status": r.status}
             for r in sorted(rows, key=lambda r: (r.rank is None, r.rank or 0))]
+    never = [f"{c.id} ({c.title})" if c.title else c.id for c in store.candidates("genesis")
+             if c.code.strip() and store.result_for(c.id, "dev", store.config.get(
+                 "feedback", "nrmse")) is None]
+    declined = [{"cycle": e.get("cycle"), "round": e.get("round"), "judge": e.get("judge"),
+                 "base": e.get("base"), "why": shorten(e.get("justification", ""), 300)}
+                for e in store.events("no_change")]
+    cfg = store.config
     prompt = render("reporter", title=task.title, **analysis_context(analysis),
-                    rounds=rounds, pool=pool, feedback=store.config.get("feedback", "nrmse"),
+                    rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
+                    tie_tolerance=cfg.get("tie_tolerance", 0.01), never=never,
+                    declined=declined, end=final.get("stop_reason") or "",
+                    evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
                     ancestry=ancestry_tree(store, final["best_id"], store.config.get(
                         "feedback", "nrmse")),
