@@ -24,6 +24,7 @@ from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, GenesisMode
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.llm.presets import BUILTIN, is_builtin
 from pdesharp.records import Analysis, Feedback
+from pdesharp.report.tables import seconds_per_sample
 from pdesharp.reporter import write_report
 from pdesharp.roles import Roles
 from pdesharp.store import RunStore
@@ -187,6 +188,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         final["tie_break"] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
                               "lowest_seconds": lowest[1].solver_seconds,
                               "best_seconds": best[1].solver_seconds,
+                              "lowest_per_sample": seconds_per_sample(lowest[1]),
+                              "best_per_sample": seconds_per_sample(best[1]),
                               "tie_tolerance": config.tie_tolerance}
     progress(stage="report")
     try:

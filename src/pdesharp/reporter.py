@@ -30,10 +30,6 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _fmt_s(seconds) -> str:
-    return "time unknown" if seconds is None else f"{seconds:.1f} s"
-
-
 def _cell(text: str, limit: int = 70) -> str:
     return shorten(str(text).replace("|", "/"), limit)
 
@@ -77,8 +73,9 @@ def _sps(seconds) -> str:
 def _tables(store: RunStore, feedback: str, tie: float):
     cands = store.candidates()
     results = tables.results_of(store.db, "dev", feedback)
-    rows = tables.solver_rows(cands, results, store.events(), tie)
-    return cands, results, rows, tables.round_rows(rows, tie)
+    events = store.events()
+    rows = tables.solver_rows(cands, results, events, tie)
+    return cands, results, rows, tables.round_rows(rows, tie, tables.played_rounds(events))
 
 
 def settings_line(config) -> str:
@@ -132,10 +129,11 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     tie_break = final.get("tie_break")
     if tie_break:
         lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
-                     f"({_fmt(tie_break['lowest_score'])} in {_fmt_s(tie_break['lowest_seconds'])}); "
-                     f"scores within {100 * tie_break['tie_tolerance']:g} % of the lowest count "
-                     f"as a tie, won by the fastest solver (this one: "
-                     f"{_fmt_s(tie_break['best_seconds'])})")
+                     f"({_fmt(tie_break['lowest_score'])} in "
+                     f"{_sps(tie_break.get('lowest_per_sample'))} per sample); scores within "
+                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest count as a tie, won "
+                     f"by the fastest solver (this one: {_sps(tie_break.get('best_per_sample'))} "
+                     "per sample)")
     if final.get("stop_reason"):
         lines.append(("- Stopped early: " if final.get("budget_stop") else "- Search ended: ")
                      + final["stop_reason"])
@@ -235,7 +233,9 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                  "feedback", "nrmse")) is None]
     declined = [{"cycle": e.get("cycle"), "round": e.get("round"), "judge": e.get("judge"),
                  "base": e.get("base"), "why": shorten(e.get("justification", ""), 300)}
-                for e in store.events("no_change")]
+                for e in sorted(store.events("no_change"),  # not completion order: replay
+                                key=lambda e: (e.get("cycle", 0), e.get("round", 0),
+                                               str(e.get("judge"))))]
     cfg = store.config
     prompt = render("reporter", title=task.title, **analysis_context(analysis),
                     rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),

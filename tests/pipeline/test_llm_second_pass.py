@@ -149,6 +149,7 @@ def test_diverse_genesis_shows_earlier_designs_and_is_recorded(tmp_path):
                    genesis="diverse", candidates=3, max_rounds=1, rejudge_cycles=0)
     p1, p2, p3 = prompts(store, "genesis")
     assert "Already\nwritten" not in p1 and "Fourier shift, damped" not in p1
+    assert "later ones are shown your design" in p1 and "written independently" not in p1
     assert "g1: Fourier shift, damped" in p2 and "Upwind FV" not in p2
     assert "g1: Fourier shift, damped" in p3 and "g2: Upwind FV" in p3
     assert "differs from all of these in its method" in p3
@@ -188,7 +189,8 @@ def test_judges_are_told_the_rules_budget_and_state(tmp_path):
     system = systems(store, "judge.nominate")[0]
     for rule in ("best_new < 0.8 × best_old", "After 1 round without improvement",
                  "7 evaluations for the whole search", "at most 6 evaluations",
-                 "up to 2 debugging", "within 1 % of the lowest"):
+                 "up to 2 debugging", "within 1 % of the lowest",
+                 "repeated runs of the same code can differ"):
         assert rule in system, rule
     first = prompts(store, "judge.nominate")[0]
     assert "Nothing has been executed yet" in first and "0 evaluations used, 7 left of 7" in first
@@ -203,7 +205,13 @@ def test_judges_are_told_the_rules_budget_and_state(tmp_path):
     assert res.status == "finished" and "every judge declined" in res.stop_reason
     assert store.summary()["stop_reason"] == res.stop_reason
     # round 1 improved (from nothing); round 2 did not, and every judge declined again
-    assert "Search ended: saturation in cycle 0, round 2" in (store.dir / "report.md").read_text()
+    report = (store.dir / "report.md").read_text()
+    assert "Search ended: saturation in cycle 0, round 2" in report
+    assert "| cycle 0, round 2 | – |" in report  # a round in which nothing new ran is listed
+    narrative = prompts(store, "reporter")[0]
+    assert "cycle 0, round 2: ran nothing new" in narrative
+    declines = re.findall(r"- cycle 0, round (\d): (judge-\d) on", narrative)
+    assert declines == sorted(declines) and len(declines) == 6  # not completion order
 
 
 class RecordingJudge:

@@ -98,7 +98,7 @@ def test_prompts_state_the_score_and_pass_the_task_notes():
     analysis = Analysis(classification=Classification(time_order=1, space_order=1, linear=True,
                                                       pde_type="hyperbolic", boundary="periodic"))
     text = render("genesis", **task_context(task, "nrmse"), **analysis_context(analysis),
-                  index=1, total=1, earlier=[])
+                  index=1, total=1, earlier=[], diverse=False)
     assert "nRMSE against the reference data" in text and "all output frames" in text
     assert "fine reference solution" not in text
     assert task.notes[0] in text  # verbatim: the MUSCL reference (exact solver ~1e-3)

@@ -16,7 +16,8 @@ import yaml
 
 from pdesharp.records import Analysis, Candidate, EvalResult
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, call_rows,
-                                    evaluation_rows, round_rows, seconds_per_sample, solver_rows)
+                                    evaluation_rows, played_rounds, round_rows, seconds_per_sample,
+                                    solver_rows)
 
 __all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
 
@@ -190,7 +191,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
         if (run_dir / "narrative.md").is_file() else ""
     return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
                    candidates=cands, results=results, roots=roots, curve=curve,
-                   rounds=round_rows(rows, tie), diffs=_diffs(cands, by_id, lineage, max_diffs),
+                   rounds=round_rows(rows, tie, played_rounds(events)), diffs=_diffs(cands, by_id, lineage, max_diffs),
                    winner=winner, events=events, rows=rows, evaluations=evaluations,
                    calls=calls, narrative=narrative)
 

@@ -106,12 +106,19 @@ def solver_rows(cands: list[Candidate], results: dict[str, EvalResult], events: 
     return rows
 
 
-def round_rows(rows: list[SolverRow], tie_tolerance: float = 0.01) -> list[RoundRow]:
-    """Per round (from :func:`solver_rows`): the solvers run, the best of them, the best so
-    far (both by the tournament's ranking rule)."""
+def played_rounds(events: list[dict]) -> list[tuple[int, int]]:
+    """(cycle, round) of every round the tournament played, from its ``round_best`` events."""
+    return [(e.get("cycle", 0), e.get("round", 0)) for e in events
+            if e.get("kind") == "round_best"]
+
+
+def round_rows(rows: list[SolverRow], tie_tolerance: float = 0.01,
+               played: list[tuple[int, int]] = ()) -> list[RoundRow]:
+    """Per round (from :func:`solver_rows`; ``played`` adds the rounds in which nothing new
+    ran): the solvers run, the best of them, the best so far (by the tournament's rule)."""
     out: list[RoundRow] = []
     seen: list[tuple[SolverRow, EvalResult]] = []
-    keys = sorted({(r.cycle, r.round) for r in rows})
+    keys = sorted({(r.cycle, r.round) for r in rows} | set(played))
     for cycle, rnd in keys:
         here = [r for r in rows if (r.cycle, r.round) == (cycle, rnd)]
         rr = RoundRow(cycle=cycle, round=rnd, ran=[r.cand.id for r in here if r.result])
