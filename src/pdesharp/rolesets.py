@@ -145,9 +145,10 @@ def _task_of(config: SolveConfig, store: RunStore) -> Task:
 
 
 def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None,
-                task: Task | None = None) -> Roles:
+                task: Task | None = None, facts: TaskFacts | None = None) -> Roles:
     """LLM roles for ``config.model`` (and ``config.judges``), journalled in ``store``.
-    ``models`` maps a spec to a ready chat model (tests inject scripted models this way).
+    ``models`` maps a spec to a ready chat model (tests inject scripted models this way);
+    ``facts`` overrides the task facts read from the data (a replay passes the recorded ones).
     The task facts the prompts state are written to the run folder (``task_facts.json``)."""
     if config.builtin:
         return builtin_roles(config)
@@ -165,7 +166,7 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     judge_specs = config.judges or [config.model] * 3
     if len(judge_specs) != 3:
         raise ValueError(f"--judges needs three model specs, got {len(judge_specs)}")
-    facts = facts_for(config, task or _task_of(config, store))
+    facts = facts or facts_for(config, task or _task_of(config, store))
     (store.dir / "task_facts.json").write_text(facts.model_dump_json(indent=2))
     judges = [LLMJudge(model(s), name=n, feedback=config.feedback, convergence=config.convergence,
                        facts=facts, code_budget=config.prompt_budget)
