@@ -179,11 +179,6 @@ def extract_code(text: str) -> str | None:
     return max(blocks, key=len).strip("\n") + "\n"
 
 
-def without_json(text: str) -> str:
-    """``text`` without its fenced ```json blocks (the prose of an analysis step)."""
-    return re.sub(r"```json[^\n]*\n.*?```", "", text, flags=re.DOTALL).strip()
-
-
 def extract_json(text: str) -> dict | None:
     """The last JSON object in ``text``: a ```json block if any, else the last top-level
     ``{...}`` that decodes. Tolerates trailing commas and Python literals (True/False/None)."""
