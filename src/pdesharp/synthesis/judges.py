@@ -25,6 +25,7 @@ from pdesharp.prompting import (analysis_context, ask, clean_title, extract_code
                                 render, strip_label, task_context)
 from pdesharp.llm.base import Message
 from pdesharp.records import Analysis, EvalResult, Feedback
+from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.synthesis.ranking import pick_best
@@ -64,8 +65,9 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
     if feedback == "none":
         return "ran successfully" if result.ok else f"failed to execute ({result.status})"
     line = result.summary_line()
-    if result.ok and result.solver_seconds is not None and result.n_samples:
-        line += f" ({result.solver_seconds / result.n_samples:.3g} s per sample)"
+    per_sample = seconds_per_sample(result)
+    if result.ok and per_sample is not None:
+        line += f" ({per_sample:.3g} s per sample)"
     return line
 
 
