@@ -3,7 +3,8 @@
 Each step sees the previous answers and ends its reply with a small JSON block of structured
 facts, parsed into :class:`pdesharp.records.Analysis`. Steps 2-4 can route Genesis: the first
 of them that applies decides the route (analytical, transformation, hybrid), and the remaining
-route questions are skipped; stability (step 5) is asked for every route except an analytical
+route questions are not asked (recorded as skipped steps, with the reason, which the stability
+prompt and the report state); stability (step 5) is asked for every route except an analytical
 one, where there is no time stepping to bound. A reply whose JSON is malformed gets one re-ask;
 after that the step keeps its prose and falls back to conservative facts (the route question
 counts as "does not apply"), so a sloppy model degrades the analysis but never stops the run.
@@ -17,49 +18,36 @@ import sympy as sp
 from pydantic import ValidationError
 
 from pdesharp.llm.base import Message
-from pdesharp.prompting import ask, extract_json, render, task_context
-from pdesharp.records import Analysis, AnalysisStep, Classification, Route, StabilityBound
+from pdesharp.facts import TaskFacts, reference_scales  # noqa: F401  (re-exported)
+from pdesharp.prompting import ROUTE_WORDS, ask, extract_json, render, task_context
+from pdesharp.records import (STEP_NUMBERS, Analysis, AnalysisStep, Classification, Route,
+                              StabilityBound)
 from pdesharp.task import Task
 
 ROUTE_STEPS: list[tuple[str, Route]] = [
     ("analytical", "analytical"), ("transformation", "transformation"), ("decomposition", "hybrid"),
 ]
 REFERENCE_CELLS = 1024  # the grid of the shared/CodePDE data, where bounds are evaluated
+NO_TIME_STEPPING = "an exact solution needs no time stepping, so there is no step size to bound"
 
 
-def reference_scales(task: Task, data_dir=None, dev_data=None, limit: int = 20) -> dict[str, float]:
-    """Symbols a stability bound may use, read off the dev data's initial frames: ``<field>max``
-    (max |field|; ``umax`` too for a single unknown) and ``n<axis>`` (grid cells). Empty if
-    the data cannot be read (bounds then stay symbolic)."""
-    try:
-        from pdesharp.data.paths import resolve_split
-        from pdesharp.data.reference import load_reference
-
-        path = resolve_split(task, "dev", data_dir_override=data_dir, explicit=dev_data)
-        spec = task.data.dev
-        ref = load_reference(task, path, samples=spec.samples if spec else None, limit=limit)
-    except Exception:  # noqa: BLE001 - missing or unreadable data: no numbers, not an error
-        return {}
-    out: dict[str, float] = {}
-    for name, arr in ref.fields.items():
-        first = arr if task.steady else arr[:, 0]
-        out[f"{name}max"] = float(abs(first).max())
-        for axis, size in zip(task.equation.space, first.shape[1:]):
-            out[f"n{axis}"] = int(size)
-    if len(task.equation.unknowns) == 1 and f"{task.equation.unknowns[0]}max" in out:
-        out["umax"] = out[f"{task.equation.unknowns[0]}max"]
-    return out
+def skip_reason(decided: str, route: Route) -> str:
+    """Why the route questions after ``decided`` are not asked."""
+    return (f"step {STEP_NUMBERS[decided]} ({decided}) found the {ROUTE_WORDS[route]} route, and "
+            "the route questions stop at the first that applies")
 
 
 class LLMAnalyst:
-    """Implements :class:`pdesharp.roles.Analyst` on a ChatModel. ``scales`` (see
-    :func:`reference_scales`) turn symbolic time-step bounds into numbers."""
+    """Implements :class:`pdesharp.roles.Analyst` on a ChatModel. ``facts`` are the task facts
+    the prompts state (:mod:`pdesharp.facts`); their data scales turn symbolic time-step
+    bounds into numbers."""
 
-    def __init__(self, model, name: str = "analyst", scales: dict[str, float] | None = None,
+    def __init__(self, model, name: str = "analyst", facts: TaskFacts | None = None,
                  feedback: str = "nrmse"):
         self.model = model
         self.name = name
-        self.scales = scales or {}
+        self.facts = facts
+        self.scales = facts.data.scales if facts is not None and facts.data is not None else {}
         self.feedback = feedback  # what solvers will be scored on (stated in the first prompt)
 
     async def analyse(self, task: Task) -> Analysis:
@@ -68,34 +56,40 @@ class LLMAnalyst:
 
         text, facts = await self._step(messages, "classification",
                                        render("analysis_classification",
-                                              **task_context(task, self.feedback)))
+                                              **task_context(task, self.feedback, self.facts)))
         classification = _classification(facts, task)
         steps.append(AnalysisStep(name="classification", text=text, facts=facts))
 
         route: Route = "numerical"
+        decided = ""
         for name, step_route in ROUTE_STEPS:
+            if decided:
+                steps.append(AnalysisStep(name=name, text="", skipped=skip_reason(decided, route)))
+                continue
             text, facts = await self._step(messages, name, render(f"analysis_{name}"))
             applies = _as_bool(facts.get("applies"))
             steps.append(AnalysisStep(name=name, text=text, applies=applies, facts=facts))
             if applies:
-                route = step_route
-                break
+                route, decided = step_route, name
 
         stability: list[StabilityBound] = []
         schemes: list[str] = []
         key_facts: list[str] = []
-        if route != "analytical":
+        if route == "analytical":
+            steps.append(AnalysisStep(name="stability", text="", skipped=NO_TIME_STEPPING))
+        else:
+            skipped = [{"number": STEP_NUMBERS[st.name], "name": st.name, "why": st.skipped}
+                       for st in steps if st.skipped]
             text, facts = await self._step(messages, "stability", render(
                 "analysis_stability", parameters=list(task.parameters),
-                unknowns=list(task.equation.unknowns)))
+                unknowns=list(task.equation.unknowns), skipped=skipped,
+                route_words=ROUTE_WORDS[route], steady=task.steady,
+                scales={k: v for k, v in self.scales.items() if k.endswith("max")}))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
             stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])
                          if isinstance(b, dict)]
             schemes = [str(s) for s in facts.get("recommended_schemes", [])]
             key_facts = [str(f) for f in facts.get("key_facts", [])]
-        for step in steps[1:]:
-            if step.applies and step.facts.get("method"):
-                key_facts.insert(0, f"{step.name}: {step.facts['method']}")
         return Analysis(classification=classification, route=route, steps=steps,
                         stability=stability, recommended_schemes=schemes, key_facts=key_facts,
                         source="llm")

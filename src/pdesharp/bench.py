@@ -61,6 +61,7 @@ class BenchConfig:
     workers: int = 1  # solver executions at once (per task)
     parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
+    task_facts: str = "full"  # what every method's prompts state about the task (pdesharp.facts)
     # The model layer's options, as `pdesharp solve` takes them (see pdesharp.llm.cli_args):
     # every method's model is built with them. They say where and how to reach the model, not
     # what a cell computes, so a resumed bench may change them (a proxy on a new port).
@@ -127,7 +128,8 @@ def _default_model_factory(cfg: BenchConfig) -> ModelFactory:
     """Models as ``pdesharp solve`` makes them (presets, response cache, ``scripted:FILE``).
     ``sharp`` gets None: its pipeline builds and journals its own roles from ``cfg.model``."""
     from pdesharp.baselines.optillm_proxy import UpstreamName
-    from pdesharp.rolesets import is_builtin, make_chat_model
+    from pdesharp.llm.presets import is_builtin
+    from pdesharp.rolesets import make_chat_model
 
     def factory(method: str, task: Task, repeat: int):
         if method == "sharp":
@@ -155,7 +157,7 @@ def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
 def baseline_config(cfg: BenchConfig, repeat: int) -> BaselineConfig:
     return BaselineConfig(samples=cfg.samples, refine_samples=cfg.refine_samples,
                           debug_rounds=cfg.debug_rounds, budget_evals=cfg.budget_evals,
-                          seed=repeat)
+                          seed=repeat, task_facts=cfg.task_facts)
 
 
 async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig) -> None:
@@ -165,12 +167,14 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
     from pdesharp.pipeline import dump_config, solve
     from pdesharp.rolesets import build_roles
 
-    options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir, **cfg.sharp_options}
+    options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir,
+               "task_facts": cfg.task_facts, **cfg.sharp_options}
     config = solve_model_config(cfg, task=task.name, max_evals=cfg.budget_evals,
                                 out=str(run_dir.parent), **options)
     store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))
     try:
-        roles = build_roles(config, store, models={cfg.model: model} if model is not None else None)
+        roles = build_roles(config, store, models={cfg.model: model} if model is not None else None,
+                            task=task)
         await solve(task, config, store, roles, evaluator)
     finally:
         store.close()
@@ -179,7 +183,17 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
 # Settings that change what a cell computes: a bench folder keeps them fixed, so that resumed
 # and added cells stay comparable with the finished ones. Tasks, methods and repeats may grow.
 CELL_SETTINGS = ("model", "samples", "refine_samples", "debug_rounds", "budget_evals",
-                 "optillm_url", "max_samples", "sharp_options")
+                 "optillm_url", "max_samples", "sharp_options", "task_facts")
+
+
+def bench_facts(task: Task, cfg: BenchConfig):
+    """The task facts of every cell of ``task``: what PDE-SHARP's roles are told (its
+    ``rolesets.facts_for`` with the bench's data settings), so the baselines see the same."""
+    from pdesharp.rolesets import facts_for
+
+    return facts_for(solve_model_config(cfg, task=task.name, data_dir=cfg.data_dir,
+                                        max_samples=cfg.max_samples,
+                                        task_facts=cfg.task_facts), task)
 
 
 def _check_same_settings(path: Path, cfg: BenchConfig) -> None:
@@ -220,7 +234,7 @@ async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
         await run_baseline(method, task, model=model, evaluator=evaluator,
                            out_root=run_dir.parent, cfg=baseline_config(cfg, repeat),
                            run_id=run_dir.name, seed_run=seed_run, optillm_url=cfg.optillm_url,
-                           upstream_model=cfg.model)
+                           upstream_model=cfg.model, facts=bench_facts(task, cfg))
     return run_dir
 
 

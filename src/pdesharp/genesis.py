@@ -1,7 +1,14 @@
 """Genesis: N candidate solvers written from the analysis. Nothing is executed here.
 
-The N calls run concurrently (bounded by ``workers``), each with its own ``sample_index`` so the
-response cache tells identical prompts apart. The code is the longest ```python block of the
+Two sampling modes (``--genesis``, recorded in the run with the temperature):
+
+``independent`` (the paper's, the default)
+    N identical prompts sampled concurrently (bounded by ``workers``) at ``temperature``, each
+    with its own ``sample_index`` so the response cache tells them apart.
+``diverse``
+    the candidates are written one after another, and each later prompt lists the designs
+    already written (title and a line of justification) and asks for a different method.
+ The code is the longest ```python block of the
 reply (CodePDE's rule). A reply without one gets one re-ask; if that fails too, the sample is
 recorded as a failed candidate (empty code, ``static_check`` saying why) and the run goes on.
 Each candidate gets a free static check: it parses, defines the solver with the template's
@@ -13,14 +20,18 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+from typing import Literal
 
+from pdesharp.facts import TaskFacts
 from pdesharp.llm.base import BudgetExceeded, Message
-from pdesharp.prompting import (allowed_modules, ask, extract_code, render, task_context,
-                                without_json)
+from pdesharp.prompting import (allowed_modules, analysis_context, ask, clean_title,
+                                extract_code, render, shorten, strip_label, task_context)
 from pdesharp.records import Analysis, Candidate
 from pdesharp.task import Task
 
 NO_CODE = "no code block in the reply"
+GenesisMode = Literal["independent", "diverse"]
+GENESIS_TEMPERATURE = 0.7  # CodePDE's sampling temperature for non-reasoning models
 
 
 class GenesisBudgetStop(BudgetExceeded):
@@ -62,33 +73,42 @@ def static_check(code: str, task: Task) -> str:
 
 def title_of(text: str) -> str:
     m = re.search(r"^\W*title\W*:\s*(.+)$", text, re.IGNORECASE | re.MULTILINE)
-    return m.group(1).strip().strip("*").strip()[:120] if m else ""
+    return clean_title(m.group(1)) if m else ""
 
 
 def justification_of(text: str) -> str:
-    """The prose before the code block, in full (the model's own account of its design);
-    prompts that show it shorten it at a word boundary (:func:`pdesharp.prompting.shorten`)."""
+    """The prose before the code block, in full (the model's own account of its design), on
+    one line, without its title line or a "Justification:" label; prompts that show it
+    shorten it at a word boundary (:func:`pdesharp.prompting.shorten`)."""
     head = text.split("```", 1)[0]
     head = "\n".join(ln for ln in head.splitlines() if not re.match(r"^\W*title\W*:", ln, re.I))
-    return " ".join(head.split())
+    return strip_label(" ".join(head.split()), "justification")
 
 
 class LLMAuthor:
     """Implements :class:`pdesharp.roles.Author` on a ChatModel."""
 
-    def __init__(self, model, name: str = "author", workers: int = 4, feedback: str = "nrmse"):
+    def __init__(self, model, name: str = "author", workers: int = 4, feedback: str = "nrmse",
+                 facts: TaskFacts | None = None, mode: GenesisMode = "independent",
+                 temperature: float | None = GENESIS_TEMPERATURE):
         self.model = model
         self.name = name
         self.workers = max(1, workers)
         self.feedback = feedback  # what the candidates will be scored on (stated in the prompt)
+        self.facts = facts
+        self.mode = mode
+        self.temperature = temperature
 
     async def write(self, task: Task, analysis: Analysis, n: int) -> list[Candidate]:
-        gate = asyncio.Semaphore(self.workers)
         width = len(str(n))  # g1..g9, or g01..g32: ids sort in order
+        ids = [f"g{i + 1:0{width}d}" for i in range(n)]
+        if self.mode == "diverse":
+            return await self._write_in_turn(task, analysis, ids)
+        gate = asyncio.Semaphore(self.workers)
 
         async def one(i: int) -> Candidate:
             async with gate:
-                return await self._sample(task, analysis, i, n, f"g{i + 1:0{width}d}")
+                return await self._sample(task, analysis, i, n, ids[i], [])
 
         # Every sample runs to its end (no orphan calls); a budget stop keeps what was written.
         out = await asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True)
@@ -101,22 +121,35 @@ class LLMAuthor:
             raise GenesisBudgetStop(str(errors[0]), done)
         return done
 
-    async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str) -> Candidate:
-        prompt = render("genesis", **task_context(task, self.feedback), route=analysis.route,
-                        steps=[{"name": st.name, "text": without_json(st.text)}
-                               for st in analysis.steps],
-                        stability=analysis.stability,
-                        schemes=analysis.recommended_schemes, key_facts=analysis.key_facts,
-                        index=i + 1, total=n)
+    async def _write_in_turn(self, task: Task, analysis: Analysis, ids: list[str]
+                             ) -> list[Candidate]:
+        """Diverse mode: each candidate sees the designs written before it."""
+        done: list[Candidate] = []
+        for i, cid in enumerate(ids):
+            earlier = [{"id": c.id, "title": c.title, "summary": shorten(c.justification, 200)}
+                       for c in done if c.code.strip()]
+            try:
+                done.append(await self._sample(task, analysis, i, len(ids), cid, earlier))
+            except BudgetExceeded as exc:
+                raise GenesisBudgetStop(str(exc), done) from exc
+        return done
+
+    async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str,
+                      earlier: list[dict]) -> Candidate:
+        prompt = render("genesis", **task_context(task, self.feedback, self.facts),
+                        **analysis_context(analysis), index=i + 1, total=n, earlier=earlier,
+                        diverse=self.mode == "diverse")
         messages = [Message(role="system", content=render("system", role="a solver author")),
                     Message(role="user", content=prompt)]
-        text = await ask(self.model, messages, "genesis", sample_index=i)
+        text = await ask(self.model, messages, "genesis", sample_index=i,
+                         temperature=self.temperature)
         code = extract_code(text)
         if code is None:
             messages += [Message(role="assistant", content=text),
                          Message(role="user", content=render("reask_code",
                                                              signature=task.solver.signature))]
-            retry = await ask(self.model, messages, "genesis.reask", sample_index=i)
+            retry = await ask(self.model, messages, "genesis.reask", sample_index=i,
+                              temperature=self.temperature)
             code = extract_code(retry)
             text = text if code is None else retry
         code = code or ""

@@ -5,8 +5,8 @@ candidates, who judges) are pluggable (:class:`Roles`; LLM roles or the built-in
 everything that happens lands in the run store, which is what makes runs resumable: a resumed
 run executes :func:`solve` again on the same store, where every completed model call is
 replayed from the journal and every completed evaluation is looked up, not repeated. The
-pipeline makes no random choices (ties break by candidate order), so ``seed`` only feeds what
-the roles may sample.
+pipeline makes no random choices (ties break by candidate order); what varies between runs is
+the models' sampling, which the endpoint controls. ``seed`` is only recorded with the run.
 """
 
 from __future__ import annotations
@@ -17,13 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from pdesharp.genesis import static_check
+from pdesharp.facts import FactsLevel
+from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, GenesisMode, static_check
 from pdesharp.llm.base import BudgetExceeded
+from pdesharp.llm.presets import BUILTIN, is_builtin
 from pdesharp.records import Analysis, Feedback
 from pdesharp.reporter import write_report
+from pdesharp.roles import Roles
 from pdesharp.store import RunStore
+from pdesharp.synthesis.judges import CODE_BUDGET
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
 
@@ -32,7 +36,7 @@ class SolveConfig(BaseModel):
     """Everything a run depends on; saved as the run's ``config.json`` (resume reloads it)."""
 
     task: str = ""  # built-in task name or spec path, for `pdesharp resume`
-    model: str | None = None  # "provider:model", "builtin", or "scripted:PATH" (testing aid)
+    model: str = BUILTIN  # "provider:model", "builtin", or "scripted:PATH" (testing aid)
     judges: list[str] | None = None  # three model specs; default: the main model three times
     candidates: int = Field(32, ge=1)
     feedback: Feedback = "nrmse"
@@ -45,7 +49,7 @@ class SolveConfig(BaseModel):
     max_usd: float | None = None
     max_tokens: int | None = None
     max_evals: int | None = None
-    seed: int = 0
+    seed: int = 0  # recorded only: the pipeline makes no random choices
     no_cache: bool = False
     out: str = "runs"
     data_dir: str | None = None
@@ -62,16 +66,21 @@ class SolveConfig(BaseModel):
     base_url: str | None = None  # OpenAI-compatible endpoint override
     llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
     prices: str | None = None  # price table YAML overriding the shipped one
+    # What the prompts tell the models about the task (pdesharp.facts): "codepde" = exactly
+    # what CodePDE's prompts give (comparisons with published numbers), "full" = everything.
+    task_facts: FactsLevel = "full"
+    genesis: GenesisMode = "independent"  # Genesis sampling (pdesharp.genesis)
+    prompt_budget: int = Field(CODE_BUDGET, ge=0)  # characters of solver code per judge prompt
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _no_model_is_builtin(cls, v):
+        """No model (None or empty) means the built-in analyst, as on the command line."""
+        return BUILTIN if v is None or not str(v).strip() else v
 
-@dataclass
-class Roles:
-    """Who fills each extension point of :mod:`pdesharp.roles`."""
-
-    analyst: object  # roles.Analyst
-    author: object  # roles.Author
-    judges: list  # three roles.Judge
-    reporter: object | None = None  # a ChatModel for the narrative, or None to skip it
+    @property
+    def builtin(self) -> bool:
+        return is_builtin(self.model)
 
 
 @dataclass
@@ -81,7 +90,7 @@ class SolveResult:
     best_id: str | None
     best_dev_score: float | None
     test_nrmse: float | None
-    stop_reason: str = ""
+    stop_reason: str = ""  # why the search ended (a budget, saturation, the round limit)
     summary: dict = field(default_factory=dict)
 
 
@@ -96,14 +105,15 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     store.eval_limit = config.max_evals
     analysis: Analysis | None = None
     tournament: Tournament | None = None
-    stop_reason = ""
+    budget_stop = ""
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
         progress(stage="analysis")
         analysis = await roles.analyst.analyse(task)
         (store.dir / "analysis.json").write_text(analysis.model_dump_json(indent=2))
-        store.event("analysis", route=analysis.route, source=analysis.source)
-        if analysis.source != "builtin":
+        store.event("analysis", route=analysis.route, source=analysis.source,
+                    skipped=[st.name for st in analysis.steps if st.skipped])
+        if not config.builtin:
             await cross_check(task, analysis, store, config)
 
         # 2. Genesis: N candidate solvers, statically checked, none executed.
@@ -114,7 +124,9 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         for c in candidates:
             store.add_candidate(c)
         store.event("genesis", written=len(candidates),
-                    failed=sum(c.static_check != "ok" for c in candidates))
+                    failed=sum(c.static_check != "ok" for c in candidates),
+                    mode="built-in catalogue" if config.builtin else config.genesis,
+                    temperature=None if config.builtin else GENESIS_TEMPERATURE)
         progress(stage="genesis", written=len(candidates))
 
         # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts.
@@ -122,16 +134,20 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
-            workers=config.workers, tie_tolerance=config.tie_tolerance)
+            workers=config.workers, tie_tolerance=config.tie_tolerance,
+            max_evals=config.max_evals)
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
     except BudgetExceeded as exc:
-        for c in getattr(exc, "candidates", []):  # Genesis samples completed before the stop
-            store.add_candidate(c.model_copy(update={"static_check": static_check(c.code, task)}))
-        stop_reason = str(exc)
-        store.event("budget_stop", reason=stop_reason)
-        progress(stage="budget_stop", reason=stop_reason)
+        if isinstance(exc, GenesisBudgetStop):  # Genesis samples completed before the stop
+            for c in exc.candidates:
+                store.add_candidate(c.model_copy(update={"static_check": static_check(c.code,
+                                                                                      task)}))
+        budget_stop = str(exc)
+        store.event("budget_stop", reason=budget_stop)
+        progress(stage="budget_stop", reason=budget_stop)
+    stop_reason = budget_stop or (tournament.end_reason if tournament is not None else "")
 
     # 4. Final evaluation: the best solver by feedback, once, on the test split. This number
     #    is reported and never shown to any model.
@@ -161,12 +177,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     # 5. Report. The run is "finished" only once report.md and summary.json exist: if a final
     #    step fails, the run stays resumable and `pdesharp resume` redoes these steps (every
     #    model call and evaluation before them is replayed from the journal, not repeated).
-    status = "budget_stop" if stop_reason else "finished"
+    status = "budget_stop" if budget_stop else "finished"
     final = {"best_dev_score": best[1].score if best else None, "test_nrmse": test_nrmse,
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
-             "route": analysis.route if analysis else None,
-             # the evaluator's clock, never the solver's: the time ranking and report use too
+             "budget_stop": bool(budget_stop), "route": analysis.route if analysis else None,
+             "task_facts": config.task_facts, "genesis": config.genesis,
+             # the evaluator's clock, never the solver's: ranking and report use it too
              "best_solver_seconds": best[1].solver_seconds if best else None,
              "best_seconds_per_sample": best[1].seconds_per_sample if best else None,
              "isolation": getattr(evaluator, "isolation", None)}
@@ -176,17 +193,19 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         final["tie_break"] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
                               "lowest_seconds": lowest[1].solver_seconds,
                               "best_seconds": best[1].solver_seconds,
+                              "lowest_per_sample": lowest[1].seconds_per_sample,
+                              "best_per_sample": best[1].seconds_per_sample,
                               "tie_tolerance": config.tie_tolerance}
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,
-                           None if stop_reason else roles.reporter, final)
+                           None if budget_stop else roles.reporter, final)
         summary = store.write_summary(**final, status=status)
     except Exception as exc:
         store.set_status("failed", f"writing the report failed: {type(exc).__name__}: {exc}"[:300])
         store.event("report_failed", error=f"{type(exc).__name__}: {exc}"[:500])
         raise
-    store.set_status(status, stop_reason)
+    store.set_status(status, budget_stop)
     progress(stage="done", **final)
     return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
                        best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import re
 import sys
-from contextvars import ContextVar
 from functools import lru_cache
 
 import jinja2
 
 from pdesharp.evaluate.sandbox import available_libraries as _sandbox_libraries
+from pdesharp import facts as task_facts
+from pdesharp.facts import TaskFacts
+from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.task import Task
 
 # Libraries a solver may reasonably use; only the installed ones are offered to the model.
@@ -29,10 +31,6 @@ CONSTRAINTS = [
     "Use only the Python standard library and the installed libraries listed above.",
 ]
 
-
-# The device solvers run on ("cpu" or "cuda"), set by `pdesharp solve --device` for the run:
-# with "cuda", the task section tells the model that a GPU is available in the sandbox.
-SOLVER_DEVICE: ContextVar[str] = ContextVar("solver_device", default="cpu")
 
 JUSTIFICATION_CHARS = 1200  # a justification shown in a pool listing is cut here
 
@@ -79,26 +77,94 @@ def allowed_modules() -> set[str]:
     return set(sys.stdlib_module_names) | set(available_libraries())
 
 
-def objective(feedback: str = "nrmse") -> str:
+def objective(feedback: str = "nrmse", facts: TaskFacts | None = None, steady: bool = False
+              ) -> str:
     """What the score of a solver is, in words (every prompt that asks for a solver or a
-    judgement states it, so no model optimises for something else)."""
-    return render("_objective", feedback=feedback).strip()
+    judgement states it, so no model optimises for something else). The precise definition
+    belongs to the ``full`` facts level; ``codepde`` names the metric only, as CodePDE does."""
+    full = facts is None or facts.full
+    return render("_objective", feedback=feedback, full=full, steady=steady).strip()
 
 
-def task_context(task: Task, feedback: str = "nrmse") -> dict:
-    """The variables ``_task.j2`` needs. The task's own statements about its data (how the
-    initial conditions were drawn, its notes) are passed through verbatim, never paraphrased."""
+def hardware(facts: TaskFacts | None) -> str:
+    """Where the solver runs, as the libraries line of every code prompt says it."""
+    if facts is not None and facts.gpu:  # `--device cuda`: the sandbox exposes the GPU
+        return ("a CUDA GPU is available to the solver (libraries with GPU support may use it; "
+                "the inputs arrive, and the outputs must be returned, as NumPy arrays)")
+    return "CPU only, no GPU"
+
+
+def facts_block(task: Task, facts: TaskFacts | None = None, feedback: str = "nrmse") -> str:
+    """The task facts every code prompt carries after the description (``_facts.j2``); the
+    baselines' prompts include exactly this text."""
+    return render("_facts", **_facts_context(task, facts, feedback)).strip()
+
+
+def _facts_context(task: Task, facts: TaskFacts | None, feedback: str) -> dict:
+    facts = facts or TaskFacts.from_spec(task)
+    return {**task_facts.context(task, facts), "task": task,
+            "signature": task.solver.signature,
+            "objective": objective(feedback, facts, steady=task.steady)}
+
+
+def task_context(task: Task, feedback: str = "nrmse", facts: TaskFacts | None = None) -> dict:
+    """The variables ``_task.j2`` needs: the description, the facts block at the facts level
+    (:mod:`pdesharp.facts`), the solver template, the installed libraries and the constraints.
+    The task's own statements (initial conditions, reference, notes) are passed verbatim."""
     return {
-        "task": task,
+        **_facts_context(task, facts, feedback),
         "template": task.solver.template.rstrip(),
-        "signature": task.solver.signature,
         "libraries": list(available_libraries()),
+        "hardware": hardware(facts),
         "constraints": CONSTRAINTS,
-        "initial_condition": task.initial_condition.strip(),
-        "task_notes": [n.strip() for n in task.notes if n.strip()],
-        "objective": objective(feedback),
-        "device": SOLVER_DEVICE.get(),
     }
+
+
+TITLE_CHARS = 100  # a design title: one line, cut at a word boundary
+
+
+def clean_title(text: str) -> str:
+    """A design title on one line: markdown and a "Title:" label removed, at most
+    ``TITLE_CHARS`` characters, cut at a word boundary."""
+    text = strip_label(" ".join(str(text).split()).strip("*_`# "), "title").strip("*_` ")
+    return shorten(text, TITLE_CHARS)
+
+
+def strip_label(text: str, label: str) -> str:
+    """``text`` without a leading "<label>:" (as models write "Justification: ..."), so a
+    prompt that prints its own label does not print it twice."""
+    pattern = re.compile(rf"^[\s*_#>]*{label}[\s*_]*:[\s*_]*", re.IGNORECASE)
+    text, before = str(text), None
+    while text != before:  # "**Justification:** Justification: ..." happens
+        before, text = text, pattern.sub("", text, count=1)
+    return text.strip()
+
+
+ROUTE_WORDS = {"analytical": "analytical solution", "transformation": "transformation",
+               "hybrid": "operator split (hybrid)", "numerical": "numerical scheme"}
+
+
+def analysis_context(analysis: Analysis | None) -> dict:
+    """The analysis as later prompts show it (``_analysis.j2``): its structured facts, per
+    step the decision and the model's own one-line summary, never the raw prose (which
+    carries the model's asides to the analyst's questions)."""
+    if analysis is None:
+        return {"analysis": None}
+    c = analysis.classification
+    steps = []
+    for st in analysis.steps:
+        f = st.facts or {}
+        steps.append({"name": st.name, "number": STEP_NUMBERS.get(st.name, "?"),
+                      "applies": st.applies, "skipped": st.skipped,
+                      "summary": shorten(str(f.get("summary") or f.get("notes") or ""), 600),
+                      "method": shorten(str(f.get("method") or ""), 600)})
+    return {"analysis": {
+        "route": analysis.route, "route_words": ROUTE_WORDS.get(analysis.route, analysis.route),
+        "classification": (f"{c.pde_type}, {'linear' if c.linear else 'nonlinear'}, order "
+                           f"{c.time_order if c.time_order is not None else 'none (steady)'} in "
+                           f"time and {c.space_order} in space; boundary: {c.boundary}"),
+        "notes": shorten(c.notes, 600), "steps": steps, "stability": analysis.stability,
+        "schemes": analysis.recommended_schemes, "key_facts": analysis.key_facts}}
 
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
@@ -116,42 +182,57 @@ def extract_code(text: str) -> str | None:
     return max(blocks, key=len).strip("\n") + "\n"
 
 
-def without_json(text: str) -> str:
-    """``text`` without its fenced ```json blocks (the prose of an analysis step)."""
-    return re.sub(r"```json[^\n]*\n.*?```", "", text, flags=re.DOTALL).strip()
-
-
 def extract_json(text: str) -> dict | None:
-    """The last JSON object in ``text``: a ```json block if any, else the last balanced
-    ``{...}``. Tolerates trailing commas and Python literals (True/False/None)."""
-    fenced = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("json", "")]
+    """The last JSON object in ``text``: a ```json block if any, else the last top-level
+    ``{...}`` that decodes. Tolerates trailing commas and Python literals (True/False/None)."""
+    fenced = [(lang.lower(), body) for lang, body in _FENCE.findall(text)
+              if lang.lower() in ("json", "")]
     # a fenced block wins over a brace pair in prose or code; the last of each kind wins
-    for raw in [*reversed(fenced), *reversed(_balanced_objects(text))]:
-        obj = _loads_tolerant(raw.strip())
+    for lang, body in reversed(fenced):
+        obj = _loads_tolerant(body.strip())
+        if obj is None and lang == "json":  # a json block with a stray remark around it
+            found = [o for o in _json_objects(body) if isinstance(o, dict)]
+            obj = found[-1] if found else None
         if isinstance(obj, dict):
             return obj
-    return None
+    found = [o for o in _json_objects(text) if isinstance(o, dict)]
+    return found[-1] if found else None
 
 
-def _balanced_objects(text: str) -> list[str]:
-    out, depth, start, in_str, esc = [], 0, None, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            esc = (ch == "\\") and not esc
-            if ch == '"' and not esc:
-                in_str = False
-            continue
-        if ch == '"':
-            in_str, esc = True, False
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0 and start is not None:
-                out.append(text[start:i + 1])
+_DECODER = json.JSONDecoder()
+TOLERANT_TRIES = 64  # closing braces tried per opening brace when strict decoding fails
+
+
+def _json_objects(text: str) -> list:
+    """Every top-level JSON object in ``text``, decoded from each ``{`` in turn with
+    ``json.JSONDecoder.raw_decode`` (so escaped quotes and braces inside strings are handled
+    by the JSON grammar itself); an object that does not decode strictly is retried with the
+    tolerant reading up to each following ``}``, nearest first."""
+    out, i = [], text.find("{")
+    while i != -1:
+        obj, end = _decode_at(text, i)
+        if obj is not None:
+            out.append(obj)
+            i = text.find("{", end)
+        else:
+            i = text.find("{", i + 1)
     return out
+
+
+def _decode_at(text: str, i: int):
+    try:
+        return _DECODER.raw_decode(text, i)
+    except json.JSONDecodeError:
+        pass
+    j = text.find("}", i)
+    for _ in range(TOLERANT_TRIES):
+        if j == -1:
+            break
+        obj = _loads_tolerant(text[i:j + 1])
+        if obj is not None:
+            return obj, j + 1
+        j = text.find("}", j + 1)
+    return None, i + 1
 
 
 def _loads_tolerant(raw: str):

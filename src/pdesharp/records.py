@@ -100,6 +100,10 @@ class StabilityBound(BaseModel):
     note: str = ""
 
 
+STEP_NUMBERS = {"classification": 1, "analytical": 2, "transformation": 3, "decomposition": 4,
+                "stability": 5}  # the five Analysis steps, in the order they are asked
+
+
 class AnalysisStep(BaseModel):
     """One of the five Analysis steps: the prose answer and the decision it took."""
 
@@ -107,6 +111,7 @@ class AnalysisStep(BaseModel):
     text: str
     applies: bool | None = None  # steps 2-4: does this route apply?
     facts: dict = Field(default_factory=dict)
+    skipped: str = ""  # why the step was not asked (an earlier step decided the route)
 
 
 class Analysis(BaseModel):

@@ -1,19 +1,25 @@
 """The run report: ``report.md`` in the run folder, built from the run store.
 
-Sections: the key analysis facts, a round-by-round table of every solver the tournament made
-(parents, judge, change, score), the best solver per round, the accounting, and a short
-narrative written by a model (one call, tag "reporter"; skipped with the built-in analyst, with
-no reporter model, or after a budget stop). The test-split number appears in the report but is
+Sections: the result and how the run was set up, the analysis (with the steps a route skipped
+and why), a table of every solver that ran or was made (Genesis candidates included, with score,
+solver time per sample and rank), the ancestry of the best, a per-round table, the evaluations
+journal, the measured prompt sizes per role, the accounting, and a short narrative written by a
+model (one call, tag "reporter", shown the whole scored pool; skipped with the built-in analyst,
+with no reporter model, or after a budget stop; also saved as ``narrative.md``). The tables are
+the HTML report's (:mod:`pdesharp.report.tables`). The test-split number appears in the report but is
 never part of the narrative prompt: no model ever sees it.
 """
 
 from __future__ import annotations
 
+from pdesharp.genesis import GENESIS_TEMPERATURE
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
-from pdesharp.prompting import ask, render, shorten
-from pdesharp.records import Analysis
+from pdesharp.prompting import analysis_context, ask, render, shorten
+from pdesharp.records import STEP_NUMBERS, Analysis
+from pdesharp.report import tables
 from pdesharp.store import RunStore
 from pdesharp.task import Task
+
 
 
 def _fmt(v) -> str:
@@ -22,10 +28,6 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3e}"
     return str(v)
-
-
-def _fmt_s(seconds) -> str:
-    return "time unknown" if seconds is None else f"{seconds:.1f} s"
 
 
 def _cell(text: str, limit: int = 70) -> str:
@@ -64,27 +66,77 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
     return lines
 
 
+def _sps(seconds) -> str:
+    return "–" if seconds is None else f"{seconds:.3g} s"
+
+
+def _tables(store: RunStore, feedback: str, tie: float):
+    cands = store.candidates()
+    results = tables.results_of(store.db, "dev", feedback)
+    events = store.events()
+    rows = tables.solver_rows(cands, results, events, tie)
+    return cands, results, rows, tables.round_rows(rows, tie, tables.played_rounds(events))
+
+
+def settings_line(config) -> str:
+    """How the run was set up, as far as the prompts are concerned."""
+    if getattr(config, "builtin", False):
+        return "Roles: the built-in numerical analyst (no language model)."
+    return (f"Models: {config.model}" + (f" (judges {', '.join(config.judges)})"
+                                         if config.judges else "")
+            + f"; task facts: {config.task_facts}; Genesis: {config.genesis} sampling at "
+            f"temperature {GENESIS_TEMPERATURE}; judge code budget: {config.prompt_budget} "
+            "characters per prompt.")
+
+
+def analysis_lines(analysis: Analysis) -> list[str]:
+    c = analysis.classification
+    lines = [f"- Source: {analysis.source}; route: **{analysis.route}**",
+             f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
+             f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
+    for st in analysis.steps:
+        if st.name == "classification":
+            continue
+        n = STEP_NUMBERS.get(st.name, "?")
+        if st.skipped:
+            lines.append(f"- Step {n} ({st.name}): not asked, {st.skipped}")
+        elif st.applies is not None:
+            summary = shorten(str((st.facts or {}).get("summary", "")), 200)
+            lines.append(f"- Step {n} ({st.name}): {'applies' if st.applies else 'does not apply'}"
+                         + (f"; {summary}" if summary else ""))
+    for b in analysis.stability:
+        lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
+                     + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
+    lines += [f"- {f}" for f in analysis.key_facts]
+    return lines
+
+
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
+    tie = getattr(config, "tie_tolerance", 0.01)
+    cands, results, rows, rounds = _tables(store, feedback, tie)
+    best = results.get(final.get("best_id") or "")
     lines = [f"# PDE-SHARP run `{store.run_id}`: {task.title}", ""]
     lines += ["## Result", "",
               f"- Best solver: `{final.get('best_id') or 'none'}`"
               + (f" (`{final['best_solver']}`)" if final.get("best_solver") else ""),
-              f"- Best dev-split score ({feedback}): {_fmt(final.get('best_dev_score'))}",
+              f"- Best dev-split score ({feedback}): {_fmt(final.get('best_dev_score'))}"
+              + (f", solver time {_sps(tables.seconds_per_sample(best))} per sample"
+                 if tables.seconds_per_sample(best) is not None else ""),
               f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
               + (f" ({final['test_note']})" if final.get("test_note") else "")]
-    if final.get("best_seconds_per_sample") is not None:
-        lines.append(f"- Solver time of the best solver (dev split, measured by the sandbox, "
-                     f"not the solver): {final['best_seconds_per_sample']:.3g} s per sample")
-    tie = final.get("tie_break")
-    if tie:
-        lines.append(f"- Run-time tie-break: `{tie['lowest_id']}` scored lowest "
-                     f"({_fmt(tie['lowest_score'])} in {_fmt_s(tie['lowest_seconds'])}); scores "
-                     f"within {100 * tie['tie_tolerance']:g} % of the lowest count as a tie, "
-                     f"won by the fastest solver (this one: {_fmt_s(tie['best_seconds'])})")
+    tie_break = final.get("tie_break")
+    if tie_break:
+        lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
+                     f"({_fmt(tie_break['lowest_score'])} in "
+                     f"{_sps(tie_break.get('lowest_per_sample'))} per sample); scores within "
+                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest count as a tie, won "
+                     f"by the fastest solver (this one: {_sps(tie_break.get('best_per_sample'))} "
+                     "per sample)")
     if final.get("stop_reason"):
-        lines.append(f"- Stopped early: {final['stop_reason']}")
+        lines.append(("- Stopped early: " if final.get("budget_stop") else "- Search ended: ")
+                     + final["stop_reason"])
     iso = final.get("isolation") or {}
     if iso.get("unsafe"):
         lines.append("- **WARNING: solvers ran without isolation (`--unsafe-no-isolation`)**: a "
@@ -92,18 +144,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                      "as unverified")
     elif iso:
         lines.append(f"- Sandbox: {iso.get('mechanism')} (device {iso.get('device', 'cpu')})")
-    lines.append("")
+    lines += [f"- {settings_line(config)}", ""]
 
     if analysis is not None:
-        c = analysis.classification
-        lines += ["## Analysis", "", f"- Source: {analysis.source}; route: **{analysis.route}**",
-                  f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
-                  f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
-        for b in analysis.stability:
-            lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
-                         + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
-        lines += [f"- {f}" for f in analysis.key_facts]
-        lines.append("")
+        lines += ["## Analysis", "", *analysis_lines(analysis), ""]
         disagreements = store.events("disagreement")
         if disagreements:
             lines += ["Checks against the built-in symbolic analysis:", ""]
@@ -112,28 +156,34 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                       for d in disagreements]
             lines.append("")
 
-    lines += ["## Tournament", "", "| cycle | round | solver | parents | judge | change | score |",
-              "|---|---|---|---|---|---|---|"]
-    for cand in store.candidates():
-        if cand.origin not in ("patch", "debug"):
-            continue
-        r = store.result_for(cand.id, "dev", feedback)
-        score = (_fmt(r.score) if r and r.ok else (r.status if r else "not run"))
-        lines.append(f"| {cand.cycle} | {cand.round} | `{cand.id}` | {', '.join(cand.parents)} | "
-                     f"{cand.judge or ''} | {_cell(cand.title or cand.justification)} | {score} |")
-    genesis = store.candidates(origin="genesis")
-    ran = [c for c in genesis if store.result_for(c.id, "dev", feedback)]
+    lines += ["## Tournament", "",
+              "Every solver that ran, in the round it ran in (Genesis candidates in the round "
+              "they were first nominated), ranked by the tournament's rule:", "",
+              f"| cycle | round | solver | origin | parents | judge | change | {feedback} | "
+              "s/sample | rank |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        c = row.cand
+        score = _fmt(row.score) if row.score is not None else row.status
+        lines.append(f"| {row.cycle} | {row.round} | `{c.id}` | {c.origin} | "
+                     f"{', '.join(c.parents)} | {c.judge or ''} | "
+                     f"{_cell(c.title or c.justification)} | {score} | {_sps(row.per_sample)} | "
+                     f"{row.rank or '–'} |")
+    genesis = [c for c in cands if c.origin == "genesis"]
+    never = [c.id for c in genesis if c.id not in results and c.static_check == "ok"]
     lines += ["", f"Genesis wrote {len(genesis)} candidates "
               f"({sum(c.static_check != 'ok' for c in genesis)} failed the static check); "
-              f"{len(ran)} were nominated and executed.", ""]
-    rounds = store.events("round_best")
+              f"{sum(c.id in results for c in genesis)} were run"
+              + (f"; never run: {', '.join(never)}" if never else "") + ".", ""]
     if final.get("best_id"):
         lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
                   "", "```", *ancestry_tree(store, final["best_id"], feedback), "```", ""]
     if rounds:
-        lines += ["Best per round:", ""]
-        lines += [f"- cycle {e['cycle']}, round {e['round']}: `{e['best']}` ({_fmt(e['score'])})"
-                  for e in rounds]
+        lines += ["Per round (best by the tournament's rule):", "",
+                  f"| round | solvers run | best in round | {feedback} | s/sample | best so far |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r.label} | {', '.join(r.ran) or '–'} | {r.best_id or '–'} | "
+                  f"{_fmt(r.best)} | {_sps(r.best_per_sample)} | "
+                  f"{r.so_far_id or '–'} ({_fmt(r.so_far)}) |" for r in rounds]
         lines.append("")
     for kind in ("saturation", "patch_failed", "patch_abandoned", "no_change", "invalid_parents",
                  "budget_stop"):
@@ -141,10 +191,29 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         if n:
             lines.append(f"- {kind.replace('_', ' ')}: {n} event(s)")
     if reporter_model is not None and analysis is not None and final.get("best_id"):
-        narrative = await _narrative(task, store, analysis, reporter_model, rounds, final)
+        narrative = await _narrative(task, store, analysis, reporter_model, rows, rounds, final)
         if narrative:
+            (store.dir / "narrative.md").write_text(narrative.strip() + "\n")
             lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
+    lines += ["", "## Evaluations", "",
+              "Counted executions are numbered; a request for code that already ran reuses "
+              "its result and is not counted.", "",
+              f"| # | solver | split | status | {feedback} | s/sample |", "|---|---|---|---|---|---|"]
+    for e in tables.evaluation_rows(store.db):
+        number = str(e.number) if e.number else f"– (reuses {e.reused_from})"
+        lines.append(f"| {number} | `{e.candidate}` | {e.split} | {e.result.status} | "
+                     f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} |")
+    calls = tables.call_rows(store.db)
+    if calls:
+        lines += ["", "## Model calls", "",
+                  "Tokens as the endpoint measured them (replayed calls show the tokens of the "
+                  "call they replay).", "",
+                  "| role | calls | prompt tokens (mean / max) | completion tokens (mean) |",
+                  "|---|---|---|---|"]
+        lines += [f"| {c.tag} | {c.calls}" + (f" ({c.replayed} replayed)" if c.replayed else "")
+                  + f" | {c.prompt_mean:.0f} / {c.prompt_max} | {c.completion_mean:.0f} |"
+                  for c in calls]
     lines += ["", "## Accounting", "",
               f"- Solver evaluations: {acc['evaluations']} ({acc['feedback_evaluations']} on "
               f"the feedback split, {acc['test_evaluations']} final test-split run); "
@@ -159,12 +228,27 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     return text
 
 
-async def _narrative(task, store, analysis, model, rounds, final) -> str:
+async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
-    prompt = render("reporter", title=task.title, route=analysis.route,
-                    key_facts=analysis.key_facts,
-                    rounds=[{"cycle": e["cycle"], "round": e["round"], "best": e["best"],
-                             "score": _fmt(e["score"])} for e in rounds],
+    pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,
+             "parents": r.cand.parents, "judge": r.cand.judge or "", "score": _fmt(r.score),
+             "per_sample": _sps(r.per_sample), "cycle": r.cycle, "round": r.round,
+             "status": r.status}
+            for r in sorted(rows, key=lambda r: (r.rank is None, r.rank or 0))]
+    never = [f"{c.id} ({c.title})" if c.title else c.id for c in store.candidates("genesis")
+             if c.code.strip() and store.result_for(c.id, "dev", store.config.get(
+                 "feedback", "nrmse")) is None]
+    declined = [{"cycle": e.get("cycle"), "round": e.get("round"), "judge": e.get("judge"),
+                 "base": e.get("base"), "why": shorten(e.get("justification", ""), 300)}
+                for e in sorted(store.events("no_change"),  # not completion order: replay
+                                key=lambda e: (e.get("cycle", 0), e.get("round", 0),
+                                               str(e.get("judge"))))]
+    cfg = store.config
+    prompt = render("reporter", title=task.title, **analysis_context(analysis),
+                    rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
+                    tie_tolerance=cfg.get("tie_tolerance", 0.01), never=never,
+                    declined=declined, end=final.get("stop_reason") or "",
+                    evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
                     ancestry=ancestry_tree(store, final["best_id"], store.config.get(
                         "feedback", "nrmse")),

@@ -8,12 +8,17 @@ Either way the tournament, the run store, the evaluation accounting and the repo
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from pdesharp.llm.base import ChatModel
 from pdesharp.records import Analysis, Candidate, EvalResult, Feedback, Split
 from pdesharp.task import Task
+
+if TYPE_CHECKING:
+    from pdesharp.recording import RecordingModel
 
 
 class PoolEntry(BaseModel):
@@ -51,6 +56,31 @@ class Proposal(BaseModel):
     declined: bool = False
 
 
+class RoundInfo(BaseModel):
+    """The tournament's rules and state, given to every judge before each round's nominations
+    and again before its modifications (:meth:`Judge.observe`)."""
+
+    cycle: int
+    round: int
+    max_rounds: int
+    cycles: int  # 1 + rejudging cycles
+    judges: int = 3
+    evals_used: int = 0  # counted feedback evaluations so far
+    eval_limit: int | None = None  # --max-evals
+    saturation_factor: float = 0.9
+    patience: int = 1
+    stale_rounds: int = 0  # rounds without improvement so far in this cycle
+    best_score: float | None = None
+    executed: int = 0  # solvers with a result so far
+    debug_attempts: int = 2
+    tie_tolerance: float = 0.01
+    feedback: Feedback = "nrmse"
+
+    @property
+    def evals_left(self) -> int | None:
+        return None if self.eval_limit is None else max(0, self.eval_limit - self.evals_used)
+
+
 @runtime_checkable
 class Analyst(Protocol):
     name: str
@@ -75,6 +105,11 @@ class Judge(Protocol):
 
     def reset(self) -> None: ...
 
+    def observe(self, info: RoundInfo) -> None:
+        """The tournament's rules and state: given to every judge before each round's
+        nominations and again before its modifications."""
+        ...
+
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination: ...
 
     async def propose(
@@ -96,3 +131,15 @@ class SolverEvaluator(Protocol):
 
     async def evaluate(self, code: str, *, split: Split, feedback: Feedback,
                        label: str = "") -> EvalResult: ...
+
+
+@dataclass
+class Roles:
+    """Who fills each extension point of a run (LLM roles or the built-in analyst)."""
+
+    analyst: Analyst
+    author: Author
+    judges: list[Judge]
+    reporter: ChatModel | None = None  # writes the report's narrative; None skips it
+    # the journalled chat models behind the roles (the live display hooks their calls)
+    models: list[RecordingModel] = field(default_factory=list)

@@ -27,14 +27,18 @@ from pathlib import Path
 
 import yaml
 
-from pdesharp.analysis import LLMAnalyst, reference_scales
+from pdesharp.analysis import LLMAnalyst
+from pdesharp.facts import TaskFacts, build_facts
 from pdesharp.genesis import LLMAuthor
 from pdesharp.llm.base import ChatParams, Message, Reply
+from pdesharp.llm.presets import is_builtin  # noqa: F401  (the one definition, re-exported)
 from pdesharp.llm.scripted import ScriptedModel
-from pdesharp.pipeline import Roles, SolveConfig
+from pdesharp.pipeline import SolveConfig
 from pdesharp.recording import RecordingModel
+from pdesharp.roles import Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import LLMJudge
+from pdesharp.task import Task, TaskError, load_task, load_task_file
 
 JUDGE_NAMES = ["judge-1", "judge-2", "judge-3"]
 
@@ -88,10 +92,6 @@ def _all_in(needles, text: str) -> bool:
     return all(n in text for n in ([needles] if isinstance(needles, str) else needles))
 
 
-def is_builtin(spec: str | None) -> bool:
-    return spec is None or spec.strip().lower() in ("", "builtin")
-
-
 def make_chat_model(spec: str, config: SolveConfig):
     """The raw chat model for ``spec`` (not yet journalled)."""
     if spec.startswith("scripted:"):
@@ -128,10 +128,30 @@ def builtin_roles(config: SolveConfig) -> Roles:
                  reporter=None)
 
 
-def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None) -> Roles:
+def facts_for(config: SolveConfig, task: Task) -> TaskFacts:
+    """The task facts the prompts state, with the data and evaluation settings of ``config``
+    (the same the run's evaluator is built with)."""
+    return build_facts(task, config.task_facts, data_dir=config.data_dir,
+                       dev_data=config.dev_data, max_samples=config.max_samples,
+                       timeout=config.timeout, convergence=config.convergence,
+                       gpu=config.device == "cuda")
+
+
+def _task_of(config: SolveConfig, store: RunStore) -> Task:
+    """The task as solved: the run folder's copy, else the config's name or path."""
+    try:
+        return load_task_file(store.dir / "task.yaml")
+    except TaskError:
+        return load_task(config.task)
+
+
+def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None,
+                task: Task | None = None, facts: TaskFacts | None = None) -> Roles:
     """LLM roles for ``config.model`` (and ``config.judges``), journalled in ``store``.
-    ``models`` maps a spec to a ready chat model (tests inject scripted models this way)."""
-    if is_builtin(config.model):
+    ``models`` maps a spec to a ready chat model (tests inject scripted models this way);
+    ``facts`` overrides the task facts read from the data (a replay passes the recorded ones).
+    The task facts the prompts state are written to the run folder (``task_facts.json``)."""
+    if config.builtin:
         return builtin_roles(config)
     models = models or {}
     cache: dict[str, RecordingModel] = {}
@@ -147,16 +167,13 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     judge_specs = config.judges or [config.model] * 3
     if len(judge_specs) != 3:
         raise ValueError(f"--judges needs three model specs, got {len(judge_specs)}")
-    judges = [LLMJudge(model(s), name=n, feedback=config.feedback, convergence=config.convergence)
+    facts = facts or facts_for(config, task or _task_of(config, store))
+    (store.dir / "task_facts.json").write_text(facts.model_dump_json(indent=2))
+    judges = [LLMJudge(model(s), name=n, feedback=config.feedback, convergence=config.convergence,
+                       facts=facts, code_budget=config.prompt_budget)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
-    scales = {}
-    try:
-        from pdesharp.task import load_task
-
-        scales = reference_scales(load_task(config.task), config.data_dir, config.dev_data)
-    except Exception:  # noqa: BLE001 - no task reference (tests, bench): bounds stay symbolic
-        pass
-    return Roles(analyst=LLMAnalyst(main, scales=scales, feedback=config.feedback),
-                 author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback),
-                 judges=judges, reporter=main)
+    return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback),
+                 author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback,
+                                  facts=facts, mode=config.genesis),
+                 judges=judges, reporter=main, models=list(cache.values()))

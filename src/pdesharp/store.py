@@ -275,9 +275,23 @@ class RunStore:
 
     def _insert_eval(self, cid, sha, split, feedback, result: EvalResult, *, counted: bool,
                      replace: bool = False):
+        """One journal row per (candidate, code, split, feedback). A repeated request is not
+        inserted at all (an ignored INSERT would still consume an AUTOINCREMENT number and
+        leave gaps in ``seq``); rows with ``counted = 0`` are reuses of an earlier result.
+        ``replace`` (the final test evaluation, always run afresh) overwrites the row's result
+        in place, keeping its number."""
+        row = self.db.execute("SELECT seq FROM evaluations WHERE candidate_id=? AND "
+                              "code_sha256=? AND split=? AND feedback=?",
+                              (cid, sha, split, feedback)).fetchone()
+        if row is not None:
+            if replace:
+                self.db.execute("UPDATE evaluations SET ts=?, status=?, score=?, result=?, "
+                                "counted=? WHERE seq=?",
+                                (_now(), result.status, result.score, result.model_dump_json(),
+                                 int(counted), row["seq"]))
+            return
         self.db.execute(
-            f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO evaluations(ts, candidate_id, "
-            "code_sha256, split, feedback, "
+            "INSERT INTO evaluations(ts, candidate_id, code_sha256, split, feedback, "
             "status, score, result, counted) VALUES (?,?,?,?,?,?,?,?,?)",
             (_now(), cid, sha, split, feedback, result.status, result.score,
              result.model_dump_json(), int(counted)))
@@ -351,6 +365,7 @@ class RunStore:
              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
              reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
              int(source != "model"), error, request_key, source))
+        self._flush_wall()
 
     def replayable_calls(self) -> dict[str, list[sqlite3.Row]]:
         """Completed calls of this run by request key, in call order (for resume)."""
@@ -364,6 +379,7 @@ class RunStore:
         """A tournament event: nomination, proposal, patch_failed, saturation, budget_stop..."""
         self.db.execute("INSERT INTO events(ts, kind, data) VALUES (?,?,?)",
                         (_now(), kind, json.dumps(data, default=str)))
+        self._flush_wall()  # a running run's wall time is current up to its last step
 
     def events(self, kind: str | None = None) -> list[dict]:
         sql, args = "SELECT kind, data FROM events", ()

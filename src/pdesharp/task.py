@@ -150,6 +150,9 @@ class Task(_Model):
     time_span: tuple[float, float] | None = None
     n_frames: int | None = None  # stored frames including t = 0
     initial_condition: str = ""  # prose; how the data's initial conditions were drawn
+    # prose; how the reference data were computed (told to models with --task-facts full);
+    # empty when the spec does not know, and then the prompts say so
+    reference: str = Field("", exclude_if=lambda v: not v)
     solver: SolverSpec
     data: DataSpec
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)

@@ -1,22 +1,39 @@
-"""A bench compares methods, not the information they were given: the baselines' prompts carry
-the same task facts (initial conditions, notes, how scores are computed) as PDE-SHARP's."""
+"""A bench compares methods, not the information they were given: at either facts level the
+baselines' prompts carry exactly the task facts block PDE-SHARP's prompts carry."""
 
 import pytest
 
+from pdesharp.baselines.codepde import Seed, generation_messages
 from pdesharp.baselines.common import render
+from pdesharp.baselines.codepde import prompt_context
+from pdesharp.facts import build_facts
+from pdesharp.prompting import facts_block
 from pdesharp.prompting import render as render_sharp
 from pdesharp.prompting import task_context
+from pdesharp.records import EvalResult
 from pdesharp.task import builtin_task_names, load_task
 
 
+@pytest.mark.parametrize("level", ["full", "codepde"])
 @pytest.mark.parametrize("name", builtin_task_names())
-def test_baseline_prompts_carry_the_facts_sharp_gets(name):
+def test_baseline_prompts_carry_the_facts_sharp_gets(name, level, shared_data):
     task = load_task(name)
-    sharp = render_sharp("_task", **task_context(task, "nrmse"))
-    seeds = [{"code": "def solver(): pass", "result_line": "nRMSE: 1.000e-02"}]
-    for prompt in (render("generate", task=task, libraries=["numpy"]),
-                   render("refine", task=task, libraries=["numpy"], seeds=seeds)):
-        for fact in [task.initial_condition, *task.notes]:
-            assert fact in sharp, fact  # the fact is one PDE-SHARP's prompt shows ...
-            assert fact in prompt, fact  # ... so the baseline sees it too
-        assert "nRMSE against the task's reference data" in prompt
+    facts = build_facts(task, level, data_dir=shared_data, max_samples=3)
+    block = facts_block(task, facts)
+    sharp = render_sharp("_task", **task_context(task, "nrmse", facts))
+    seed = Seed("s1", "def solver(): pass", EvalResult(status="ok", split="dev",
+                                                      feedback="nrmse", nrmse=1e-2))
+    prompts = [generation_messages(task, facts)[1].content,
+               render("refine", **prompt_context(task, facts), seeds=[seed])]
+    assert block in sharp
+    for prompt in prompts:
+        assert block in prompt  # the same facts, word for word
+        assert task.description.strip() in prompt
+    spec_facts = [task.initial_condition, *task.notes, task.reference]
+    for fact in filter(None, spec_facts):
+        assert (fact in block) == (level == "full"), fact
+    # the data section (batch, grid, frames, dtypes of the dev file) only at the full level
+    n = facts.data.n_samples  # 3, or fewer in a smaller dev file
+    assert n <= 3 and (f"once with the {n} samples of the development split" in block) == (
+        level == "full")
+    assert "nRMSE" in block and "lower is better" in block.lower()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pdesharp.cli import main
 
 KEYS = {"status", "nrmse", "nrmse_per_sample", "residual", "convergence_order", "solver_seconds",
@@ -41,8 +43,7 @@ def test_eval_missing_data_exits_with_hint(tmp_path, capsys):
 
 
 def test_eval_unreadable_solver(tmp_path, capsys):
-    try:
+    with pytest.raises(SystemExit) as stop:
         main(["eval", str(tmp_path / "nope.py"), "--task", "advection"])
-    except SystemExit as exc:
-        assert exc.code == 2
+    assert stop.value.code == 2
     assert "cannot read solver file" in capsys.readouterr().err

@@ -106,16 +106,14 @@ def test_gpu_sandbox_is_assembled_with_nodes_libraries_and_no_address_limit(tmp_
     conf = policy.confinement(tmp_path)
     assert set(plan.nodes) <= set(conf["write"]) and str(libdir) in conf["read"]
     # and the model is told
-    from pdesharp.prompting import SOLVER_DEVICE, _env, task_context
+    from pdesharp.facts import TaskFacts
+    from pdesharp.prompting import _env, task_context
 
-    token = SOLVER_DEVICE.set("cuda")
-    try:
-        text = _env().get_template("_task.j2").render(**task_context(load_task("advection")))
-    finally:
-        SOLVER_DEVICE.reset(token)
-    assert "A CUDA GPU is available" in text
-    assert "CUDA GPU" not in _env().get_template("_task.j2").render(
-        **task_context(load_task("advection")))
+    task = load_task("advection")
+    gpu = TaskFacts.from_spec(task).model_copy(update={"gpu": True})
+    text = _env().get_template("_task.j2").render(**task_context(task, facts=gpu))
+    assert "a CUDA GPU is available" in text
+    assert "CUDA GPU" not in _env().get_template("_task.j2").render(**task_context(task))
 
 
 def test_cgroup_v2_and_v1_on_fake_trees(tmp_path):

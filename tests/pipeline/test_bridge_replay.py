@@ -37,12 +37,12 @@ class BridgeReplies:
     """Answers each call with the recorded reply for (tag, judge) in call order; genesis by
     sample index. Judges are told apart by their system prompt ("You are judge-N")."""
 
-    def __init__(self):
-        calls = json.loads((FIXTURE / "calls.json").read_text())
+    def __init__(self, fixture: Path = FIXTURE):
+        calls = json.loads((fixture / "calls.json").read_text())
         self.queues: dict[tuple, list[str]] = {}
         for c in calls:
             key = (c["tag"], c["sample_index"] if c["tag"] == "genesis" else c["judge"])
-            self.queues.setdefault(key, []).append((FIXTURE / c["file"]).read_text())
+            self.queues.setdefault(key, []).append((fixture / c["file"]).read_text())
         self.used: dict[tuple, int] = {}
 
     def answer(self, messages, params, index) -> str:
@@ -65,8 +65,8 @@ class RecordedEvaluator:
 
     has_test = False  # the bridge run had no test split
 
-    def __init__(self):
-        data = json.loads((FIXTURE / "evaluations.json").read_text())
+    def __init__(self, fixture: Path = FIXTURE):
+        data = json.loads((fixture / "evaluations.json").read_text())
         self.results = {sha: EvalResult.model_validate(v["result"]) for sha, v in data.items()}
         self.recorded_as = {sha: v["candidate"] for sha, v in data.items()}
         self.calls: list[str] = []

@@ -7,19 +7,24 @@ from pdesharp.cli import main
 from pdesharp.task import load_task
 
 
-def test_no_model_notice_then_unsupported_message(tmp_path, monkeypatch, capsys):
+def test_no_model_notice_then_unsupported_message(tmp_path, monkeypatch, capsys, shared_data):
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     spec = yaml.safe_load(load_task("advection").to_yaml())
     spec["name"] = "kdv_like"
     spec["equation"]["equations"] = ["dt(u) + beta*dx(u, 3)"]  # dispersive: not in the class
     path = tmp_path / "kdv.yaml"
     path.write_text(yaml.safe_dump(spec))
-    try:
-        code = main(["solve", str(path), "--out", str(tmp_path / "runs"), "--quiet"])
+    try:  # dev data given, so the run gets as far as the equation
+        code = main(["solve", str(path), "--out", str(tmp_path / "runs"), "--quiet",
+                     "--dev-data", str(shared_data / "advection_dev.hdf5")])
     except SystemExit as exc:
         code = exc.code
     err = capsys.readouterr().err
     assert "no model configured" in err and "--model openai:gpt-4o" in err
     assert code not in (0, None)
     assert "Traceback" not in err
-    assert "u" in err and "--model" in err  # the unsupported-term message suggests an LLM
+    error = err.split("pdesharp: error:", 1)[1]
+    assert "dev data" not in error  # stopped by the equation, not by missing data
+    assert "order 3" in error or "u_xxx" in error  # names the term it cannot handle
+    assert "--model" in error  # and suggests a language model
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

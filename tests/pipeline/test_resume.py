@@ -134,15 +134,24 @@ def test_sigterm_interrupts_cleanly(tmp_path, shared_data):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = tmp_path / "t" / "run.sqlite"
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if db.exists() and rows(db, "SELECT COUNT(*) FROM model_calls")[0][0] >= 1:
-                break
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise AssertionError("the run made no model call within 60 s")
+            if proc.poll() is not None:
+                raise AssertionError(f"run ended before the signal: {proc.stderr.read()!r}")
+            try:
+                if db.exists() and rows(db, "SELECT COUNT(*) FROM model_calls")[0][0] >= 1:
+                    break
+            except sqlite3.OperationalError:  # the schema is being created
+                pass
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
     assert proc.returncode == 130, err
     assert b"pdesharp resume" in err
     assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"

@@ -46,8 +46,12 @@ def _run(tmp_path) -> RunStore:
 
 def test_scores_belong_to_the_round_they_were_measured_in(tmp_path):
     view = load_run(_run(tmp_path).dir)
-    assert view.rounds == [("cycle 0, round 1", 2.9e-4, 2.9e-4),
-                           ("cycle 0, round 2", 2.5e-4, 2.5e-4)]  # no "genesis" row
+    rows = [(r.label, r.ran, r.best_id, r.best, r.so_far_id, r.so_far) for r in view.rounds]
+    assert rows == [("cycle 0, round 1", ["g2", "c0r1-j1"], "c0r1-j1", 2.9e-4, "c0r1-j1", 2.9e-4),
+                    ("cycle 0, round 2", ["g1"], "g1", 2.5e-4, "g1", 2.5e-4)]  # no "genesis" row
+    # the Genesis candidates that ran are in the tournament table, in the round they ran
+    assert [(r.cand.id, r.cycle, r.round, r.rank) for r in view.rows] == [
+        ("g2", 0, 1, 3), ("c0r1-j1", 0, 1, 2), ("g1", 0, 2, 1)]
 
 
 def test_missing_summary_is_filled_from_the_store(tmp_path):

@@ -20,16 +20,23 @@ from pdesharp.baselines.common import (
     render,
     sample_and_debug,
 )
+from pdesharp.facts import TaskFacts
 from pdesharp.llm.base import ChatModel, Message
-from pdesharp.prompting import available_libraries
+from pdesharp.prompting import available_libraries, facts_block, hardware
 from pdesharp.records import EvalResult
 from pdesharp.task import Task
 
 
-def generation_messages(task: Task) -> list[Message]:
+def prompt_context(task: Task, facts: TaskFacts | None) -> dict:
+    """What the baselines' prompts say about the task: its description and template, and the
+    same facts block PDE-SHARP's prompts carry (:func:`pdesharp.prompting.facts_block`)."""
+    return {"task": task, "facts_block": facts_block(task, facts, "nrmse"),
+            "libraries": list(available_libraries()), "hardware": hardware(facts)}
+
+
+def generation_messages(task: Task, facts: TaskFacts | None = None) -> list[Message]:
     return [Message(role="system", content=render("system")),
-            Message(role="user", content=render("generate", task=task,
-                                                libraries=list(available_libraries())))]
+            Message(role="user", content=render("generate", **prompt_context(task, facts)))]
 
 
 def _done_samples(store, kind: str) -> dict[int, dict]:
@@ -64,11 +71,12 @@ async def _run_samples(*, kind: str, n: int, prefix: str, make_messages, model: 
 
 
 async def repeated_sampling(task: Task, *, model: ChatModel, store, evaluator,
-                            cfg: BaselineConfig, tag: str = "codepde") -> list[dict]:
+                            cfg: BaselineConfig, tag: str = "codepde",
+                            facts: TaskFacts | None = None) -> list[dict]:
     """CodePDE's best-of-N sampling. ``model`` is the (recording) model to sample from; the
     OptiLLM baselines pass a technique wrapped around it."""
     return await _run_samples(kind="sample", n=cfg.samples, prefix="s",
-                              make_messages=lambda i: generation_messages(task), model=model,
+                              make_messages=lambda i: generation_messages(task, facts), model=model,
                               store=store, evaluator=evaluator, cfg=cfg, tag=tag)
 
 
@@ -103,7 +111,8 @@ def best_programs(seed_store, k: int, split: str = "dev", feedback: str = "nrmse
 
 
 async def refinement(task: Task, seeds: list[Seed], *, model: ChatModel, store, evaluator,
-                     cfg: BaselineConfig, tag: str = "codepde-r") -> list[dict]:
+                     cfg: BaselineConfig, tag: str = "codepde-r",
+                     facts: TaskFacts | None = None) -> list[dict]:
     """CodePDE-R: ``cfg.refine_samples`` programs, each from a prompt showing all seeds in a
     fresh random order (CodePDE draws ``random.sample`` of the seeds for every prompt)."""
     if not seeds:
@@ -124,7 +133,8 @@ async def refinement(task: Task, seeds: list[Seed], *, model: ChatModel, store, 
 
     def messages(i: int) -> list[Message]:
         return [Message(role="system", content=render("system")),
-                Message(role="user", content=render("refine", task=task, seeds=orders[i]))]
+                Message(role="user", content=render("refine", **prompt_context(task, facts),
+                                                    seeds=orders[i]))]
 
     return await _run_samples(kind="refine", n=cfg.refine_samples, prefix="r",
                               make_messages=messages, model=model, store=store,

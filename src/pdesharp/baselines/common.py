@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from pdesharp.facts import FactsLevel
 from pdesharp.prompting import extract_code  # one extraction rule for every method
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
@@ -58,6 +59,7 @@ class BaselineConfig(BaseModel):
     budget_evals: int | None = None  # stop starting new executions once this many were counted
     test: bool = True  # evaluate the winner on the test split when that data exists
     seed: int = 0  # for the seed order shown in refinement prompts
+    task_facts: FactsLevel = "full"  # what the prompts state about the task (pdesharp.facts)
 
 
 class EvalBudget:
@@ -176,6 +178,3 @@ async def sample_and_debug(*, index: int, prefix: str, messages: list[Message], 
                      Message(role="user", content=debug_prompt(result))]
     return out
 
-
-def task_prompt_context(task: Task) -> dict:
-    return {"task": task}

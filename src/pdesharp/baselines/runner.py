@@ -16,6 +16,7 @@ from pdesharp.baselines import BASELINES, OPTILLM_METHODS, method_label, short_l
 from pdesharp.baselines.codepde import best_programs, refinement, repeated_sampling
 from pdesharp.baselines.common import BaselineConfig, counted_evaluations
 from pdesharp.baselines.optillm import TECHNIQUES
+from pdesharp.facts import TaskFacts
 from pdesharp.llm.base import ChatModel
 from pdesharp.recording import RecordingModel
 from pdesharp.store import RunStore
@@ -76,8 +77,11 @@ async def _test_result(store: RunStore, evaluator, cand) -> tuple[Any, str]:
 async def run_baseline(method: str, task: Task, *, model: ChatModel, evaluator,
                        out_root: str | Path, cfg: BaselineConfig | None = None,
                        run_id: str | None = None, seed_run: str | Path | None = None,
-                       optillm_url: str | None = None, upstream_model: str | None = None) -> dict:
-    """Run ``method`` on ``task``; returns the run's summary (also in ``summary.json``)."""
+                       optillm_url: str | None = None, upstream_model: str | None = None,
+                       facts: TaskFacts | None = None) -> dict:
+    """Run ``method`` on ``task``; returns the run's summary (also in ``summary.json``).
+    ``facts``: what the prompts state about the task (:mod:`pdesharp.facts`; the bench passes
+    the ones PDE-SHARP's cell gets); default: the task spec's alone at ``cfg.task_facts``."""
     if method not in BASELINES:
         raise BaselineError(f"unknown baseline {method!r}; choose from {', '.join(BASELINES)}")
     cfg = cfg or BaselineConfig()
@@ -96,6 +100,7 @@ async def run_baseline(method: str, task: Task, *, model: ChatModel, evaluator,
     config = {"method": method, "method_label": method_label(method, optillm_url=optillm_url),
               "model": model.name, "optillm_url": optillm_url, **cfg.model_dump(), **seed_info}
     store = open_or_create(out_root, run_id, task, config)
+    facts = facts or TaskFacts.from_spec(task, cfg.task_facts)
     try:
         if store.summary() is not None:
             return store.summary()
@@ -114,10 +119,11 @@ async def run_baseline(method: str, task: Task, *, model: ChatModel, evaluator,
                                        feedback_evaluations=0, **seed_info)
         if method == "codepde-r":
             records = await refinement(task, seeds, model=sampler, store=store,
-                                       evaluator=evaluator, cfg=cfg, tag=method)
+                                       evaluator=evaluator, cfg=cfg, tag=method, facts=facts)
         else:
             records = await repeated_sampling(task, model=sampler, store=store,
-                                              evaluator=evaluator, cfg=cfg, tag=method)
+                                              evaluator=evaluator, cfg=cfg, tag=method,
+                                              facts=facts)
         return await finish(store, evaluator, method=method, cfg=cfg, records=records,
                             optillm_url=optillm_url, extra=seed_info)
     except BaseException as exc:

@@ -1,11 +1,28 @@
 """Cross-check an LLM's Analysis against the built-in symbolic one.
 
 The comparison looks at facts that have a right answer: order, linearity, type, whether an
-exact (analytical) route exists, and the explicit time-step bounds, matched by kind (advective,
-diffusive, source) and flagged when the values differ by more than ``factor``.
+exact (analytical) route exists, and the explicit time-step bounds. Bounds are compared like
+with like or not at all:
+
+* the *kind* of a bound is read off its formula, by how it scales with the grid spacing: dt ~ dx
+  is an advective (CFL) limit, dt ~ dx² a diffusive one, dt independent of dx a source
+  (reaction) limit; a formula that mixes them (min of several) is not compared;
+* the symbolic bounds are those of explicit forward-Euler / finite-difference or finite-volume
+  steps. A model's bound for a scheme of another stability class (implicit, exact or
+  exponential steps, ETD, IMEX, integrating factors, Fourier spectral differentiation) is
+  recorded as "not comparable" (info), never as an error: such a scheme may be unconditionally
+  stable, or stable under another constant, and its bound may limit accuracy, not stability.
+  Advective limits are compared for every class except an exact step (explicit parts of IMEX
+  and spectral schemes obey a CFL limit of the same order).
+
+A comparable bound that differs by more than ``factor`` is flagged: an error when the model's
+step is larger (unstable), a warning when smaller (merely slower).
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 import sympy as sp
 
@@ -18,15 +35,79 @@ _KINDS = {
     "diffusive": ("diffus", "parabolic", "viscous", "viscos", "heat", "laplac"),
     "source": ("source", "reaction", "react", "logistic", "stiff ode"),
 }
+KIND_BY_POWER = {0: "source", 1: "advective", 2: "diffusive", 3: "dispersive", 4: "hyperdiffusive"}
+# words that put a scheme outside the explicit forward-Euler FD/FV class of the symbolic bounds
+_EXACT = ("exact", "analytic", "closed form", "closed-form")
+_OTHER_CLASS = ("implicit", "crank", "backward euler", "etd", "exponential", "integrating factor",
+                "imex", "unconditional", "spectral", "fourier", "pseudo-spectral", "pseudospectral",
+                "lawson", "semi-implicit", *_EXACT)
 
 
-def bound_kind(b: StabilityBound) -> str | None:
-    """Which limit a bound describes, read from its scheme name and note."""
+def _expr(text: str):
+    names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", text)}
+    local = {n: sp.Symbol(n) for n in names}
+    local.update({n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n in names})
+    return sp.sympify(text, locals=local)
+
+
+def dx_power(b: StabilityBound, task: Task | None = None) -> float | None:
+    """How the bound scales with the grid spacing: p in dt ~ dx^p (dy alike), measured on the
+    formula with every other symbol at its task value (or 1). None if unreadable."""
+    try:
+        e = _expr(b.expression)
+    except (sp.SympifyError, SyntaxError, TypeError, ValueError):
+        return None
+    values = dict(task.constants) if task is not None else {}
+    grid = [s for s in e.free_symbols if s.name in ("dx", "dy", "dz", "h")]
+    rest = {s: values.get(s.name, 1.0) for s in e.free_symbols if s not in grid}
+
+    def at(h: float):
+        try:
+            v = complex(e.subs({**rest, **{s: h for s in grid}}).evalf())
+        except (TypeError, ValueError):
+            return None
+        return abs(v.real) if abs(v.imag) < 1e-12 * max(1.0, abs(v.real)) else None
+
+    a, c = at(1e-3), at(5e-4)
+    if not a or not c or not math.isfinite(a) or not math.isfinite(c):
+        return None
+    return math.log(a / c, 2)
+
+
+def bound_kind(b: StabilityBound, task: Task | None = None) -> str | None:
+    """Which limit a bound describes: from the formula's scaling with dx when it is a clean
+    power, else from the scheme's words; None if neither tells."""
+    p = dx_power(b, task)
+    if p is not None:
+        k = round(p)
+        if abs(p - k) < 0.05 and k in KIND_BY_POWER:
+            return KIND_BY_POWER[k]
+        return None  # a mixed formula (min of several limits): not one kind
     text = f"{b.scheme} {b.note}".lower()
-    for kind in ("diffusive", "source", "advective"):  # "viscous flux" is diffusive, not advective
+    for kind in ("diffusive", "source", "advective"):  # "viscous flux" is diffusive
         if any(k in text for k in _KINDS[kind]):
             return kind
     return None
+
+
+def not_comparable(b: StabilityBound, kind: str) -> str:
+    """Why the model's bound is of another stability class than the symbolic one ("" if it is
+    comparable)."""
+    text = f"{b.scheme} {b.note}".lower()
+    if any(w in text for w in _EXACT):
+        return "the model's scheme steps this part exactly"
+    if kind == "advective":
+        return ""
+    hit = next((w for w in _OTHER_CLASS if w in text), "")
+    return f"the model's scheme is {hit!s}, not explicit forward Euler" if hit else ""
+
+
+def readable(expression: str, unknowns: list[str]) -> str:
+    """A symbolic bound as a reader wants it: Max(Abs(u)) -> max|u|."""
+    for u in unknowns:
+        expression = re.sub(rf"Max\(Abs\({u}\)\)", f"max|{u}|", expression)
+        expression = re.sub(rf"Abs\({u}\)", f"max|{u}|", expression)
+    return expression
 
 
 def _value(b: StabilityBound, task: Task, dx: float | None) -> float | None:
@@ -36,12 +117,12 @@ def _value(b: StabilityBound, task: Task, dx: float | None) -> float | None:
     if dx is None:
         return None
     try:
-        expr = sp.sympify(b.expression)
+        expr = _expr(b.expression)
         subs = {sp.Symbol(k): v for k, v in task.constants.items()}
         subs[sp.Symbol("dx")] = dx
         val = expr.subs(subs)
         return float(val) if val.is_number else None
-    except (sp.SympifyError, TypeError, ValueError):
+    except (sp.SympifyError, SyntaxError, TypeError, ValueError):
         return None
 
 
@@ -70,18 +151,27 @@ def compare_analyses(llm: Analysis, builtin: Analysis, task: Task, factor: float
     dx = None
     for step in builtin.steps:
         dx = step.facts.get("design_facts", {}).get("dx", dx) if step.facts else dx
-    ours = {bound_kind(b): b for b in builtin.stability}
+    ours = {bound_kind(b, task): b for b in builtin.stability}
+    unknowns = list(task.equation.unknowns)
     for b in llm.stability:
-        kind = bound_kind(b)
+        kind = bound_kind(b, task)
         if kind is None or kind not in ours:
             continue
         mine = ours[kind]
+        theirs = readable(mine.expression, unknowns)
+        why = not_comparable(b, kind)
+        if why:
+            add(f"stability[{kind}]", f"{b.expression} ({b.scheme})", theirs, "info",
+                f"not compared: {why}; the symbolic bound is for {mine.scheme}")
+            continue
         v_llm, v_ours = _value(b, task, dx), mine.value
         if v_llm is None or v_ours is None or v_ours <= 0:
             continue
         ratio = v_llm / v_ours
         if not (1.0 / factor <= ratio <= factor):
             add(f"stability[{kind}].value", f"{v_llm:.4g} ({b.expression})",
-                f"{v_ours:.4g} ({mine.expression})", "error" if ratio > factor else "warning",
-                f"off by a factor {ratio:.3g}; a step above the bound is unstable")
+                f"{v_ours:.4g} ({theirs})", "error" if ratio > factor else "warning",
+                f"off by a factor {ratio:.3g}; " + ("a step above the bound is unstable"
+                                                    if ratio > factor else
+                                                    "a smaller step than needed costs time"))
     return out

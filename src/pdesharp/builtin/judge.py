@@ -169,6 +169,9 @@ class BuiltinJudge:
         self._analysis: Analysis | None = None
         self._dead: dict[str | None, set[str]] = {}  # family -> design fields that did not pay off
 
+    def observe(self, info) -> None:
+        """The tournament's rules and state (``roles.Judge``); the rule-based search uses none."""
+
     # ---- ranking -------------------------------------------------------------------------
     def _rank(self, pool: list[PoolEntry]) -> list[PoolEntry]:
         def key(e: PoolEntry):

@@ -48,6 +48,10 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=1, help="solver executions at once, per task")
     p.add_argument("--parallel-cells", type=int, default=1,
                    help="methods of one task run at once (they share --workers)")
+    p.add_argument("--task-facts", choices=["full", "codepde"], default="full",
+                   help="what every method's prompts state about the task: everything the spec "
+                        "and the data say (full, default) or exactly what CodePDE's prompts give "
+                        "(codepde), for comparisons with published numbers")
     p.set_defaults(func=run)
 
 
@@ -66,7 +70,7 @@ def run(args) -> int:
                       optillm_url=args.optillm_url, data_dir=args.data_dir,
                       max_samples=args.max_samples, workers=args.workers,
                       parallel_cells=args.parallel_cells, base_url=args.base_url, llm=llm,
-                      prices=args.prices)
+                      prices=args.prices, task_facts=args.task_facts)
     try:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
     except (BenchError, TaskError) as exc:

@@ -67,6 +67,8 @@ def cmd_show(args) -> int:
             value = s[key]
             text = (f"${value:.4f}" if key == "cost_usd" else f"{value:.1f} s"
                     if key == "wall_seconds" else _fmt(value))
+            if key == "wall_seconds" and store.status == "running":
+                text += " (still running: up to its last recorded step)"
             print(f"  {key:<20} {text}")
     report = Path(store.dir) / "report.md"
     if report.is_file():

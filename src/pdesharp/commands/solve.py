@@ -23,6 +23,7 @@ from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
 from pdesharp.store import RunStore, RunStoreError
+from pdesharp.synthesis.judges import CODE_BUDGET
 from pdesharp.task import TaskError, load_task, load_task_file
 
 DEFAULT_OUT = "runs"
@@ -71,6 +72,19 @@ def register(sub) -> None:
     add_sandbox_arguments(p)
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")
+    p.add_argument("--task-facts", choices=["full", "codepde"], default="full",
+                   help="what the prompts tell the models about the task: everything the spec "
+                        "and the data say (full, default), or exactly what CodePDE's prompts "
+                        "give (codepde: description and template), to compare with published "
+                        "numbers")
+    p.add_argument("--genesis", choices=["independent", "diverse"], default="independent",
+                   help="Genesis sampling: N independent samples of one prompt (the paper's, "
+                        "default), or diverse: each later candidate is shown the designs already "
+                        "written and asked for a different one")
+    p.add_argument("--prompt-budget", type=int, default=CODE_BUDGET, metavar="CHARS",
+                   help="characters of solver code a judge prompt may show (full code for its "
+                        "base and the best few, diffs or one-line summaries for the rest; "
+                        f"default {CODE_BUDGET})")
     p.add_argument("--quiet", action="store_true", help="no live display")
     p.set_defaults(func=cmd_solve)
 
@@ -121,6 +135,7 @@ def cmd_solve(args) -> int:
             tie_tolerance=args.tie_tolerance,
             max_usd=args.max_usd, max_tokens=args.max_tokens, max_evals=args.max_evals,
             seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
+            task_facts=args.task_facts, genesis=args.genesis, prompt_budget=args.prompt_budget,
             data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
             timeout=args.timeout, max_samples=args.max_samples,
             convergence=not args.no_convergence, base_url=args.base_url,
@@ -186,7 +201,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
                               unsafe_no_isolation=config.unsafe_no_isolation,
                               hidden=[store.dir])  # the run folder and store: never in reach
         evaluator.data_path("dev")
-        roles = build_roles(config, store)
+        roles = build_roles(config, store, task=task)
     except (DataNotFound, OSError, ValueError, RuntimeError, ImportError, ModelError) as exc:
         if fresh:  # nothing happened yet: leave no empty run folder behind
             store.db.close()
@@ -200,15 +215,10 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         print(UNSAFE_WARNING, file=sys.stderr)
     display = Display(store.run_id)
     progress = display.update(store)
-    for role in (roles.analyst, roles.author, *roles.judges):
-        model = getattr(role, "model", None)
-        if hasattr(model, "on_call"):  # a RecordingModel: refresh tokens/cost per call
-            model.on_call = lambda tag: progress(last_call=tag)
+    for model in roles.models:  # refresh tokens/cost on every model call
+        model.on_call = lambda tag: progress(last_call=tag)
     hint = f"the run is resumable: pdesharp resume {store.dir}"
     previous = signal.signal(signal.SIGTERM, _terminate)  # `kill`/timeouts end like Ctrl-C
-    from pdesharp.prompting import SOLVER_DEVICE
-
-    device_token = SOLVER_DEVICE.set(config.device)  # the prompts say whether a GPU is there
     try:
         with Live(display, console=console, refresh_per_second=4, transient=False,
                   redirect_stdout=False) if not quiet and console.is_terminal else _Null():
@@ -234,13 +244,14 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
                       f"{log}); {hint}")
         return 1
     finally:
-        SOLVER_DEVICE.reset(device_token)
         signal.signal(signal.SIGTERM, previous)
         store.close()
         lock.unlink(missing_ok=True)
     s = result.summary
-    if result.stop_reason:
+    if result.status == "budget_stop":
         console.print(f"[yellow]budget stop:[/] {result.stop_reason} (best result so far kept)")
+    elif result.stop_reason:
+        print(f"search ended:   {result.stop_reason}")
     print(f"run:            {result.run_dir}")
     print(f"best solver:    {s.get('best_solver') or 'none'}")
     print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")

@@ -24,10 +24,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from pdesharp.pipeline import SolveConfig
-    from pdesharp.rolesets import is_builtin, make_chat_model
+    from pdesharp.llm.presets import is_builtin
+    from pdesharp.rolesets import make_chat_model
     from pdesharp.translator import TranslateError, translate
 
-    if is_builtin(args.model):
+    if not args.model or is_builtin(args.model):
         fail("translate needs a language model: pass --model provider:model")
     text = args.description
     if len(text) < 4096 and Path(text).is_file():

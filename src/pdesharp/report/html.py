@@ -26,6 +26,7 @@ import jinja2
 
 from pdesharp.report.figures import png_uri, round_bars, score_curves
 from pdesharp.report.runview import RunView, load_run
+from pdesharp.report.tables import seconds_per_sample
 
 
 class ReportError(ValueError):
@@ -43,6 +44,8 @@ def _env() -> jinja2.Environment:
     )
     env.filters["sci"] = lambda v: "–" if v is None else f"{v:.3e}"
     env.filters["num"] = lambda v, d=0: "–" if v is None else f"{v:,.{d}f}"
+    env.filters["secs"] = lambda v: "–" if v is None else f"{v:.3g} s"
+    env.filters["per_sample"] = seconds_per_sample
     return env
 
 
@@ -52,7 +55,8 @@ def _css() -> str:
 
 def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str | None, str]:
     """The winner's prediction/reference/error PNG as a data URI, and a note on where it came
-    from. Draws it (one extra, uncounted execution) when the folder has none."""
+    from. Draws it (one extra, uncounted execution) when the folder has none, on the run's own
+    dev data (the data folder and dev file its config records) unless ``data_dir`` is given."""
     cached = view.dir / "plots" / "winner-dev.png"
     if view.winner is None:
         return None, "no solver ran successfully, so there is nothing to plot"
@@ -67,7 +71,9 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
             task = task_from_dict(view.task, str(view.dir / "task.yaml"))
             # The figure shows one sample (the task's plot_sample): load no more than needed.
             needed = max_samples or task.evaluation.plot_sample + 1
-            ev = Evaluator(task, data_dir=data_dir, max_samples=needed, convergence=False,
+            dev_data = None if data_dir else view.config.get("dev_data")
+            ev = Evaluator(task, data_dir=data_dir or view.config.get("data_dir"),
+                           dev_data=dev_data, max_samples=needed, convergence=False,
                            residual=False)
             result = asyncio.run(ev.evaluate(view.winner.code, split="dev", feedback="nrmse",
                                              label="report-plot", plot_path=cached))
@@ -85,7 +91,7 @@ def render_run(run_dir: str | Path, *, plot: bool = True, data_dir=None,
     view = load_run(run_dir)
     curve_svg = score_curves({view.label: view.curve},
                              title=f"{view.task.get('name', '')}: best score vs evaluations")
-    rounds_svg = round_bars([(label, best) for label, best, _ in view.rounds],
+    rounds_svg = round_bars([(r.label, r.best) for r in view.rounds],
                             title="best score per round") if view.rounds else None
     plot_uri, plot_note = (winner_plot(view, data_dir=data_dir, max_samples=max_samples)
                            if plot else (None, "plots disabled (--no-plot)"))

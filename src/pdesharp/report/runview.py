@@ -15,6 +15,11 @@ from pathlib import Path
 import yaml
 
 from pdesharp.records import Analysis, Candidate, EvalResult
+from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, call_rows,
+                                    evaluation_rows, played_rounds, round_rows, seconds_per_sample,
+                                    solver_rows)
+
+__all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
 
 SOLVER_ORIGINS = ("genesis", "patch", "baseline")
 
@@ -61,10 +66,27 @@ class RunView:
     results: dict[str, EvalResult]  # candidate id -> latest feedback-split result
     roots: list[Node]
     curve: list[tuple[int, float]]  # (evaluation number, best score so far)
-    rounds: list[tuple[str, float | None, float | None]]  # (label, best in round, best so far)
+    rounds: list[RoundRow]  # per tournament round: who ran, best in round, best so far
     diffs: list[Diff]
     winner: Candidate | None
     events: list[dict]
+    rows: list[SolverRow] = field(default_factory=list)  # the tournament table
+    evaluations: list[EvalRow] = field(default_factory=list)
+    calls: list[CallRow] = field(default_factory=list)
+    narrative: str = ""  # the model-written narrative of report.md, if any
+
+    @property
+    def model(self) -> str:
+        """Which model played the roles ("builtin" when none was configured)."""
+        return self.config.get("model") or "builtin"
+
+    @property
+    def disagreements(self) -> list[dict]:
+        return [e for e in self.events if e["kind"] == "disagreement"]
+
+    @property
+    def search_end(self) -> str:
+        return self.summary.get("stop_reason") or ""
 
     @property
     def method(self) -> str:
@@ -147,6 +169,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
                     curve.append((n, best))
         events = [{"kind": r["kind"], **json.loads(r["data"])}
                   for r in db.execute("SELECT kind, data FROM events ORDER BY seq")]
+        evaluations, calls = evaluation_rows(db), call_rows(db)
     finally:
         db.close()
     by_id = {c.id: c for c in cands}
@@ -161,10 +184,16 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     for c in cands:
         parent = next((p for p in c.parents if p in nodes and p != c.id), None)
         (nodes[parent].children if parent else roots).append(nodes[c.id])
+    tie = float(config.get("tie_tolerance", 0.01))
+    rows = solver_rows(cands, results, events, tie) \
+        if any(c.origin in ("genesis", "patch") for c in cands) else []
+    narrative = (run_dir / "narrative.md").read_text() \
+        if (run_dir / "narrative.md").is_file() else ""
     return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
                    candidates=cands, results=results, roots=roots, curve=curve,
-                   rounds=_rounds(cands, results, events), diffs=_diffs(cands, by_id, lineage, max_diffs),
-                   winner=winner, events=events)
+                   rounds=round_rows(rows, tie, played_rounds(events)), diffs=_diffs(cands, by_id, lineage, max_diffs),
+                   winner=winner, events=events, rows=rows, evaluations=evaluations,
+                   calls=calls, narrative=narrative)
 
 
 def _lineage(cid: str, by_id: dict[str, Candidate]) -> list[str]:
@@ -223,40 +252,6 @@ def _summary_from_store(db_path: Path, results: dict[str, EvalResult]) -> dict:
             "cached_model_calls": calls[1], "tokens_in": calls[2], "tokens_out": calls[3],
             "cost_usd": calls[4], "wall_seconds": run["wall_seconds"] if run else None,
             "best_id": best[1], "best_dev_score": best[0]}
-
-
-def _rounds(cands, results, events=()) -> list[tuple[str, float | None, float | None]]:
-    """Best score measured in each (cycle, round) of a tournament, and the best so far. A
-    score belongs to the round in which the solver was *evaluated*: a genesis candidate
-    nominated in round 2 counts for round 2, not for genesis. Only for runs with a tournament
-    (genesis or patch candidates)."""
-    if not any(c.origin in ("genesis", "patch") for c in cands):
-        return []
-    first_nominated: dict[str, tuple[int, int]] = {}
-    for e in events:
-        if e.get("kind") == "nomination" and e.get("nominee"):
-            first_nominated.setdefault(e["nominee"], (e.get("cycle", 0), e.get("round", 0)))
-    groups: dict[tuple[int, int], list[float]] = {}
-    for c in cands:
-        if c.origin in ("seed",):
-            continue
-        r = results.get(c.id)
-        key = first_nominated.get(c.id, (c.cycle, c.round)) if c.origin == "genesis" \
-            else (c.cycle, c.round)
-        if r is None and key == (0, 0) and c.origin == "genesis" and first_nominated:
-            continue  # never evaluated: no genesis row just for it
-        groups.setdefault(key, [])
-        if r is not None and r.score is not None:
-            groups[key].append(r.score)
-    rows, best = [], None
-    for (cycle, rnd) in sorted(groups):
-        scores = groups[(cycle, rnd)]
-        in_round = min(scores) if scores else None
-        if in_round is not None and (best is None or in_round < best):
-            best = in_round
-        label = "genesis" if (cycle, rnd) == (0, 0) else f"cycle {cycle}, round {rnd}"
-        rows.append((label, in_round, best))
-    return rows
 
 
 def _diffs(cands, by_id, lineage, limit) -> list[Diff]:

@@ -2,24 +2,39 @@
 
 A judge keeps one conversation per tournament cycle (so it remembers what it nominated and why,
 and which of its ideas failed); :meth:`LLMJudge.reset` starts a fresh context for a rejudging
-cycle. Code already shown in the current context is not repeated, to keep prompts short.
+cycle. The tournament tells it the rules and the state before every step
+(:meth:`LLMJudge.observe`): the budget left, how many solvers run per round, the saturation rule.
+
+Pool listings are ranked by the tournament's own rule and kept within a code budget
+(:func:`listing`): full code for the solvers that matter (the judge's base, the best few, the
+solvers nobody has run), a diff against a solver already on the page for near-copies, and a
+one-line summary for the rest; code already shown in the current context is not repeated.
 Malformed nominations get one re-ask and then a documented fallback (the judge's first valid
-ranked id, else the best-scoring solver); an unusable proposal surfaces as a patch failure,
-which the tournament hands back once through :meth:`repair_patch`.
+ranked id, else the tournament's best); an unusable proposal surfaces as a patch failure, which
+the tournament hands back once through :meth:`repair_patch`.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from dataclasses import dataclass
 
+from pdesharp.facts import TaskFacts
+from pdesharp.prompting import (analysis_context, ask, clean_title, extract_code, extract_json,
+                                render, strip_label, task_context)
 from pdesharp.llm.base import Message
-from pdesharp.prompting import ask, extract_code, extract_json, render, task_context
 from pdesharp.records import Analysis, EvalResult, Feedback
-from pdesharp.roles import Nomination, PoolEntry, Proposal
+from pdesharp.report.tables import seconds_per_sample
+from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.patch import has_blocks
+from pdesharp.synthesis.ranking import pick_best
 from pdesharp.task import Task
 
-MAX_CODE_CHARS = 16000  # per solver in a pool listing: one runaway reply must not flood a prompt
+MAX_CODE_CHARS = 16000  # per solver in a listing: one runaway reply must not flood a prompt
+CODE_BUDGET = 20000  # characters of solver code (full or diff) one judge prompt may show
+FULL_CODE_TOP = 3  # the best executed solvers shown in full (budget permitting)
+DIFF_SHARE = 0.5  # a diff is shown instead of the code when it is at most this share of it
 
 FEEDBACK_NOTES = {
     "nrmse": "the nRMSE of each executed solver against the dev-split reference data and its "
@@ -49,39 +64,123 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
         return "not executed yet"
     if feedback == "none":
         return "ran successfully" if result.ok else f"failed to execute ({result.status})"
-    return result.summary_line()
+    line = result.summary_line()
+    per_sample = seconds_per_sample(result)
+    if result.ok and per_sample is not None:
+        line += f" ({per_sample:.3g} s per sample)"
+    return line
+
+
+@dataclass
+class Shown:
+    """How one solver appears in a listing."""
+
+    mode: str  # "full", "diff", "earlier", "base", "summary", "none"
+    text: str = ""  # the code or the diff
+    against: str = ""  # the solver a diff is taken against
+
+
+def _diff(a: str, b: str, a_id: str, b_id: str) -> str:
+    return "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{a_id}.py",
+                                          f"{b_id}.py", n=2, lineterm=""))
+
+
+def _capped(code: str) -> str:
+    if len(code) <= MAX_CODE_CHARS:
+        return code
+    return code[:MAX_CODE_CHARS] + f"\n# ... ({len(code) - MAX_CODE_CHARS} more characters)"
+
+
+def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
+            full_first: list[str], base_id: str | None = None) -> dict[str, Shown]:
+    """Decide how each of ``entries`` (already in the order the prompt lists them) is shown.
+
+    ``known`` maps the ids whose code the reader already has (earlier in the conversation, or
+    the base shown separately) to their code. Solvers in ``full_first`` (in that priority) get
+    their full code while ``budget`` characters last; any other solver (and a prioritised one
+    once the budget is spent) is shown as a diff against the most similar solver whose code the
+    reader has, if that diff is small, else as a summary (title, justification, result)."""
+    out: dict[str, Shown] = {}
+    have = dict(known)
+    left = budget
+    by_id = {e.candidate.id: e.candidate for e in entries}
+    order = [i for i in full_first if i in by_id] + [e.candidate.id for e in entries
+                                                     if e.candidate.id not in full_first]
+    for cid in order:
+        c = by_id[cid]
+        if cid == base_id:
+            out[cid] = Shown("base")
+            continue
+        if cid in known:
+            out[cid] = Shown("earlier")
+            continue
+        if not c.code.strip():
+            out[cid] = Shown("none")
+            continue
+        code = _capped(c.code)
+        near = _nearest(c, have)
+        diff = _diff(have[near], c.code, near, cid) if near else ""
+        if diff and len(diff) <= DIFF_SHARE * len(c.code) and len(diff) <= left:
+            out[cid], left = Shown("diff", diff, near), left - len(diff)
+        elif cid in full_first and len(code) <= left:
+            out[cid], left = Shown("full", code), left - len(code)
+        else:
+            out[cid] = Shown("summary")
+            continue
+        have[cid] = c.code
+    return out
+
+
+def _nearest(c, have: dict[str, str]) -> str | None:
+    """The solver the reader has that ``c`` is closest to: a parent if one is there, else the
+    most similar code."""
+    for p in c.parents:
+        if p in have:
+            return p
+    if not have:
+        return None
+    return max(have, key=lambda i: difflib.SequenceMatcher(None, have[i], c.code).quick_ratio())
 
 
 class LLMJudge:
     """Implements :class:`pdesharp.roles.Judge` on a ChatModel."""
 
     def __init__(self, model, name: str, *, feedback: Feedback = "nrmse", top_k: int = 5,
-                 convergence: bool = True):
+                 convergence: bool = True, facts: TaskFacts | None = None,
+                 code_budget: int = CODE_BUDGET, full_code_top: int = FULL_CODE_TOP):
         self.model = model
         self.name = name
         self.feedback = feedback
         self.convergence = convergence  # whether results carry a convergence rate
+        self.facts = facts
         self.top_k = top_k
-        self.debug_attempts = 2  # set by the tournament (its K), shown in the debug prompt
-        self.round = 1
-        self.cycle = 0
+        self.code_budget = code_budget
+        self.full_code_top = full_code_top
+        self.info = RoundInfo(cycle=0, round=1, max_rounds=1, cycles=1)
         self.reset()
 
     # -- context -------------------------------------------------------------------------
     def reset(self) -> None:
         self.messages: list[Message] = []
-        self._shown: set[str] = set()
+        self._shown: dict[str, str] = {}  # id -> code the conversation has shown (or diffed)
         self._task: Task | None = None
+        self._analysis: Analysis | None = None
         self._debug_attempts: dict[str, int] = {}
 
+    def observe(self, info: RoundInfo) -> None:
+        self.info = info
+
     def _start(self, task: Task, analysis: Analysis | None) -> None:
+        self._task = task
+        self._analysis = analysis or self._analysis
         if self.messages:
             return
-        self._task = task
         convergence = self.convergence and task.evaluation.convergence.kind != "none"
-        system = render("judge_system", judge=self.name, **task_context(task, self.feedback),
-                        route=analysis.route if analysis else "numerical",
-                        key_facts=analysis.key_facts if analysis else [],
+        facts = self.facts or TaskFacts.from_spec(task).model_copy(
+            update={"convergence": self.convergence})
+        system = render("judge_system", judge=self.name,
+                        **task_context(task, self.feedback, facts),
+                        **analysis_context(self._analysis), info=self.info,
                         feedback_note=feedback_note(self.feedback, convergence))
         self.messages.append(Message(role="system", content=system))
 
@@ -91,26 +190,39 @@ class LLMJudge:
         self.messages.append(Message(role="assistant", content=text))
         return text
 
-    def _entries(self, pool: list[PoolEntry], *, code: bool) -> list[dict]:
+    def _entries(self, pool: list[PoolEntry], *, full_first: list[str],
+                 base_id: str | None = None) -> list[dict]:
+        known = dict(self._shown)
+        shown = listing(pool, known=known, budget=self.code_budget, full_first=full_first,
+                        base_id=base_id)
+        executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
+                    and e.result.score is not None]
         out = []
         for e in pool:
-            c = e.candidate
-            show = code and c.id not in self._shown and bool(c.code.strip())
-            if show:
-                self._shown.add(c.id)
-            code_text = c.code if len(c.code) <= MAX_CODE_CHARS else (
-                c.code[:MAX_CODE_CHARS] + f"\n# ... ({len(c.code) - MAX_CODE_CHARS} more characters)")
+            c, how = e.candidate, shown[e.candidate.id]
+            if how.mode in ("full", "diff"):
+                self._shown[c.id] = c.code
+            rank = (f"rank {executed.index(c.id) + 1} of {len(executed)}"
+                    if c.id in executed else "")
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
-                        "judge": c.judge, "justification": c.justification,
-                        "static_check": c.static_check, "code": code_text, "show_code": show,
+                        "judge": c.judge, "cycle": c.cycle, "round": c.round,
+                        "justification": strip_label(c.justification, "justification"),
+                        "static_check": c.static_check, "show": how.mode, "code": how.text,
+                        "against": how.against, "rank": rank,
                         "result": describe_result(e.result, self.feedback)})
         return out
+
+    def _full_first(self, pool: list[PoolEntry]) -> list[str]:
+        """Who gets full code, in priority: the best few executed, then those not run yet."""
+        executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok]
+        fresh = [e.candidate.id for e in pool if e.result is None]
+        return executed[: self.full_code_top] + fresh
 
     # -- the Judge protocol --------------------------------------------------------------
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination:
         self._start(task, analysis)
-        prompt = render("judge_nominate", round=self.round, cycle=self.cycle, top_k=self.top_k,
-                        entries=self._entries(pool, code=True))
+        prompt = render("judge_nominate", info=self.info, top_k=self.top_k,
+                        entries=self._entries(pool, full_first=self._full_first(pool)))
         ids = [e.candidate.id for e in pool]
         facts = extract_json(await self._ask(prompt, "judge.nominate"))
         if not _valid_nomination(facts, ids):
@@ -123,7 +235,7 @@ class LLMJudge:
         nominee = str(facts.get("nominee", ""))
         fallback = ""
         if nominee not in ids:
-            nominee = ranking[0] if ranking else _best_id(pool)
+            nominee = ranking[0] if ranking else _best_id(pool, self.info.tie_tolerance)
             fallback = "nominee unreadable; fell back to " + ("its ranking" if ranking else "the best score")
         reasons = {str(k): str(v) for k, v in (facts.get("reasons") or {}).items()} \
             if isinstance(facts.get("reasons"), dict) else {}
@@ -136,15 +248,20 @@ class LLMJudge:
                       feedback: Feedback) -> Proposal:
         self._start(task, None)
         b = base.candidate
-        self._shown.add(b.id)
-        prompt = render("judge_propose", round=self.round, cycle=self.cycle, base_id=b.id,
-                        base_code=b.code, entries=self._entries(results, code=False))
+        base_shown = b.id in self._shown and self._shown[b.id] == b.code
+        self._shown[b.id] = b.code
+        entries = self._entries(results, full_first=self._full_first(results)[:self.full_code_top],
+                                base_id=b.id)
+        prompt = render("judge_propose", info=self.info, base_id=b.id, base_title=b.title,
+                        base_code=b.code, base_shown=base_shown,
+                        base_result=describe_result(base.result, self.feedback),
+                        entries=entries)
         text = await self._ask(prompt, "judge.propose")
         if _declines(text):
             facts = extract_json(text) or {}
             return Proposal(judge=self.name, base=b.id, parents=[b.id], declined=True,
-                            title=NO_CHANGE, justification=str(
-                                facts.get("justification") or _prose(text)))
+                            title=NO_CHANGE, justification=strip_label(str(
+                                facts.get("justification") or _prose(text)), "justification"))
         return self._proposal(text, b.id)
 
     async def repair_patch(self, proposal: Proposal, error: str) -> Proposal:
@@ -162,9 +279,10 @@ class LLMJudge:
         if self._task is not None and not self.messages:
             self._start(self._task, None)
         prompt = render("judge_debug", cid=c.id, attempt=attempt,
-                        max_attempts=max(attempt, self.debug_attempts),
+                        max_attempts=max(attempt, self.info.debug_attempts),
                         summary=r.summary_line() if r else "unknown failure", code=c.code,
                         error_tail=(r.stderr_tail or r.message or r.stdout_tail) if r else "")
+        self._shown[c.id] = c.code
         text = await self._ask(prompt, "judge.debug")
         return self._proposal(text, c.id, [c.id])
 
@@ -177,8 +295,9 @@ class LLMJudge:
         named = facts.get("parents")
         named = [str(p) for p in named] if isinstance(named, list) else list(default_parents or [])
         kw = dict(judge=self.name, base=base, parents=list(dict.fromkeys([base] + named)),
-                  title=str(facts.get("title", ""))[:120],
-                  justification=str(facts.get("justification", "")))
+                  title=clean_title(str(facts.get("title", ""))),
+                  justification=strip_label(str(facts.get("justification", "")),
+                                            "justification"))
         if not has_blocks(text):
             code = extract_code(text)
             if code is not None:
@@ -204,10 +323,12 @@ def _valid_nomination(facts: dict | None, ids: list[str]) -> bool:
     return isinstance(facts, dict) and str(facts.get("nominee", "")) in ids
 
 
-def _best_id(pool: list[PoolEntry]) -> str:
-    scored = [(e.result.score, i) for i, e in enumerate(pool)
-              if e.result is not None and e.result.score is not None]
+def _best_id(pool: list[PoolEntry], tie_tolerance: float) -> str:
+    """The tournament's best (same ranking rule), else the first solver that passed the
+    static check."""
+    scored = [(e, e.result) for e in pool
+              if e.result is not None and e.result.ok and e.result.score is not None]
     if scored:
-        return pool[min(scored)[1]].candidate.id
+        return pick_best(scored, tie_tolerance)[0].candidate.id
     ok = [e for e in pool if e.candidate.static_check == "ok"]
     return (ok or pool)[0].candidate.id

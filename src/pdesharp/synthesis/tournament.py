@@ -22,10 +22,13 @@ from dataclasses import dataclass
 from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Analysis, Candidate, EvalResult, Feedback
-from pdesharp.roles import PoolEntry
-from pdesharp.store import RunStore
+from pdesharp.roles import Judge, PoolEntry, RoundInfo
+from pdesharp.store import RunStore, code_sha256
 from pdesharp.synthesis.patch import PatchError, apply_patch
+from pdesharp.synthesis.ranking import pick_best, rank
 from pdesharp.task import Task
+
+__all__ = ["Tournament", "TournamentSettings", "gather_all", "pick_best", "rank"]
 
 
 @dataclass
@@ -38,6 +41,7 @@ class TournamentSettings:
     debug_attempts: int = 2
     workers: int = 2
     tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
+    max_evals: int | None = None  # the run's evaluation budget (told to the judges)
 
 
 async def gather_all(coros) -> list:
@@ -52,7 +56,8 @@ async def gather_all(coros) -> list:
 
 
 class Tournament:
-    def __init__(self, task: Task, analysis: Analysis, judges: list, store: RunStore, evaluator,
+    def __init__(self, task: Task, analysis: Analysis, judges: list[Judge], store: RunStore,
+                 evaluator,
                  settings: TournamentSettings, progress: Callable[..., None] | None = None):
         self.task, self.analysis, self.judges = task, analysis, judges
         self.store, self.evaluator, self.s = store, evaluator, settings
@@ -61,6 +66,11 @@ class Tournament:
         self.known: dict[str, EvalResult] = {}
         self._gate = asyncio.Semaphore(max(1, settings.workers))
         self._visible: set[str] = set()  # solver ids a judge may name as parents this round
+        self.end_reason = ""  # why the search ended (saturation, max_rounds), for the report
+        # distinct codes this tournament executed: its count of evaluations. Not the store's
+        # count, which on a resumed run already holds the killed run's later evaluations (a
+        # judge's prompt must say what the killed run's said, or replay breaks).
+        self._ran: set[str] = set()
 
     # -- results -------------------------------------------------------------------------
     # The tournament sees only results it obtained itself in this execution (self.known),
@@ -89,6 +99,17 @@ class Tournament:
                   and self.known[c.id].ok and self.known[c.id].score is not None]
         return pick_best(scored, 0.0) if scored else None
 
+    def ranked(self, entries: list[PoolEntry]) -> list[PoolEntry]:
+        """``entries`` in the tournament's order: scored results by :func:`rank`, then results
+        without a score (feedback "none"), then not executed, then failed (pool order within)."""
+        scored = [(e, e.result) for e in entries
+                  if e.result is not None and e.result.ok and e.result.score is not None]
+        unscored = [e for e in entries if e.result is not None and e.result.ok
+                    and e.result.score is None]
+        fresh = [e for e in entries if e.result is None]
+        failed = [e for e in entries if e.result is not None and not e.result.ok]
+        return [e for e, _ in rank(scored, self.s.tie_tolerance)] + unscored + fresh + failed
+
     def best_score(self) -> float | None:
         """The lowest score so far (saturation is judged on accuracy, not on the tie-break)."""
         low = self.lowest()
@@ -101,9 +122,11 @@ class Tournament:
             result = await self.store.evaluate(self.evaluator, c, split="dev",
                                                feedback=self.s.feedback)
         self.known[c.id] = result
+        self._ran.add(code_sha256(c.code))
         return result
 
-    async def evaluate(self, c: Candidate, judge, rnd: int, cycle: int) -> tuple[Candidate, EvalResult]:
+    async def evaluate(self, c: Candidate, judge: Judge | None, rnd: int, cycle: int
+                       ) -> tuple[Candidate, EvalResult]:
         """Run ``c``; while it fails, let ``judge`` debug it (up to K times). Returns the last
         version and its result."""
         result = await self._run(c)
@@ -157,12 +180,24 @@ class Tournament:
         return valid
 
     # -- the loop ------------------------------------------------------------------------
+    def info(self, cycle: int, rnd: int, stale: int) -> RoundInfo:
+        """The rules and the state a judge is told at the start of a round."""
+        return RoundInfo(cycle=cycle, round=rnd, max_rounds=self.s.max_rounds,
+                         cycles=1 + self.s.rejudge_cycles, judges=len(self.judges),
+                         evals_used=len(self._ran),
+                         eval_limit=self.s.max_evals, saturation_factor=self.s.saturation_factor,
+                         patience=self.s.patience, stale_rounds=stale,
+                         best_score=self.best_score(), executed=len(self.known),
+                         debug_attempts=self.s.debug_attempts,
+                         tie_tolerance=self.s.tie_tolerance, feedback=self.s.feedback)
+
     async def run(self, genesis: list[Candidate]) -> None:
         for c in genesis:
             if c.code.strip():  # failed samples (no code) are recorded but never shown
                 self.pool.append(c)
         if not self.pool:
             self.store.event("no_candidates")
+            self.end_reason = "Genesis wrote no candidate with code"
             return
         for cycle in range(1 + self.s.rejudge_cycles):
             if cycle:
@@ -173,7 +208,7 @@ class Tournament:
             for rnd in range(1, self.s.max_rounds + 1):
                 before = self.best_score()
                 self.progress(stage="synthesis", cycle=cycle, round=rnd)
-                await self.round(cycle, rnd)
+                declined = await self.round(cycle, rnd, stale)
                 after = self.best_score()
                 improved = after is not None and (before is None or after < self.s.saturation_factor * before)
                 best = self.best()
@@ -183,19 +218,27 @@ class Tournament:
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
                 if stale >= self.s.patience:
-                    self.store.event("saturation", cycle=cycle, round=rnd, best=after)
+                    why = ("every judge declined to modify (NO_CHANGE)" if declined == len(self.judges)
+                           else f"the best score did not improve by the factor "
+                                f"{self.s.saturation_factor:g} for {stale} round(s)")
+                    self.store.event("saturation", cycle=cycle, round=rnd, best=after,
+                                     declined=declined, reason=why)
+                    self.end_reason = f"saturation in cycle {cycle}, round {rnd}: {why}"
                     break
+            else:
+                self.end_reason = (f"cycle {cycle} ran its {self.s.max_rounds} round(s) "
+                                   "(--max-rounds)")
+            self.store.event("cycle_end", cycle=cycle, reason=self.end_reason)
 
-    async def round(self, cycle: int, rnd: int) -> None:
-        for j in self.judges:  # LLM judges show these in their prompts
-            if hasattr(j, "round"):
-                j.round, j.cycle = rnd, cycle
-            if hasattr(j, "debug_attempts"):
-                j.debug_attempts = self.s.debug_attempts
-        visible = [self.entry(c) for c in self.pool]
+    async def round(self, cycle: int, rnd: int, stale: int = 0) -> int:
+        """One round; returns how many judges declined to modify."""
+        info = self.info(cycle, rnd, stale)
+        for j in self.judges:
+            j.observe(info)
+        visible = self.ranked([self.entry(c) for c in self.pool])
         noms = await gather_all(j.nominate(self.task, self.analysis, visible) for j in self.judges)
         by_id = {c.id: c for c in self.pool}
-        nominators: dict[str, object] = {}
+        nominators: dict[str, Judge] = {}
         for j, n in zip(self.judges, noms):
             self.store.event("nomination", cycle=cycle, round=rnd, judge=j.name,
                              nominee=n.nominee, ranking=n.ranking, reasons=n.reasons)
@@ -205,11 +248,14 @@ class Tournament:
                                for cid, j in nominators.items())
         final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
         self._sort_pool()
-        shared = [self.entry(c) for c in self.pool if c.id in self.known]
-        shared.sort(key=lambda e: (e.result.score is None, e.result.score or 0.0))
+        shared = self.ranked([self.entry(c) for c in self.pool if c.id in self.known])
+        info = self.info(cycle, rnd, stale)  # the nominees' evaluations are spent now
+        for j in self.judges:
+            j.observe(info)
         self._visible = {c.id for c in self.pool}
+        declined: list[str] = []
 
-        async def turn(idx: int, judge, nominee: str) -> None:
+        async def turn(idx: int, judge: Judge, nominee: str) -> None:
             base = final.get(nominee) or by_id.get(nominee)
             base_entry = self.entry(base) if base else None
             if base_entry is None or not (base_entry.result and base_entry.result.ok):
@@ -222,6 +268,7 @@ class Tournament:
                 return
             proposal = await judge.propose(self.task, base_entry, shared, self.s.feedback)
             if proposal.declined:  # the judge expects no change to help: nothing to run
+                declined.append(judge.name)
                 self.store.event("no_change", cycle=cycle, round=rnd, judge=judge.name,
                                  base=base_entry.candidate.id,
                                  justification=proposal.justification)
@@ -252,19 +299,7 @@ class Tournament:
 
         await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
         self._sort_pool()
-
-
-def pick_best(scored: list[tuple[Candidate, EvalResult]], tie_tolerance: float
-              ) -> tuple[Candidate, EvalResult]:
-    """The best of ``scored`` (in a fixed order): among the scores within ``tie_tolerance``
-    (relative) of the lowest, the smallest solver_seconds wins (unknown time counts as
-    slowest), then the lower score, then the earlier entry."""
-    lowest = min(r.score for _, r in scored)
-    cap = lowest + abs(lowest) * tie_tolerance
-    tied = [(i, c, r) for i, (c, r) in enumerate(scored) if r.score <= cap]
-    i, c, r = min(tied, key=lambda t: (t[2].solver_seconds is None,
-                                       t[2].solver_seconds or 0.0, t[2].score, t[0]))
-    return c, r
+        return len(declined)
 
 
 def _apply(proposal, code: str) -> str:

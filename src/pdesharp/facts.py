@@ -1,0 +1,266 @@
+"""The task facts: what a solver author is told about a task, at a chosen level of detail.
+
+Every prompt that asks for code or judges it (PDE-SHARP's and the baselines') carries the same
+facts block, rendered from one :class:`TaskFacts` record, so a bench compares methods and not the
+information they were given. Two levels (``--task-facts``, recorded in the run and the bench):
+
+``codepde``
+    Exactly what CodePDE's prompts give: the task's description and solver template. Around
+    them every prompt still names the installed libraries, the interface rules and that the
+    score is an nRMSE (lower is better), as CodePDE's do. For comparisons with published numbers.
+``full`` (the default)
+    Everything the task spec and the data actually used say: boundary conditions, parameter
+    values as passed, time span, how the initial data were drawn, how the reference was computed
+    (only if the spec records it), the spec's notes, the exact call the evaluator makes (batch
+    size, grid, frames, dtypes, read off the dev file), the refinement study it also runs, the
+    limits (time, memory, threads, GPU) and the precise score definition.
+
+Facts come from the task and from the dev split's *shapes and coordinates*; no prompt ever
+contains reference values, and nothing refers to a file the model cannot see.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from pdesharp.task import Task
+
+FactsLevel = Literal["codepde", "full"]
+FACTS_LEVELS: tuple[str, ...] = ("codepde", "full")
+
+
+class ArgFacts(BaseModel):
+    """One solver argument as the evaluator passes it on the dev split."""
+
+    name: str
+    kind: str
+    shape: list[int] = Field(default_factory=list)  # arrays only
+    dtype: str = ""
+    value: float | None = None  # parameters
+
+
+class DataFacts(BaseModel):
+    """The dev split as the evaluator uses it: shapes, grid and times (never values)."""
+
+    n_samples: int
+    grid: dict[str, int]  # space axis -> points
+    n_frames: int | None = None
+    t_first: float | None = None
+    t_last: float | None = None
+    dt_out: float | None = None  # uniform output spacing, None if the times are not uniform
+    args: list[ArgFacts] = Field(default_factory=list)
+    output_shape: list[int] = Field(default_factory=list)
+    output_dtype: str = ""  # the reference's dtype (predictions are compared with it)
+    # symbols stability bounds may use: "<field>max" (max |field| of the initial frames, or of
+    # the data for a steady task), "umax" for a single unknown, "n<axis>" (grid points)
+    scales: dict[str, float] = Field(default_factory=dict)
+
+
+class TaskFacts(BaseModel):
+    """What the prompts say about the task beyond its description (see the module docstring)."""
+
+    level: FactsLevel = "full"
+    data: DataFacts | None = None
+    data_note: str = ""  # why there are no data facts (no dev file found, unreadable, ...)
+    timeout_s: float | None = None  # the whole evaluation of one solver
+    memory_mb: int | None = None
+    threads: int = 1  # BLAS/OpenMP threads the solver's process gets
+    gpu: bool = False
+    convergence: bool = True  # the evaluator runs the task's refinement study
+
+    @property
+    def full(self) -> bool:
+        return self.level == "full"
+
+    @classmethod
+    def from_spec(cls, task: Task, level: FactsLevel = "full",
+                  note: str = "the data were not inspected") -> "TaskFacts":
+        """The facts the task spec alone gives (no data read), with its evaluation limits."""
+        return cls(level=level, data_note=note, timeout_s=float(task.evaluation.timeout),
+                   memory_mb=task.evaluation.memory_mb)
+
+
+def build_facts(task: Task, level: FactsLevel = "full", *, data_dir=None, dev_data=None,
+                max_samples: int | None = None, timeout: float | None = None,
+                memory_mb: int | None = None, convergence: bool = True, threads: int = 1,
+                gpu: bool = False) -> TaskFacts:
+    """The facts for ``task`` with the evaluator's settings (the same arguments ``Evaluator``
+    takes). The dev file is located with the evaluator's rules; if it cannot be read the facts
+    say so and the prompts state only what the task spec says."""
+    facts = TaskFacts(level=level,
+                      timeout_s=float(timeout if timeout is not None else task.evaluation.timeout),
+                      memory_mb=memory_mb if memory_mb is not None else task.evaluation.memory_mb,
+                      threads=threads, gpu=gpu, convergence=convergence)
+    try:
+        facts.data = read_data_facts(task, data_dir=data_dir, dev_data=dev_data,
+                                     max_samples=max_samples)
+    except Exception as exc:  # noqa: BLE001 - no data: the spec's facts alone
+        facts.data_note = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+    return facts
+
+
+def read_data_facts(task: Task, *, data_dir=None, dev_data=None, max_samples=None,
+                    scale_samples: int = 20) -> DataFacts:
+    """Shapes, dtypes, grid and times of the dev split (as the evaluator selects it), and the
+    scales of its initial frames."""
+    from pdesharp.data.paths import resolve_split
+    from pdesharp.data.reference import load_reference
+
+    path = resolve_split(task, "dev", data_dir_override=data_dir, explicit=dev_data)
+    spec = task.data.dev
+    samples = spec.samples if spec else None
+    limit = min(max_samples, scale_samples) if max_samples else scale_samples
+    ref = load_reference(task, path, samples=samples, limit=limit)
+    n = _n_selected(task, path, samples, max_samples)
+    first = next(iter(ref.fields.values()))
+    out_shape = [n, *first.shape[1:]]
+    space_shape = first.shape[1:] if task.steady else first.shape[2:]
+    grid = {axis: int(size) for axis, size in zip(task.equation.space, space_shape)}
+    args: list[ArgFacts] = []
+    for a in task.solver.args:
+        if a.kind == "initial":
+            arr = ref.fields[a.field]
+            args.append(ArgFacts(name=a.name, kind=a.kind, shape=[n, *arr.shape[2:]],
+                                 dtype=str(arr.dtype)))
+        elif a.kind == "coefficient":
+            arr = ref.coefficients[a.field]
+            args.append(ArgFacts(name=a.name, kind=a.kind, shape=[n, *arr.shape[1:]],
+                                 dtype=str(arr.dtype)))
+        elif a.kind == "time" and ref.t is not None:
+            args.append(ArgFacts(name=a.name, kind=a.kind, shape=[len(ref.t)],
+                                 dtype=str(ref.t.dtype)))
+        elif a.kind == "parameter":
+            args.append(ArgFacts(name=a.name, kind=a.kind,
+                                 value=task.parameters[a.field or a.name]))
+    data = DataFacts(n_samples=n, grid=grid, args=args, output_shape=out_shape,
+                     output_dtype=str(first.dtype), scales=_scales(task, ref))
+    if ref.t is not None and len(ref.t):
+        t = np.asarray(ref.t, dtype=np.float64)
+        data.n_frames, data.t_first, data.t_last = len(t), float(t[0]), float(t[-1])
+        steps = np.diff(t)
+        if len(steps) and np.allclose(steps, steps.mean(), rtol=1e-4, atol=0):
+            data.dt_out = float(round(steps.mean(), 10))
+    return data
+
+
+def _n_selected(task: Task, path, samples: str | None, max_samples: int | None) -> int:
+    """Samples the evaluator passes: the split's selection, capped by ``max_samples``."""
+    import h5py
+
+    key = next(iter(task.data.fields.values()))
+    with h5py.File(path, "r") as h5:
+        n = int(h5[key].shape[0])
+    if samples is not None:
+        n = min(n, int(samples.partition(":")[2]))
+    return min(n, max_samples) if max_samples else n
+
+
+def _scales(task: Task, ref) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, arr in ref.fields.items():
+        first = arr if task.steady else arr[:, 0]
+        out[f"{name}max"] = float(np.abs(first).max())
+        for axis, size in zip(task.equation.space, first.shape[1:]):
+            out[f"n{axis}"] = int(size)
+    if len(task.equation.unknowns) == 1 and f"{task.equation.unknowns[0]}max" in out:
+        out["umax"] = out[f"{task.equation.unknowns[0]}max"]
+    return out
+
+
+def reference_scales(task: Task, data_dir=None, dev_data=None, limit: int = 20) -> dict[str, float]:
+    """Symbols a stability bound may use (see :attr:`DataFacts.scales`); empty if the data
+    cannot be read (bounds then stay symbolic)."""
+    try:
+        return read_data_facts(task, data_dir=data_dir, dev_data=dev_data,
+                               scale_samples=limit).scales
+    except Exception:  # noqa: BLE001 - missing or unreadable data: no numbers, not an error
+        return {}
+
+
+# -- what the prompts say -------------------------------------------------------------------
+def _num(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def _spacing(length: float, cells: int) -> str:
+    """length/cells as a fraction and a number: "1/1024 ≈ 0.000977"."""
+    frac = f"{_num(length)}/{cells}" if length != 1 else f"1/{cells}"
+    return f"{frac} ≈ {length / cells:.3g}"
+
+
+def grid_sentence(task: Task, data: DataFacts) -> str:
+    """Where the N values of the inputs sit, per space axis."""
+    parts = []
+    for axis, n in data.grid.items():
+        lo, hi = task.domain[axis]
+        first = f"{_num(lo)} + " if lo else ""
+        if task.grid == "cell_centres":
+            parts.append(f"N = {n} cell centres {axis}_i = {first}(i + 1/2)·d{axis}, i = 0..N-1, "
+                         f"d{axis} = {_spacing(hi - lo, n)}, of [{_num(lo)}, {_num(hi)}]")
+        else:
+            parts.append(f"N = {n} nodes {axis}_i = {first}i·d{axis}, i = 0..N-1, "
+                         f"d{axis} = {_spacing(hi - lo, max(n - 1, 1))}, both ends of "
+                         f"[{_num(lo)}, {_num(hi)}] included")
+    return "; ".join(parts)
+
+
+def times_sentence(data: DataFacts) -> str:
+    if data.n_frames is None:
+        return ""
+    spacing = (f"uniform spacing {_num(data.dt_out)}" if data.dt_out is not None
+               else "non-uniform spacing")
+    return (f"{data.n_frames} output times from {_num(data.t_first)} to {_num(data.t_last)}, "
+            f"{spacing}")
+
+
+def refinement_sentence(task: Task, facts: TaskFacts) -> str:
+    """The refinement study the evaluator runs after the main call (CodePDE's convergence
+    test), in words: the extra calls a solver must survive."""
+    conv = task.evaluation.convergence
+    if not facts.convergence or conv.kind == "none":
+        return ""
+    if conv.kind in ("time_1d", "cns_1d"):
+        grids = ", ".join(str(g) for g in conv.grids)
+        times = ""
+        if facts.data is not None and facts.data.t_last is not None:
+            from pdesharp.evaluate.convergence import output_times
+
+            tc = output_times(np.float32(facts.data.t_first or 0.0),
+                              np.float32(facts.data.t_last) / 10)
+            times = (f", with t_coordinate = 0, 0.01, …, {tc[-1]:.2f} ({len(tc)} values, "
+                     "float64)")
+        ics = ("5 smooth profiles (a sine, a sine with an added high mode, two Gaussians, "
+               "|sine|)" if conv.kind == "time_1d" else
+               f"{conv.batch} random states in which every field is the same random profile "
+               "(so density and pressure may be zero or negative: return what you can, do not "
+               "raise)")
+        return (f"It then calls the solver again on {ics} sampled at N = {grids} cell centres"
+                f"{times}, to measure the empirical convergence rate.")
+    if conv.kind == "downsample_2d":
+        n = next(iter(facts.data.grid.values())) if facts.data is not None else None
+        sizes = (" (N = " + ", ".join(str(math.ceil(n / r)) for r in conv.rates) + ")"
+                 if n else "")
+        rates = ", ".join(str(r) for r in conv.rates)
+        return (f"It then calls the solver again on the first {conv.batch} inputs subsampled "
+                f"with strides {rates} ([:, ::r, ::r]){sizes}, and compares each result with its "
+                "own full-resolution answer, to measure the empirical convergence rate.")
+    return ""
+
+
+def context(task: Task, facts: TaskFacts) -> dict:
+    """The template variables of the facts block (``prompts/_facts.j2``)."""
+    data = facts.data
+    return {
+        "facts": facts,
+        "data": data,
+        "grid_sentence": grid_sentence(task, data) if data else "",
+        "times_sentence": times_sentence(data) if data else "",
+        "refinement": refinement_sentence(task, facts) if facts.full else "",
+        "initial_condition": task.initial_condition.strip(),
+        "reference": task.reference.strip(),
+        "task_notes": [n.strip() for n in task.notes if n.strip()],
+    }

@@ -1,0 +1,203 @@
+"""The tables both reports show (``report.md`` and the HTML page), computed in one place.
+
+Inputs are plain data read from a run store (candidates, feedback-split results, events) or an
+SQLite connection to ``run.sqlite`` (read-only or not), so the Markdown report, written by the
+pipeline through :class:`~pdesharp.store.RunStore`, and the HTML report, which opens the folder
+read-only, list exactly the same rows.
+
+A solver belongs to the round in which it was *evaluated*: a Genesis candidate first nominated in
+round 2 of cycle 0 is a round-2 solver. Rankings use the tournament's own rule
+(:mod:`pdesharp.synthesis.ranking`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+
+from pdesharp.records import Candidate, EvalResult
+from pdesharp.synthesis.ranking import rank
+
+
+def seconds_per_sample(result: EvalResult | None) -> float | None:
+    """Solver wall time per sample of a result, as the evaluator measured it (None if absent)."""
+    return None if result is None else result.seconds_per_sample
+
+
+@dataclass
+class SolverRow:
+    """One solver of the tournament table."""
+
+    cand: Candidate
+    result: EvalResult | None
+    cycle: int
+    round: int
+    rank: int | None = None  # place among all scored solvers (1 = the tournament's best)
+
+    @property
+    def score(self) -> float | None:
+        return self.result.score if self.result is not None and self.result.ok else None
+
+    @property
+    def status(self) -> str:
+        return "not run" if self.result is None else self.result.status
+
+    @property
+    def per_sample(self) -> float | None:
+        return seconds_per_sample(self.result)
+
+
+@dataclass
+class RoundRow:
+    """One round: who ran in it, its best solver, and the best so far."""
+
+    cycle: int
+    round: int
+    ran: list[str] = field(default_factory=list)
+    best_id: str | None = None
+    best: float | None = None
+    best_per_sample: float | None = None
+    so_far_id: str | None = None
+    so_far: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"cycle {self.cycle}, round {self.round}"
+
+
+def first_nominated(events: list[dict]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for e in events:
+        if e.get("kind") == "nomination" and e.get("nominee"):
+            out.setdefault(e["nominee"], (e.get("cycle", 0), e.get("round", 0)))
+    return out
+
+
+def solver_rows(cands: list[Candidate], results: dict[str, EvalResult], events: list[dict],
+                tie_tolerance: float = 0.01) -> list[SolverRow]:
+    """Every solver the tournament ran or made, in the round it was evaluated (Genesis
+    candidates that were run included; those never run are counted, not listed), with its
+    rank by the tournament's rule."""
+    nominated = first_nominated(events)
+    rows = []
+    for c in cands:
+        if c.origin in ("seed", "baseline"):
+            continue
+        r = results.get(c.id)
+        if c.origin == "genesis":
+            if r is None:
+                continue
+            cycle, rnd = nominated.get(c.id, (0, 0))
+        else:
+            cycle, rnd = c.cycle, c.round
+        rows.append(SolverRow(cand=c, result=r, cycle=cycle, round=rnd))
+    scored = [(row, row.result) for row in rows if row.score is not None]
+    for i, (row, _) in enumerate(rank(scored, tie_tolerance), start=1):
+        row.rank = i
+    # a fixed order whatever order concurrent turns finished in (the narrative prompt lists
+    # these rows, and a resumed run must make the same prompt): Genesis first, then by id
+    genesis = {c.id: i for i, c in enumerate(cands) if c.origin == "genesis"}
+    rows.sort(key=lambda row: (row.cycle, row.round, row.cand.id not in genesis,
+                               genesis.get(row.cand.id, 0), row.cand.id))
+    return rows
+
+
+def played_rounds(events: list[dict]) -> list[tuple[int, int]]:
+    """(cycle, round) of every round the tournament played, from its ``round_best`` events."""
+    return [(e.get("cycle", 0), e.get("round", 0)) for e in events
+            if e.get("kind") == "round_best"]
+
+
+def round_rows(rows: list[SolverRow], tie_tolerance: float = 0.01,
+               played: list[tuple[int, int]] = ()) -> list[RoundRow]:
+    """Per round (from :func:`solver_rows`; ``played`` adds the rounds in which nothing new
+    ran): the solvers run, the best of them, the best so far (by the tournament's rule)."""
+    out: list[RoundRow] = []
+    seen: list[tuple[SolverRow, EvalResult]] = []
+    keys = sorted({(r.cycle, r.round) for r in rows} | set(played))
+    for cycle, rnd in keys:
+        here = [r for r in rows if (r.cycle, r.round) == (cycle, rnd)]
+        rr = RoundRow(cycle=cycle, round=rnd, ran=[r.cand.id for r in here if r.result])
+        scored = [(r, r.result) for r in here if r.score is not None]
+        if scored:
+            best = rank(scored, tie_tolerance)[0][0]
+            rr.best_id, rr.best, rr.best_per_sample = best.cand.id, best.score, best.per_sample
+        seen += scored
+        if seen:
+            top = rank(seen, tie_tolerance)[0][0]
+            rr.so_far_id, rr.so_far = top.cand.id, top.score
+        out.append(rr)
+    return out
+
+
+@dataclass
+class EvalRow:
+    """One row of the evaluations journal: counted executions are numbered 1, 2, ...; a
+    request for code that already ran reuses that result and is not counted."""
+
+    number: int | None  # counted executions only
+    candidate: str
+    split: str
+    result: EvalResult
+    reused_from: str = ""
+
+
+def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
+    rows = db.execute("SELECT candidate_id, code_sha256, split, feedback, counted, result "
+                      "FROM evaluations ORDER BY seq").fetchall()
+    out, n, first = [], 0, {}
+    for cid, sha, split, feedback, counted, result in rows:
+        key = (sha, split, feedback)
+        if counted:
+            n += 1
+            first[key] = cid
+        out.append(EvalRow(number=n if counted else None, candidate=cid, split=split,
+                           result=EvalResult.model_validate_json(result),
+                           reused_from="" if counted else first.get(key, "an earlier run")))
+    return out
+
+
+@dataclass
+class CallRow:
+    """Model calls of one role: count and measured prompt / completion tokens."""
+
+    tag: str
+    calls: int
+    prompt_mean: float
+    prompt_max: int
+    completion_mean: float
+    replayed: int = 0
+
+
+def call_rows(db: sqlite3.Connection) -> list[CallRow]:
+    """Per role (the call's tag without its ``.reask`` suffix), the tokens each call measured,
+    as the endpoint reported them (replayed and cached calls included, with the tokens of the
+    call they replay)."""
+    rows = db.execute("SELECT tag, prompt_tokens, completion_tokens, source FROM model_calls "
+                      "WHERE error = '' ORDER BY seq").fetchall()
+    groups: dict[str, list[tuple[int, int, str]]] = {}
+    for tag, pt, ct, source in rows:
+        groups.setdefault(tag, []).append((pt or 0, ct or 0, source or "model"))
+    out = []
+    for tag, items in groups.items():
+        out.append(CallRow(tag=tag, calls=len(items),
+                           prompt_mean=sum(p for p, _, _ in items) / len(items),
+                           prompt_max=max(p for p, _, _ in items),
+                           completion_mean=sum(c for _, c, _ in items) / len(items),
+                           replayed=sum(s != "model" for _, _, s in items)))
+    return out
+
+
+def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, EvalResult]:
+    """Each candidate's latest result on ``split`` with ``feedback``."""
+    out = {}
+    for cid, result in db.execute("SELECT candidate_id, result FROM evaluations WHERE split=? "
+                                  "AND feedback=? ORDER BY seq", (split, feedback)):
+        out[cid] = EvalResult.model_validate_json(result)
+    return out
+
+
+def events_of(db: sqlite3.Connection) -> list[dict]:
+    return [{"kind": kind, **json.loads(data)}
+            for kind, data in db.execute("SELECT kind, data FROM events ORDER BY seq")]

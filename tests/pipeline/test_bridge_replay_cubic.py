@@ -1,0 +1,91 @@
+"""Regression test: the final bridge run of the issue-9 review, replayed through the pipeline.
+
+The 27 replies in tests/fixtures/bridge_cubic_damped were written by a model (a helper agent
+playing a strong LLM) through the llm_bridge loopback endpoint, 2026-11-23; they are not
+recordings of a commercial API (see the fixture's README). The task is the example
+cubic_damped1d (not a benchmark), solved with diverse Genesis and a rejudging cycle. Calls are
+answered by tag, judge and call order; evaluations from the run's recorded results by code
+sha256, so nothing executes. A reply parsed or a patch applied differently from the recorded run
+produces code the run never executed, and the test fails loudly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_bridge_replay import BridgeReplies, RecordedEvaluator
+
+from pdesharp.facts import TaskFacts
+from pdesharp.llm.scripted import ScriptedModel
+from pdesharp.pipeline import SolveConfig, solve
+from pdesharp.rolesets import build_roles
+from pdesharp.store import RunStore
+from pdesharp.task import load_task_file
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_cubic_damped"
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cubic")
+    task = load_task_file(FIXTURE / "task.yaml")
+    facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
+    config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
+                         genesis="diverse", max_rounds=2, rejudge_cycles=1, max_evals=8,
+                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp))
+    store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
+    replies = BridgeReplies(FIXTURE)
+    roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
+        replies.answer, name="replay:bridge")}, task=task, facts=facts)
+    evaluator = RecordedEvaluator(FIXTURE)
+    result = asyncio.run(solve(task, config, store, roles, evaluator))
+    return store, result, replies, evaluator
+
+
+def last_messages(store, tag):
+    return [json.loads(m)[-1]["content"] for (m,) in store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
+
+
+def test_replay_reproduces_the_run(replayed):
+    store, result, replies, evaluator = replayed
+    assert result.status == "finished"
+    assert sum(replies.used.values()) == 27 == sum(len(q) for q in replies.queues.values())
+    # every solver the run executed was produced again byte for byte, and run once
+    assert sorted(evaluator.calls) == sorted(evaluator.recorded_as.values())
+    assert result.best_id == "c0r2-j3"  # 3.355e-10, tied within 1 % and faster than ...
+    assert result.summary["tie_break"]["lowest_id"] == "c0r1-j2"  # ... the lowest, 3.344e-10
+    assert "every judge declined" in result.stop_reason
+    analysis = json.loads((store.dir / "analysis.json").read_text())
+    assert analysis["route"] == "hybrid"
+    # the bound in umax is a number: the recorded facts carry the data's scale
+    umax = json.loads((FIXTURE / "task_facts.json").read_text())["data"]["scales"]["umax"]
+    bound = next(b for b in analysis["stability"] if b["expression"] == "2.8*dx/(pi*umax**2)")
+    assert bound["value"] == pytest.approx(2.8 / 256 / (3.141592653589793 * umax**2), rel=1e-12)
+
+
+def test_prompts_of_the_reviewed_run_carry_the_facts(replayed):
+    store, _, _, _ = replayed
+    first = last_messages(store, "analysis.classification")[0]
+    task = load_task_file(FIXTURE / "task.yaml")
+    assert f"Reference data: {task.reference}" in first  # the review's first finding
+    assert "`u0_batch`: float64 array of shape [4, 256]" in first
+    assert "umax = 0.7079 in the development inputs" in last_messages(store,
+                                                                       "analysis.stability")[0]
+    g1, g2, g3 = last_messages(store, "genesis")
+    assert "later ones are shown your design" in g1
+    assert "- g1: Fourier pseudo-spectral ETDRK4" in g2 and "- g2: Method of lines" in g3
+    nominate = last_messages(store, "judge.nominate")
+    assert "Nothing has been executed yet" in nominate[0]
+    assert any("5 evaluations used, 3 left of 8" in p for p in nominate)
+    reporter = last_messages(store, "reporter")[0]
+    for cid in ("c0r2-j3", "c0r1-j2", "g1", "g2", "g3"):
+        assert re.search(rf"- #\d {cid} ", reporter), cid
+    assert "cycle 1, round 1: ran nothing new" in reporter
+    report = (store.dir / "report.md").read_text()
+    assert "Run-time tie-break: `c0r1-j2` scored lowest" in report
+    assert "| cycle 1, round 1 | – |" in report
