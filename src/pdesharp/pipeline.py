@@ -19,6 +19,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from pdesharp.audit.runs import attach as reference_audit
+from pdesharp.audit.runs import closest_to_converged
+from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Analysis, Feedback
@@ -60,6 +63,13 @@ class SolveConfig(BaseModel):
     base_url: str | None = None  # OpenAI-compatible endpoint override
     llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
     prices: str | None = None  # price table YAML overriding the shipped one
+    # Reference audit (pdesharp.audit): "auto" uses a cached audit of the dev data, "compute"
+    # computes one first if none is cached (seconds to minutes), "off" ignores audits.
+    audit: Literal["auto", "compute", "off"] = "auto"
+    floor_saturation: bool | None = None  # stop at the audit's floor; None: builtin on, LLM off
+    floor_factor: float | None = Field(None, gt=0)  # floor = factor x reference error;
+    #                                                 None: 1 / saturation_factor
+    judges_see_reference_error: bool = False  # tell LLM judges the reference error
 
 
 @dataclass
@@ -94,6 +104,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     store.eval_limit = config.max_evals
     analysis: Analysis | None = None
     tournament: Tournament | None = None
+    audit, audit_reason, floor = None, "the search stopped before the audit was looked up", None
     stop_reason = ""
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
@@ -115,12 +126,15 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
                     failed=sum(c.static_check != "ok" for c in candidates))
         progress(stage="genesis", written=len(candidates))
 
-        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts.
+        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,
+        #    stopped early at the reference floor when an audit of the dev data gives one.
+        audit, audit_reason, floor = await reference_audit(task, config, evaluator, store,
+                                                           roles.judges, progress)
         settings = TournamentSettings(
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
-            workers=config.workers, tie_tolerance=config.tie_tolerance)
+            workers=config.workers, tie_tolerance=config.tie_tolerance, floor=floor)
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
@@ -171,6 +185,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
                               "lowest_seconds": lowest[1].solver_seconds,
                               "best_seconds": best[1].solver_seconds,
                               "tie_tolerance": config.tie_tolerance}
+    final["reference_audit"] = audit_summary(
+        audit, audit_reason, best[1] if best else None, floor=floor,
+        stopped_at_floor=any(e.get("floor") is not None for e in store.events("saturation")),
+        closest=closest_to_converged(store, config.feedback) if audit else None,
+        best_id=best[0].id if best else None)
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,

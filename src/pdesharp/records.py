@@ -26,6 +26,9 @@ class EvalResult(BaseModel):
     nrmse: float | None = None  # CodePDE's formula; None with feedback "none"/"residual" on no data
     nrmse_per_sample: list[float] = Field(default_factory=list)
     residual: float | None = None  # normalised PDE residual of the prediction (no data needed)
+    # nRMSE against the converged solution of a reference audit (pdesharp.audit), when the run
+    # has one; for the report only, never shown to a model
+    nrmse_converged: float | None = None
     convergence_order: float | None = None  # CodePDE's empirical rate; None if the test failed
     convergence_note: str = ""  # why the convergence test failed, if it did
     solver_seconds: float | None = None  # wall time of the solver call on the split only

@@ -9,6 +9,7 @@ never part of the narrative prompt: no model ever sees it.
 
 from __future__ import annotations
 
+from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import ask, render, shorten
 from pdesharp.records import Analysis
@@ -82,6 +83,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                      f"won by the fastest solver (this one: {_fmt_s(tie['best_seconds'])})")
     if final.get("stop_reason"):
         lines.append(f"- Stopped early: {final['stop_reason']}")
+    lines += audit_lines(final.get("reference_audit"))  # the floor under the scores
     lines.append("")
 
     if analysis is not None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from pdesharp.data.paths import resolve_split
 from pdesharp.data.reference import ReferenceData, load_reference
+from pdesharp.evaluate.metrics import nrmse, stack_fields
 from pdesharp.evaluate.run_child import ChildSpec
 from pdesharp.evaluate.sandbox import build_env, run_sandboxed
 from pdesharp.evaluate.scoring import Score, load_prediction, score_prediction
@@ -56,6 +57,9 @@ class Evaluator:
         self.threads = threads
         self.keep_scratch = keep_scratch
         self.n_evaluations = 0  # counted solver executions (PDE-SHARP's budget metric)
+        # split -> converged solution of a reference audit, stacked like the metric (set by
+        # pdesharp.audit.runs); predictions are scored against it too, for the report only
+        self.converged: dict[str, np.ndarray] = {}
         self._spec = ChildSpec.from_task(task).to_json()
         self._refs: dict[str, ReferenceData] = {}
         self._refs_lock = threading.Lock()  # concurrent evaluate() calls load a split once
@@ -146,7 +150,8 @@ class Evaluator:
         if result.status == "ok":
             plot_tmp = scratch / "plot.png" if plot_path is not None else None
             try:
-                score = await asyncio.to_thread(self._score, pred_file, ref, feedback, plot_tmp)
+                score = await asyncio.to_thread(self._score, pred_file, ref, feedback, plot_tmp,
+                                                self.converged.get(split))
             except Exception as exc:  # missing, unreadable or forged prediction file
                 score = Score(status="error", message=f"cannot read the prediction: {exc}")
             _apply(result, score)
@@ -161,11 +166,16 @@ class Evaluator:
             result.message = (result.message + f" [scratch kept at {scratch}]").strip()
         return result
 
-    def _score(self, pred_file: Path, ref: ReferenceData, feedback, plot_tmp) -> Score:
+    def _score(self, pred_file: Path, ref: ReferenceData, feedback, plot_tmp,
+               converged: np.ndarray | None = None) -> Score:
         pred = load_prediction(pred_file, self.task)
-        return score_prediction(self.task, ref, pred,
-                                residual=self.residual or feedback == "residual",
-                                plot_path=plot_tmp)
+        score = score_prediction(self.task, ref, pred,
+                                 residual=self.residual or feedback == "residual",
+                                 plot_path=plot_tmp)
+        if converged is not None and score.status == "ok":
+            stacked = stack_fields([pred[n] for n in self.task.solver.returns])
+            score.nrmse_converged = nrmse(stacked, converged)[0]
+        return score
 
 
 def _safe(label: str) -> str:
@@ -194,6 +204,7 @@ def _apply(result: EvalResult, score: Score) -> None:
     result.nrmse = score.nrmse
     result.nrmse_per_sample = score.nrmse_per_sample
     result.residual = score.residual
+    result.nrmse_converged = score.nrmse_converged
 
 
 def _to_result(child: dict | None, run, split, feedback, timeout, memory_mb,

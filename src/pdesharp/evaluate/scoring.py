@@ -25,6 +25,7 @@ class Score:
     nrmse: float | None = None
     nrmse_per_sample: list[float] = field(default_factory=list)
     residual: float | None = None
+    nrmse_converged: float | None = None  # against a reference audit's converged solution
     notes: list[str] = field(default_factory=list)
     plot_path: Path | None = None
 

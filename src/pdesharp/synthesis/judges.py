@@ -63,6 +63,7 @@ class LLMJudge:
         self.convergence = convergence  # whether results carry a convergence rate
         self.top_k = top_k
         self.debug_attempts = 2  # set by the tournament (its K), shown in the debug prompt
+        self.reference_note = ""  # the reference audit's error, when the run tells judges
         self.round = 1
         self.cycle = 0
         self.reset()
@@ -82,7 +83,8 @@ class LLMJudge:
         system = render("judge_system", judge=self.name, **task_context(task, self.feedback),
                         route=analysis.route if analysis else "numerical",
                         key_facts=analysis.key_facts if analysis else [],
-                        feedback_note=feedback_note(self.feedback, convergence))
+                        feedback_note=feedback_note(self.feedback, convergence),
+                        reference_note=self.reference_note)
         self.messages.append(Message(role="system", content=system))
 
     async def _ask(self, prompt: str, tag: str) -> str:

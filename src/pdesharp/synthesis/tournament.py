@@ -38,6 +38,9 @@ class TournamentSettings:
     debug_attempts: int = 2
     workers: int = 2
     tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
+    # saturated outright once the best score is at or below this (a reference audit's floor,
+    # see pdesharp.audit.runs); None: no floor
+    floor: float | None = None
 
 
 async def gather_all(coros) -> list:
@@ -182,6 +185,10 @@ class Tournament:
                                  score=best[1].score if best else None)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
+                if self.s.floor is not None and after is not None and after <= self.s.floor:
+                    self.store.event("saturation", cycle=cycle, round=rnd, best=after,
+                                     floor=self.s.floor)
+                    return  # at the reference floor: no cycle can improve on the PDE
                 if stale >= self.s.patience:
                     self.store.event("saturation", cycle=cycle, round=rnd, best=after)
                     break
