@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from audit_helpers import advection_exact, user_task, write_1d
+
 from pdesharp.audit import audit_with_cache, cached_audit
 from pdesharp.audit.cache import file_sha256, user_cache_root
 from pdesharp.task import load_task

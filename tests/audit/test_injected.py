@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from audit_helpers import advection_exact, heat_exact, nrmse, user_task, write_1d
+
 from pdesharp.audit import audit_file
 from pdesharp.task import load_task
 

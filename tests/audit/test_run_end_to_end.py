@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import numpy as np
-
 from audit_helpers import advection_exact, write_1d
+
 from pdesharp.audit import audit_with_cache
 from pdesharp.task import load_task
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
-
 from audit_helpers import nrmse, write_1d
+
 from pdesharp.audit import audit_file
 from pdesharp.audit.diagnostics import time_shift
 from pdesharp.audit.spectral import spectral_rate

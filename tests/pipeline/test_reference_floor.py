@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from pipeline_scripts import MarkerEvaluator
+from test_pipeline import GENESIS3, rules_for, run, tournament_rules
 
 from pdesharp.audit import runs
 from pdesharp.audit.records import AuditReport
 from pdesharp.pipeline import SolveConfig
-from pipeline_scripts import MarkerEvaluator
-from test_pipeline import GENESIS3, rules_for, run, tournament_rules
 
 
 @pytest.fixture

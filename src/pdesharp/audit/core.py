@@ -76,7 +76,7 @@ def audit_file(task: Task, path: str | Path, *, samples: str | None = None,
     report = AuditReport(task=task.name, task_fingerprint=cache.task_fingerprint(task),
                          data_file=str(path), data_sha256=sha, samples=indices,
                          pdesharp_version=__version__,
-                         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+                         created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
     try:
         solver = solver_for(task)
     except AuditUnavailable as exc:

@@ -24,7 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdesharp.audit.solutions import AuditUnavailable, Converged, Progress, check_record, nrmse_pair, stacked
+from pdesharp.audit.solutions import (
+    AuditUnavailable,
+    Converged,
+    Progress,
+    check_record,
+    nrmse_pair,
+    stacked,
+)
 from pdesharp.audit.translation import one_sided_interpolate
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task

@@ -51,8 +51,8 @@ def summary_lines(report: AuditReport) -> list[str]:
         lines.append("  best-fit time offset of the stored frames: "
                      + _at_fractions(ts.times, ts.shift))
         lines.append(f"    with each frame's offset removed the reference error is "
-                     f"{_e(ts.error_after_shift)}: a time offset per frame explains {100 * ts.explained:.0f} % "
-                     "of the squared error")
+                     f"{_e(ts.error_after_shift)}: a time offset per frame explains "
+                     f"{100 * ts.explained:.0f} % of the squared error")
     for q in report.conserved:
         lines.append(f"  {q.quantity}: drifts by {_e(q.reference_drift)} in the reference "
                      f"({_e(q.reference_relative)} of its size), {_e(q.converged_drift)} in the "

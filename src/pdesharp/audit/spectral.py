@@ -27,8 +27,7 @@ import numpy as np
 import sympy as sp
 
 from pdesharp.audit.records import CrossCheck
-from pdesharp.audit.solutions import (Converged, Progress, check_record, is_builtin,
-                                      nrmse_pair)
+from pdesharp.audit.solutions import Converged, Progress, check_record, is_builtin, nrmse_pair
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 
@@ -43,7 +42,7 @@ class Plan:
     tol: float = 1e-10  # ETDRK4 Richardson tolerance (relative)
     rtol: float = 1e-12  # DOP853 tolerance
 
-    def coarser(self) -> "Plan":
+    def coarser(self) -> Plan:
         """The convergence check: half the grid refinement, 10x (ETDRK4) / 100x (DOP853) looser."""
         return Plan(max(1, self.oversample // 2), self.method, self.tol * 10, self.rtol * 100)
 
@@ -78,7 +77,8 @@ def _run(task: Task, initial: dict[str, np.ndarray], times: np.ndarray, plan: Pl
     first = next(iter(initial.values()))
     b, spatial = first.shape[0], first.shape[1:]
     n_unknowns = len(initial)
-    per_sample = 8 * len(times) * n_unknowns * int(np.prod(spatial)) * plan.oversample ** len(spatial)
+    fine_points = int(np.prod(spatial)) * plan.oversample ** len(spatial)
+    per_sample = 8 * len(times) * n_unknowns * fine_points
     batch = max(1, min(b, CHUNK_BYTES // max(per_sample, 1)))
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, b, batch):
