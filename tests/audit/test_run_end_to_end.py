@@ -1,6 +1,7 @@
-"""`pdesharp solve` as users run it (built-in analyst, real sandboxed evaluations) on data with a
-cached audit: the summary and report carry the reference error and the winner's distance to the
-converged solution, and the floor stops the search."""
+"""`pdesharp solve` as users run it (built-in analyst, real sandboxed evaluations) with
+`--audit compute`: the audit is computed and cached beside the data, the summary and report carry
+the reference error and the winner's distance to the converged solution, and the floor stops the
+search."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 import numpy as np
 from audit_helpers import advection_exact, write_1d
 
-from pdesharp.audit import audit_with_cache
+from pdesharp.audit import cached_audit
 from pdesharp.task import load_task
 
 TIMES = np.arange(21) * 0.1
@@ -26,15 +27,17 @@ def test_solve_reports_the_audit_and_stops_at_the_floor(tmp_path):
     # solution on this coarse grid) adds, so its first round reaches the floor
     clean = advection_exact(128, 3, 21, TIMES)
     path = write_1d(data / "advection_dev.hdf5", clean + 1e-2 * TIMES[None, :, None], TIMES)
-    audit = audit_with_cache(load_task("advection"), path).report
     run = subprocess.run(
         [sys.executable, "-m", "pdesharp.cli", "solve", "advection", "--model", "builtin",
          "--data-dir", str(data), "--candidates", "4", "--max-evals", "8", "--no-convergence",
-         "--quiet", "--out", str(tmp_path / "runs"), "--run-id", "r"],
+         "--quiet", "--out", str(tmp_path / "runs"), "--run-id", "r", "--audit", "compute"],
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     assert run.returncode == 0, run.stderr
     assert "reference err:" in run.stdout
+    cached = cached_audit(load_task("advection"), path)
+    assert cached is not None and cached.path.parent == data / "advection_dev.hdf5.audit"
+    audit = cached.report
     summary = json.loads((tmp_path / "runs" / "r" / "summary.json").read_text())
     block = summary["reference_audit"]
     assert block["status"] == "ok" and block["reference_error"] == audit.reference_error

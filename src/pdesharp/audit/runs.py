@@ -189,10 +189,8 @@ async def attach(task: Task, config, evaluator, store, judges: list, progress=No
 
     try:
         if config.audit == "compute" and progress is not None:
-            progress(stage="audit")
-        audit, reason = await asyncio.to_thread(
-            find, task, evaluator, config.audit,
-            (lambda m: progress(stage=f"audit: {m}")) if progress else None)
+            progress(stage="reference audit")  # here: the display reads the store (one thread)
+        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
     except Exception as exc:  # noqa: BLE001 - missing data, a foreign evaluator, a broken cache
         audit, reason = None, f"no reference audit ({type(exc).__name__}: {exc})"[:300]
     if audit is None:
