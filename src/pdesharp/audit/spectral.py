@@ -27,7 +27,14 @@ import numpy as np
 import sympy as sp
 
 from pdesharp.audit.records import CrossCheck
-from pdesharp.audit.solutions import Converged, Progress, check_record, is_builtin, nrmse_pair
+from pdesharp.audit.solutions import (
+    AuditUnavailable,
+    Converged,
+    Progress,
+    check_record,
+    is_builtin,
+    nrmse_pair,
+)
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 
@@ -183,15 +190,18 @@ def solve_spectral(task: Task, ref: ReferenceData, indices: list[int],
     unknowns = task.equation.unknowns
     missing = [u for u in unknowns if u not in ref.fields]
     if missing:
-        from pdesharp.audit.solutions import AuditUnavailable
         raise AuditUnavailable(f"the data stores no initial values of {missing}, which the "
                                "task's equations evolve")
     initial = {u: ref.initial(u).astype(np.float64) for u in unknowns}
     times = np.asarray(ref.t, dtype=np.float64)
     n = next(iter(initial.values())).shape[1]
-    primary = _run(task, initial, times, plan, progress, "converged solution")
     check_plan = plan.coarser()
-    coarse = _run(task, initial, times, check_plan, progress, "convergence check")
+    try:
+        primary = _run(task, initial, times, plan, progress, "converged solution")
+        coarse = _run(task, initial, times, check_plan, progress, "convergence check")
+    except ValueError as exc:  # UnsupportedTask, IntegrationFailed: the generator says why
+        raise AuditUnavailable(f"the spectral method of lines cannot solve this task from "
+                               f"these data: {exc}") from None
     convergence = check_record(
         task, primary, coarse, indices, plan.describe(n), check_plan.describe(n),
         note="the primary run is the finer one; the difference over-estimates its error")
