@@ -56,7 +56,7 @@ class Plan:
     def describe(self, n: int) -> str:
         tol = f"ETDRK4 tolerance {self.tol:g}" if self.method == "etdrk4" else \
             f"ETDRK4 tolerance {self.tol:g} / DOP853 rtol {self.rtol:g} ({self.method})"
-        return f"{self.oversample * n} Fourier modes' grid ({self.oversample}x the data), {tol}"
+        return f"a {self.oversample * n}-point grid ({self.oversample}x the data's), {tol}"
 
 
 # Measured on the shared dev files (docs/data.md, "Reference audit"): the primary Burgers run
