@@ -104,3 +104,27 @@ def test_floor_default_is_on_for_the_builtin_analyst_only(model, choice, expecte
     config = SolveConfig(model=model, floor_saturation=choice)
     assert runs.floor_saturation_enabled(config) is expected
     assert runs.floor_factor(config) == pytest.approx(1 / 0.9)
+
+
+def test_a_resumed_run_keeps_the_audit_decision_it_started_with(tmp_path, audit_of, monkeypatch):
+    import asyncio
+
+    from pdesharp.store import RunStore
+    from pdesharp.task import load_task
+
+    task = load_task("advection")
+    config = SolveConfig(model="builtin")
+    started = RunStore.create(tmp_path, task=task, config={}, run_id="with")
+    audit_of(1e-3)
+    _, _, floor = asyncio.run(runs.attach(task, config, MarkerEvaluator(), started, []))
+    assert floor == pytest.approx(1e-3 / 0.9)
+    monkeypatch.setattr(runs, "find", lambda *a, **k: (None, "no audit cached"))
+    audit, reason, again = asyncio.run(runs.attach(task, config, MarkerEvaluator(), started, []))
+    assert audit is None and again == floor and "no longer cached" in reason
+    # a run that started without an audit stays without one when an audit appears later
+    without = RunStore.create(tmp_path, task=task, config={}, run_id="without")
+    asyncio.run(runs.attach(task, config, MarkerEvaluator(), without, []))
+    audit_of(1e-3)
+    audit, _, floor = asyncio.run(runs.attach(task, config, MarkerEvaluator(), without, []))
+    assert audit is None and floor is None
+    assert len(without.events("reference_audit")) == 1

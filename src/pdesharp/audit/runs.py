@@ -47,11 +47,15 @@ class RunAudit:
 
     def judge_note(self) -> str:
         """The line LLM judges may be shown (option, off by default)."""
-        return (f"Reference audit of the dev data: the reference itself is off from a converged "
-                f"float64 solution of the PDE by nRMSE {self.reference_error:.2e}, so a solver "
-                f"that solves the PDE exactly scores about that. Scores below it come from "
-                f"reproducing the reference's own errors (its scheme, clock and float32 "
-                f"rounding), not from solving the PDE better.")
+        return judge_note(self.reference_error)
+
+
+def judge_note(reference_error: float) -> str:
+    return (f"Reference audit of the dev data: the reference itself is off from a converged "
+            f"float64 solution of the PDE by nRMSE {reference_error:.2e}, so a solver that "
+            f"solves the PDE exactly scores about that. Scores below it come from reproducing "
+            f"the reference's own errors (its scheme, clock and float32 rounding), not from "
+            f"solving the PDE better.")
 
 
 def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
@@ -187,12 +191,20 @@ async def attach(task: Task, config, evaluator, store, judges: list, progress=No
     here never stops a run: it is recorded as an event and the run goes on without an audit."""
     import asyncio
 
+    first = next(iter(store.events("reference_audit")), None)  # a resumed run's first lookup
+    if first is not None and first.get("status") != "ok":
+        return None, str(first.get("reason", "")), None
     try:
         if config.audit == "compute" and progress is not None:
             progress(stage="reference audit")  # here: the display reads the store (one thread)
         audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
     except Exception as exc:  # noqa: BLE001 - missing data, a foreign evaluator, a broken cache
         audit, reason = None, f"no reference audit ({type(exc).__name__}: {exc})"[:300]
+    if first is not None and (audit is None or audit.reference_error != first["reference_error"]):
+        # resumed, but the audit the run started with is gone or was recomputed: keep its floor
+        # and note, so that the tournament replays exactly as it ran before
+        _tell_judges(config, judges, first["reference_error"])
+        return None, "the audit this run started with is no longer cached", first.get("floor")
     if audit is None:
         store.event("reference_audit", status="none", reason=reason)
         return None, reason, None
@@ -201,11 +213,16 @@ async def attach(task: Task, config, evaluator, store, judges: list, progress=No
     floor = None
     if config.feedback == "nrmse" and floor_saturation_enabled(config):
         floor = audit.floor(floor_factor(config))
+    _tell_judges(config, judges, audit.reference_error)
+    if first is None:
+        store.event("reference_audit", status="ok", audit=audit.path,
+                    reference_error=audit.reference_error, floor=floor,
+                    judges_told=bool(config.judges_see_reference_error))
+    return audit, "", floor
+
+
+def _tell_judges(config, judges: list, reference_error: float) -> None:
     if config.judges_see_reference_error:
         for judge in judges:
             if hasattr(judge, "reference_note"):
-                judge.reference_note = audit.judge_note()
-    store.event("reference_audit", status="ok", audit=audit.path,
-                reference_error=audit.reference_error, floor=floor,
-                judges_told=bool(config.judges_see_reference_error))
-    return audit, "", floor
+                judge.reference_note = judge_note(reference_error)
