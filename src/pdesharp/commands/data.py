@@ -81,15 +81,16 @@ def register(sub) -> None:
     au = dsub.add_parser("audit", help="how far the reference data are from a converged "
                                        "solution of the PDE (cached for runs)")
     au.add_argument("task", help="built-in task name or task YAML path")
-    au.add_argument("--dev-data", "--data", dest="data_file", default=None,
+    au.add_argument("--dev-data", "--data", dest="data_file", default=None, metavar="FILE",
                     help="the HDF5 file to audit (default: the task's --split file)")
     au.add_argument("--split", choices=["dev", "test"], default="dev",
                     help="which split's file to audit when no file is given (default dev)")
-    au.add_argument("--samples", type=int, default=None,
+    au.add_argument("--samples", type=int, default=None, metavar="K",
                     help="audit the first K samples of the split only (quicker)")
-    au.add_argument("--frames", type=int, default=None,
+    au.add_argument("--frames", type=int, default=None, metavar="F",
                     help="audit the first F frames only (a partial audit: runs do not use it)")
-    au.add_argument("--json", default=None, help="also write the audit report as JSON to OUT")
+    au.add_argument("--json", default=None, metavar="OUT",
+                    help="also write the audit report as JSON to OUT")
     au.add_argument("--force", action="store_true", help="recompute even if a cached audit exists")
     au.add_argument("--no-store", action="store_true", help="do not write the audit to the cache")
     _add_data_dir(au)
