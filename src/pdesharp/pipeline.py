@@ -21,6 +21,9 @@ from pydantic import BaseModel, Field, field_validator
 
 from pdesharp.facts import FactsLevel
 from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, GenesisMode, static_check
+from pdesharp.audit.runs import attach as reference_audit
+from pdesharp.audit.runs import closest_to_converged, judges_note
+from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.llm.presets import BUILTIN, is_builtin
 from pdesharp.records import Analysis, Feedback
@@ -71,6 +74,13 @@ class SolveConfig(BaseModel):
     task_facts: FactsLevel = "full"
     genesis: GenesisMode = "independent"  # Genesis sampling (pdesharp.genesis)
     prompt_budget: int = Field(CODE_BUDGET, ge=0)  # characters of solver code per judge prompt
+    # Reference audit (pdesharp.audit): "auto" uses a cached audit of the dev data, "compute"
+    # computes one first if none is cached (seconds to minutes), "off" ignores audits.
+    audit: Literal["auto", "compute", "off"] = "auto"
+    floor_saturation: bool | None = None  # stop at the audit's floor; None: builtin on, LLM off
+    floor_factor: float | None = Field(None, gt=0)  # floor = factor x reference error;
+    #                                                 None: 1 / saturation_factor
+    judges_see_reference_error: bool = False  # tell LLM judges the reference error
 
     @field_validator("model", mode="before")
     @classmethod
@@ -105,6 +115,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     store.eval_limit = config.max_evals
     analysis: Analysis | None = None
     tournament: Tournament | None = None
+    audit, audit_reason, floor = None, "the search stopped before the audit was looked up", None
     budget_stop = ""
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
@@ -129,13 +140,17 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
                     temperature=None if config.builtin else GENESIS_TEMPERATURE)
         progress(stage="genesis", written=len(candidates))
 
-        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts.
+        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,
+        #    stopped early at the reference floor when an audit of the dev data gives one.
+        audit, audit_reason, floor = await reference_audit(task, config, evaluator, store,
+                                                           progress)
         settings = TournamentSettings(
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
             workers=config.workers, tie_tolerance=config.tie_tolerance,
-            max_evals=config.max_evals)
+            max_evals=config.max_evals, floor=floor,
+            judge_reference_note=judges_note(config, store))
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
@@ -196,6 +211,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
                               "lowest_per_sample": lowest[1].seconds_per_sample,
                               "best_per_sample": best[1].seconds_per_sample,
                               "tie_tolerance": config.tie_tolerance}
+    final["reference_audit"] = audit_summary(
+        audit, audit_reason, best[1] if best else None, floor=floor,
+        stopped_at_floor=any(e.get("floor") is not None for e in store.events("saturation")),
+        closest=closest_to_converged(store, config.feedback) if audit else None,
+        best_id=best[0].id if best else None)
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,

@@ -28,6 +28,9 @@ class EvalResult(BaseModel):
     # each output field scored alone (same formula); the joint score above stays CodePDE's
     nrmse_per_field: dict[str, float] = Field(default_factory=dict)
     residual: float | None = None  # normalised PDE residual of the prediction (no data needed)
+    # nRMSE against the converged solution of a reference audit (pdesharp.audit), when the run
+    # has one; for the report only, never shown to a model
+    nrmse_converged: float | None = None
     convergence_order: float | None = None  # CodePDE's empirical rate; None if the test failed
     convergence_note: str = ""  # why the convergence test failed, if it did
     # Solver wall time on the split, measured by the evaluator (never by the solver): from the

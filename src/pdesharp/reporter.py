@@ -13,6 +13,7 @@ never part of the narrative prompt: no model ever sees it.
 from __future__ import annotations
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
+from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
@@ -144,6 +145,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                      "as unverified")
     elif iso:
         lines.append(f"- Sandbox: {iso.get('mechanism')} (device {iso.get('device', 'cpu')})")
+    lines += audit_lines(final.get("reference_audit"))  # the floor under the scores
     lines += [f"- {settings_line(config)}", ""]
 
     if analysis is not None:

@@ -75,6 +75,7 @@ class RoundInfo(BaseModel):
     debug_attempts: int = 2
     tie_tolerance: float = 0.01
     feedback: Feedback = "nrmse"
+    reference_note: str = ""  # the reference audit's error in words (--tell-judges-reference-error)
 
     @property
     def evals_left(self) -> int | None:

@@ -4,6 +4,7 @@
     pdesharp data download TASK|all [--source codepde|pdebench] [--split dev|test|both]
     pdesharp data subset TASK --source FILE [--out-dir DIR]
     pdesharp data generate TASK --samples N --seed S [--nx N] [--out FILE] [--darcy-low 3|4]
+    pdesharp data audit TASK [--dev-data FILE] [--split dev|test] [--samples K] [--json OUT]
 """
 
 from __future__ import annotations
@@ -76,6 +77,24 @@ def register(sub) -> None:
     gen.add_argument("--overwrite", action="store_true")
     _add_data_dir(gen)
     gen.set_defaults(func=run_generate)
+
+    au = dsub.add_parser("audit", help="how far the reference data are from a converged "
+                                       "solution of the PDE (cached for runs)")
+    au.add_argument("task", help="built-in task name or task YAML path")
+    au.add_argument("--dev-data", "--data", dest="data_file", default=None, metavar="FILE",
+                    help="the HDF5 file to audit (default: the task's --split file)")
+    au.add_argument("--split", choices=["dev", "test"], default="dev",
+                    help="which split's file to audit when no file is given (default dev)")
+    au.add_argument("--samples", type=int, default=None, metavar="K",
+                    help="audit the first K samples of the split only (quicker)")
+    au.add_argument("--frames", type=int, default=None, metavar="F",
+                    help="audit the first F frames only (a partial audit: runs do not use it)")
+    au.add_argument("--json", default=None, metavar="OUT",
+                    help="also write the audit report as JSON to OUT")
+    au.add_argument("--force", action="store_true", help="recompute even if a cached audit exists")
+    au.add_argument("--no-store", action="store_true", help="do not write the audit to the cache")
+    _add_data_dir(au)
+    au.set_defaults(func=run_audit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,3 +280,42 @@ def run_generate(args) -> int:
     console.print(f"wrote {path}: {shapes}")
     console.print(f"use it with: --dev-data {path}  (or --test-data)")
     return 0
+
+
+def run_audit(args) -> int:
+    from pdesharp.audit import audit_with_cache
+    from pdesharp.audit.present import summary_lines
+    from pdesharp.data.paths import DataNotFound, resolve_split
+    from pdesharp.data.reference import DataError
+
+    task = task_or_exit(args.task)
+    for flag in ("samples", "frames"):
+        value = getattr(args, flag)
+        if value is not None and value < (2 if flag == "frames" else 1):
+            fail(f"--{flag} must be at least {2 if flag == 'frames' else 1}, got {value}")
+    try:
+        path = resolve_split(task, args.split, data_dir_override=args.data_dir,
+                             explicit=args.data_file)
+    except DataNotFound as exc:
+        fail(str(exc))
+    spec = getattr(task.data, args.split)
+    selection = spec.samples if spec is not None and args.data_file is None else None
+    console = _console()
+    try:
+        with console.status(f"auditing {path.name} for {task.name}") as status:
+            result = audit_with_cache(task, path, samples=selection, limit=args.samples,
+                                      frames=args.frames, force=args.force,
+                                      store=not args.no_store,
+                                      progress=lambda m: status.update(f"audit: {m}"))
+    except (DataError, ValueError) as exc:
+        fail(f"cannot audit {path}: {exc}")
+    except MemoryError:
+        fail(f"auditing {path} ran out of memory; try --samples K")
+    for line in summary_lines(result.report):
+        console.print(line)
+    if result.path is not None:
+        console.print(f"  stored: {result.path}")
+    if args.json:
+        Path(args.json).expanduser().write_text(result.report.model_dump_json(indent=2))
+        console.print(f"  wrote {args.json}")
+    return 0 if result.report.status == "ok" else 1

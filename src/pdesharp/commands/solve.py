@@ -70,6 +70,24 @@ def register(sub) -> None:
     p.add_argument("--no-convergence", action="store_true",
                    help="skip the empirical convergence test in evaluations")
     add_sandbox_arguments(p)
+    p.add_argument("--audit", choices=["auto", "compute", "off"], default="auto",
+                   help="reference audit of the dev data (pdesharp data audit): auto uses a "
+                        "cached one (default), compute computes it first if none is cached, "
+                        "off ignores it")
+    floor = p.add_mutually_exclusive_group()
+    floor.add_argument("--floor-saturation", dest="floor_saturation", action="store_true",
+                       default=None,
+                       help="stop the tournament once the best score is within --floor-factor "
+                            "of the audit's reference error (default: on for the built-in "
+                            "analyst, off for LLM roles)")
+    floor.add_argument("--no-floor-saturation", dest="floor_saturation", action="store_false")
+    p.add_argument("--floor-factor", type=float, default=None,
+                   help="the floor is this times the reference error (default: "
+                        "1/saturation-factor, so any further counted improvement would land "
+                        "below the reference's own error)")
+    p.add_argument("--tell-judges-reference-error", action="store_true",
+                   help="show LLM judges the audit's reference error (off by default, as in "
+                        "the paper's setup)")
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")
     p.add_argument("--task-facts", choices=["full", "codepde"], default="full",
@@ -140,7 +158,9 @@ def cmd_solve(args) -> int:
             timeout=args.timeout, max_samples=args.max_samples,
             convergence=not args.no_convergence, base_url=args.base_url,
             device=args.device, unsafe_no_isolation=args.unsafe_no_isolation,
-            llm=_llm_opts(args), prices=args.prices)
+            llm=_llm_opts(args), prices=args.prices, audit=args.audit,
+            floor_saturation=args.floor_saturation, floor_factor=args.floor_factor,
+            judges_see_reference_error=args.tell_judges_reference_error)
     except ValueError as exc:
         fail(str(exc))
     task = load_task(config.task)
@@ -257,6 +277,10 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({s['test_note']})" if s.get("test_note") else ""))
+    audit = s.get("reference_audit") or {}
+    if audit.get("status") == "ok":
+        print(f"reference err:  {_fmt(audit['reference_error'])} (dev data against a converged "
+              f"solution; best solver against it: {_fmt(audit.get('best_nrmse_vs_converged'))})")
     print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")
     print(f"model calls:    {s['model_calls']}, tokens {s['tokens_in']}/{s['tokens_out']}, "
           f"${s['cost_usd']:.4f}")

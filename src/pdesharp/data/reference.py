@@ -53,6 +53,15 @@ def _select(n: int, samples: str | None) -> slice:
     return slice(0, min(k, n)) if head == "first" else slice(max(n - k, 0), n)
 
 
+def sample_indices(n: int, samples: str | None = None, limit: int | None = None) -> range:
+    """Indices into a file of ``n`` samples that :func:`load_reference` reads for the same
+    ``samples`` selection and ``limit``."""
+    start, stop, _ = _select(n, samples).indices(n)
+    if limit is not None:
+        stop = min(stop, start + limit)
+    return range(start, stop)
+
+
 def load_reference(task: Task, path: str | Path, samples: str | None = None,
                    limit: int | None = None) -> ReferenceData:
     """Load ``path`` with the task's HDF5 keys; ``samples`` like "last:50", ``limit`` caps B."""
@@ -71,10 +80,8 @@ def load_reference(task: Task, path: str | Path, samples: str | None = None,
                 f"{path} lacks keys {missing} that task {task.name!r} needs; it has {sorted(keys)}"
             )
         n = h5[wanted[0]].shape[0]
-        sel = _select(n, samples)
-        if limit is not None:
-            start = sel.start or 0
-            sel = slice(start, min(sel.stop if sel.stop is not None else n, start + limit))
+        picked = sample_indices(n, samples, limit)
+        sel = slice(picked.start, picked.stop)
         fields = {name: np.asarray(h5[key][sel]) for name, key in spec.fields.items()}
         coeffs = {name: np.asarray(h5[key][sel]) for name, key in spec.coefficients.items()}
         t = np.asarray(h5[spec.t_key][:]) if spec.t_key and spec.t_key in keys else None

@@ -63,6 +63,9 @@ class Evaluator:
         self.keep_scratch = keep_scratch
         self.max_processes = max_processes
         self.n_evaluations = 0  # counted solver executions (PDE-SHARP's budget metric)
+        # split -> converged solution of a reference audit, stacked like the metric (set by
+        # pdesharp.audit.runs); predictions are scored against it too, for the report only
+        self.converged: dict[str, np.ndarray] = {}
         self.spec = ChildSpec.from_task(task)
         self.policy = resolve(unsafe=unsafe_no_isolation, device=device, force=sandbox,
                               hidden=[*self._data_paths(), *hidden])
@@ -172,7 +175,8 @@ class Evaluator:
         try:
             score = await asyncio.to_thread(score_prediction, self.task, ref, pred,
                                             residual=self.residual or feedback == "residual",
-                                            plot_path=plot_tmp)
+                                            plot_path=plot_tmp,
+                                            converged=self.converged.get(split))
         except Exception as exc:  # noqa: BLE001 - a scoring failure is this solver's result
             score = Score(status="error", message=f"cannot score the prediction: {exc}")
         _apply(result, score)
@@ -221,6 +225,7 @@ def _apply(result: EvalResult, score: Score) -> None:
     result.residual = score.residual
     if score.plot_path is not None:
         result.plot_path = str(score.plot_path)
+    result.nrmse_converged = score.nrmse_converged
 
 
 def _to_result(run: SealedRun, split, feedback, n_samples: int) -> EvalResult:

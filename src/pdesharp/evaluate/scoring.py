@@ -28,6 +28,7 @@ class Score:
     nrmse_per_sample: list[float] = field(default_factory=list)
     nrmse_per_field: dict[str, float] = field(default_factory=dict)
     residual: float | None = None
+    nrmse_converged: float | None = None  # against a reference audit's converged solution
     notes: list[str] = field(default_factory=list)
     plot_path: Path | None = None
 
@@ -40,7 +41,8 @@ def load_prediction(path: Path, task: Task, shape: tuple[int, ...]) -> dict[str,
 
 
 def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray], *,
-                     residual: bool, plot_path: Path | None) -> Score:
+                     residual: bool, plot_path: Path | None,
+                     converged: np.ndarray | None = None) -> Score:
     s = Score()
     expected = next(iter(ref.fields.values())).shape
     for name in task.solver.returns:
@@ -65,6 +67,8 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
     arrays = [pred[n] for n in task.solver.returns]
     mean, per = nrmse(stack_fields(arrays), stack_fields([ref.fields[n] for n in task.solver.returns]))
     s.nrmse, s.nrmse_per_sample = mean, [float(v) for v in per]
+    if converged is not None:  # a reference audit's converged solution, stacked like the metric
+        s.nrmse_converged = float(nrmse(stack_fields(arrays), converged)[0])
     if len(task.solver.returns) > 1:  # each field alone, so a small field's error shows
         s.nrmse_per_field = {n: nrmse(pred[n], ref.fields[n])[0] for n in task.solver.returns}
     else:

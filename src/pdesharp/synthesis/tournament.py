@@ -42,6 +42,10 @@ class TournamentSettings:
     workers: int = 2
     tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
     max_evals: int | None = None  # the run's evaluation budget (told to the judges)
+    # saturated outright once the best score is at or below this (a reference audit's floor,
+    # see pdesharp.audit.runs); None: no floor
+    floor: float | None = None
+    judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
 
 
 async def gather_all(coros) -> list:
@@ -189,7 +193,8 @@ class Tournament:
                          patience=self.s.patience, stale_rounds=stale,
                          best_score=self.best_score(), executed=len(self.known),
                          debug_attempts=self.s.debug_attempts,
-                         tie_tolerance=self.s.tie_tolerance, feedback=self.s.feedback)
+                         tie_tolerance=self.s.tie_tolerance, feedback=self.s.feedback,
+                         reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:
         for c in genesis:
@@ -217,6 +222,14 @@ class Tournament:
                                  score=best[1].score if best else None)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
+                if self.s.floor is not None and after is not None and after <= self.s.floor:
+                    self.end_reason = (f"the best score {after:.3e} reached the reference floor "
+                                       f"{self.s.floor:.3e} (a multiple of the reference's own "
+                                       "error, from its audit): no cycle can improve on the PDE")
+                    self.store.event("saturation", cycle=cycle, round=rnd, best=after,
+                                     floor=self.s.floor, reason=self.end_reason)
+                    self.store.event("cycle_end", cycle=cycle, reason=self.end_reason)
+                    return
                 if stale >= self.s.patience:
                     why = ("every judge declined to modify (NO_CHANGE)" if declined == len(self.judges)
                            else f"the best score did not improve by the factor "

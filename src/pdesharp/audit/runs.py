@@ -1,0 +1,229 @@
+"""Runs and the reference audit: the floor under the scores.
+
+When an audit of the run's dev data exists (``pdesharp data audit`` computed it, or the run was
+started with ``--audit compute``), a run
+
+* scores every dev evaluation against the converged solution as well (``nrmse_converged``,
+  shown in the report and ``summary.json``, never to a model);
+* writes the reference error next to the winner's score, and says plainly when the winner agrees
+  with the reference better than the reference agrees with the PDE;
+* optionally stops the tournament once the best score is within ``floor_factor`` of the
+  reference error (on by default for the built-in analyst, off for LLM roles): a round only
+  counts as improving when it cuts the best score by the saturation factor, and from within
+  ``1/saturation_factor`` of the reference error any such cut lands below the reference's own
+  error, which a solver can only reach by reproducing the reference's errors;
+* optionally tells LLM judges the reference error (off by default, as in the paper's setup).
+
+Looking up an audit costs one hash of the data file (~30 ms for a 9 MB file) and reading the
+cached converged solution of the evaluated samples (~30 MB for 20 Burgers samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pdesharp.audit.core import AuditResult, audit_with_cache, cached_audit, file_samples
+from pdesharp.audit.records import AuditReport
+from pdesharp.audit.solutions import stacked
+from pdesharp.data.reference import sample_indices
+from pdesharp.task import Task
+
+NO_AUDIT_HINT = "`pdesharp data audit {task}` computes it (or pass --audit compute)"
+
+
+@dataclass
+class RunAudit:
+    report: AuditReport
+    path: str
+    indices: list[int]  # the dev samples the run evaluates (file indices)
+    reference_error: float  # mean over those samples
+    converged: np.ndarray | None  # stacked as the evaluator scores, for those samples
+
+    def floor(self, factor: float) -> float:
+        return factor * self.reference_error
+
+    def judge_note(self) -> str:
+        """The line LLM judges may be shown (option, off by default)."""
+        return judge_note(self.reference_error)
+
+
+def judge_note(reference_error: float) -> str:
+    return (f"Reference audit of the dev data: the reference itself is off from a converged "
+            f"float64 solution of the PDE by nRMSE {reference_error:.2e}, so a solver that "
+            f"solves the PDE exactly scores about that. Scores below it come from reproducing "
+            f"the reference's own errors (its scheme, clock and float32 rounding), not from "
+            f"solving the PDE better.")
+
+
+def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
+    """The dev file and the sample indices the evaluator scores (its exact selection)."""
+    path = evaluator.data_path("dev")
+    spec = task.data.dev
+    n = file_samples(task, path)
+    picked = sample_indices(n, spec.samples if spec else None, getattr(evaluator, "max_samples",
+                                                                      None))
+    return path, list(picked)
+
+
+def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
+    """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit,
+    "compute" computes (and caches) one if none is cached, "off" ignores audits."""
+    if mode == "off":
+        return None, "reference audit switched off (--audit off)"
+    path, indices = dev_indices(task, evaluator)
+    result: AuditResult | None = cached_audit(task, path, indices)
+    if result is None and mode == "compute":
+        spec = task.data.dev
+        result = audit_with_cache(task, path, samples=spec.samples if spec else None,
+                                  limit=getattr(evaluator, "max_samples", None),
+                                  progress=progress)
+    if result is None:
+        return None, f"no audit of {path} is cached; " + NO_AUDIT_HINT.format(task=task.name)
+    if not result.report.ok:
+        return None, f"the audit found no converged solution: {result.report.reason}"
+    error = result.report.error_for(indices)
+    conv = result.converged_for(indices)
+    if error is None:
+        return None, f"the cached audit of {path} does not cover the run's samples"
+    names = task.solver.returns
+    converged = stacked(task, conv) if conv is not None and all(n in conv for n in names) else None
+    return RunAudit(report=result.report, path=str(result.path or ""), indices=indices,
+                    reference_error=error, converged=converged), ""
+
+
+def floor_saturation_enabled(config) -> bool:
+    """The config's choice, else on for the built-in analyst and off for LLM roles."""
+    if config.floor_saturation is not None:
+        return bool(config.floor_saturation)
+    from pdesharp.rolesets import is_builtin
+
+    return is_builtin(config.model)
+
+
+def floor_factor(config) -> float:
+    return config.floor_factor if config.floor_factor is not None \
+        else 1.0 / config.saturation_factor
+
+
+def closest_to_converged(store, feedback: str) -> tuple[str, Any] | None:
+    """The executed dev solver nearest the converged solution: (id, result), or None."""
+    found = []
+    for order, c in enumerate(store.candidates()):
+        r = store.result_for(c.id, "dev", feedback)
+        if r is not None and r.ok and r.nrmse_converged is not None:
+            found.append((r.nrmse_converged, order, c.id, r))
+    if not found:
+        return None
+    _, _, cid, result = min(found)
+    return cid, result
+
+
+def summary(audit: RunAudit | None, reason: str, best_result, *, floor: float | None,
+            stopped_at_floor: bool, closest: tuple[str, Any] | None = None,
+            best_id: str | None = None) -> dict:
+    """The ``reference_audit`` block of ``summary.json`` (also what the report prints)."""
+    if audit is None:
+        return {"status": "none", "reason": reason}
+    r = audit.report
+    score = best_result.nrmse if best_result is not None else None
+    vs_converged = getattr(best_result, "nrmse_converged", None) if best_result else None
+    block = {
+        "status": "ok", "audit": audit.path, "samples": len(audit.indices),
+        "reference_error": audit.reference_error, "float32_floor": r.float32_floor,
+        "converged_solution": r.method,
+        "converged_error_estimate": r.convergence.estimated_error if r.convergence else None,
+        "best_nrmse": score, "best_nrmse_vs_converged": vs_converged,
+        "floor": floor, "stopped_at_floor": stopped_at_floor,
+        "best_below_reference_error": bool(score is not None and score < audit.reference_error),
+    }
+    if r.time_shift is not None:
+        block["time_offset_explains"] = r.time_shift.explained
+    if closest is not None and closest[0] != best_id:
+        block["closest_to_converged"] = {"id": closest[0],
+                                         "nrmse_vs_converged": closest[1].nrmse_converged,
+                                         "nrmse": closest[1].nrmse}
+    return block
+
+
+def report_lines(block: dict | None) -> list[str]:
+    """Lines for the report's result section (plain sentences)."""
+    if not block:
+        return []
+    if block.get("status") != "ok":
+        return [f"- Reference audit: none ({block.get('reason', '')})"]
+    ref = block["reference_error"]
+    lines = [f"- Reference error of the dev data: {ref:.3e} (nRMSE of the reference against a "
+             f"converged float64 solution of the PDE, {block['samples']} samples; float32 "
+             f"storage floor {block['float32_floor']:.1e}; audit: `{block['audit']}`)"]
+    if block.get("best_nrmse_vs_converged") is not None:
+        lines.append(f"- Best solver against the converged solution: "
+                     f"{block['best_nrmse_vs_converged']:.3e} (against the reference: "
+                     f"{block['best_nrmse']:.3e})")
+    near = block.get("closest_to_converged")
+    if near:
+        lines.append(f"- Closest to the converged solution: `{near['id']}`, "
+                     f"{near['nrmse_vs_converged']:.3e} from it (its score against the "
+                     f"reference: {near['nrmse']:.3e}); use it when solving the PDE matters "
+                     "more than matching this reference")
+    if block.get("best_below_reference_error"):
+        lines.append(
+            f"- The best solver agrees with the reference ({block['best_nrmse']:.3e}) better "
+            f"than the reference agrees with the PDE ({ref:.3e}). Below {ref:.1e} the score "
+            "rewards reproducing the reference's own errors; the number against the converged "
+            "solution is the one that measures how well it solves the PDE.")
+    if block.get("stopped_at_floor"):
+        lines.append(f"- The search stopped at the reference floor: the best score "
+                     f"{block['best_nrmse']:.3e} is within {block['floor'] / ref:.2f} x the "
+                     f"reference error ({block['floor']:.3e}); any further improvement the "
+                     "tournament counts would land below the reference's own error, where it "
+                     "cannot be told apart from fitting the reference's errors.")
+    return lines
+
+
+async def attach(task: Task, config, evaluator, store, progress=None
+                 ) -> tuple[RunAudit | None, str, float | None]:
+    """Find (or, with ``--audit compute``, compute) the run's audit and wire it in: the
+    evaluator scores against the converged solution too (see :func:`judges_note` for the judges).
+    Returns the audit (or None and why) and the tournament's floor (None: no floor). A failure
+    here never stops a run: it is recorded as an event and the run goes on without an audit."""
+    import asyncio
+
+    first = next(iter(store.events("reference_audit")), None)  # a resumed run's first lookup
+    if first is not None and first.get("status") != "ok":
+        return None, str(first.get("reason", "")), None
+    try:
+        if config.audit == "compute" and progress is not None:
+            progress(stage="reference audit")  # here: the display reads the store (one thread)
+        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
+    except Exception as exc:  # noqa: BLE001 - missing data, a foreign evaluator, a broken cache
+        audit, reason = None, f"no reference audit ({type(exc).__name__}: {exc})"[:300]
+    if first is not None and (audit is None or audit.reference_error != first["reference_error"]):
+        # resumed, but the audit the run started with is gone or was recomputed: keep its floor
+        # and note, so that the tournament replays exactly as it ran before
+        return None, "the audit this run started with is no longer cached", first.get("floor")
+    if audit is None:
+        store.event("reference_audit", status="none", reason=reason)
+        return None, reason, None
+    if audit.converged is not None and isinstance(getattr(evaluator, "converged", None), dict):
+        evaluator.converged["dev"] = audit.converged
+    floor = None
+    if config.feedback == "nrmse" and floor_saturation_enabled(config):
+        floor = audit.floor(floor_factor(config))
+    if first is None:
+        store.event("reference_audit", status="ok", audit=audit.path,
+                    reference_error=audit.reference_error, floor=floor,
+                    judges_told=bool(config.judges_see_reference_error))
+    return audit, "", floor
+
+
+def judges_note(config, store) -> str:
+    """What LLM judges are told about the reference (``--tell-judges-reference-error``): the
+    audit the run started with, as recorded in its first lookup (so a resumed run says the same);
+    empty when judges are not told or there is no audit."""
+    first = next(iter(store.events("reference_audit")), None)
+    if not config.judges_see_reference_error or first is None or first.get("status") != "ok":
+        return ""
+    return judge_note(first["reference_error"])
