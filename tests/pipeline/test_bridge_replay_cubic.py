@@ -36,7 +36,7 @@ def replayed(tmp_path_factory):
     facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
     config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
                          genesis="diverse", max_rounds=2, rejudge_cycles=1, max_evals=8,
-                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp))
+                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp), retime=2)
     store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
     replies = BridgeReplies(FIXTURE)
     roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
@@ -56,7 +56,16 @@ def test_replay_reproduces_the_run(replayed):
     assert result.status == "finished"
     assert sum(replies.used.values()) == 27 == sum(len(q) for q in replies.queues.values())
     # every solver the run executed was produced again byte for byte, and run once
-    assert sorted(evaluator.calls) == sorted(evaluator.recorded_as.values())
+    runs = [c for c in evaluator.calls if "#t" not in c]
+    assert sorted(runs) == sorted(evaluator.recorded_as.values())
+    # time decides between two close finalists (c0r2-j3 at 0.064 and c0r1-j2 at 0.080 s per
+    # sample, within (1 + 0.3)^2): each is re-timed, as far as the budget allows (8 - 5 = 3
+    # runs left: one each), and those runs are counted evaluations within --max-evals
+    assert sorted(c for c in evaluator.calls if "#t" in c) == ["c0r1-j2#t1", "c0r2-j3#t1"]
+    assert store.n_feedback_evaluations == 7 <= 8
+    timed = result.summary["winner_time"]
+    assert timed["finalists"] == ["c0r2-j3", "c0r1-j2"] and timed["retime_evaluations"] == 2
+    assert "median of 2 evaluator timings" in timed["how"]
     assert result.best_id == "c0r2-j3"  # 3.355e-10, tied within 1 % and faster than ...
     assert result.summary["tie_break"]["lowest_id"] == "c0r1-j2"  # ... the lowest, 3.344e-10
     assert "every judge declined" in result.stop_reason
