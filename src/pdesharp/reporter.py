@@ -94,9 +94,9 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
                      f"split, {timed['how']}")
     pick = final.get("objective_pick")
     if pick:
-        lines.append(f"- Objective's pick: `{pick['lowest_id']}` scored lowest "
+        lines.append(f"- Not the lowest score: `{pick['lowest_id']}` scored lowest "
                      f"({_fmt(pick['lowest_score'])} in {_sps(pick.get('lowest_per_sample'))} per "
-                     f"sample); the winner is the fastest eligible solver "
+                     f"sample); under the objective the winner is the fastest eligible solver "
                      f"({_sps(pick.get('best_per_sample'))} per sample)")
     return lines
 

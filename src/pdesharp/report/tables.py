@@ -203,17 +203,18 @@ def call_rows(db: sqlite3.Connection) -> list[CallRow]:
 def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, EvalResult]:
     """Each candidate's latest result on ``split`` with ``feedback``; a re-timed candidate's
     with its settled time (the median over its evaluation and its re-timing runs)."""
-    out: dict[str, EvalResult] = {}
-    reruns: dict[str, list[EvalResult]] = {}
-    for label, result in db.execute("SELECT candidate_id, result FROM evaluations WHERE split=? "
-                                    "AND feedback=? ORDER BY seq", (split, feedback)):
+    out: dict[str, tuple[str, EvalResult]] = {}
+    reruns: dict[str, list[EvalResult]] = {}  # by code: candidates with the same code share them
+    for label, sha, result in db.execute("SELECT candidate_id, code_sha256, result FROM "
+                                         "evaluations WHERE split=? AND feedback=? ORDER BY seq",
+                                         (split, feedback)):
         cid, k = parse_retime_id(label)
         r = EvalResult.model_validate_json(result)
         if k:
-            reruns.setdefault(cid, []).append(r)
+            reruns.setdefault(sha, []).append(r)
         else:
-            out[cid] = r
-    return {cid: settled(r, reruns.get(cid, [])) for cid, r in out.items()}
+            out[cid] = (sha, r)
+    return {cid: settled(r, reruns.get(sha, [])) for cid, (sha, r) in out.items()}
 
 
 def events_of(db: sqlite3.Connection) -> list[dict]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import RunStore
+from pdesharp.store import RunStore, code_sha256
 from pdesharp.synthesis.ranking import Rule, eligible, pick_best, seconds
 
 MAX_FINALISTS = 3
@@ -85,8 +85,13 @@ def settled(result: EvalResult, reruns: list[EvalResult]) -> EvalResult:
 
 def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
               limit: int = MAX_FINALISTS) -> list[Candidate]:
-    """The solvers worth re-timing (see the module docstring); none when time does not decide."""
-    pool = [i for i in eligible(scored, rule) if seconds(scored[i][1]) < float("inf")]
+    """The solvers worth re-timing (see the module docstring); none when time does not decide.
+    Candidates with the same code are one solver (the first in ``scored`` stands for it)."""
+    first = {}
+    for i, (c, _) in enumerate(scored):
+        first.setdefault(code_sha256(c.code), i)
+    pool = [i for i in eligible(scored, rule) if seconds(scored[i][1]) < float("inf")
+            and first[code_sha256(scored[i][0].code)] == i]
     if len(pool) < 2:
         return []
     t_min = min(seconds(scored[i][1]) for i in pool)
@@ -96,17 +101,18 @@ def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
     if len(near) < 2:
         return []  # the fastest is faster than noise could hide: time decided clearly
     picked = near[:limit]
-    winner = pick_best(scored, rule)[0]
-    if all(scored[i][0].id != winner.id for i in picked):
-        picked.append(next(i for i in near if scored[i][0].id == winner.id))
+    winner = code_sha256(pick_best(scored, rule)[0].code)
+    if all(code_sha256(scored[i][0].code) != winner for i in picked):
+        picked.append(next(i for i in near if code_sha256(scored[i][0].code) == winner))
     return [scored[i][0] for i in picked]
 
 
 async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalResult]],
                  rule: Rule, repeats: int, *, split: str = "dev", feedback: str = "nrmse"
                  ) -> tuple[dict[str, EvalResult], Settlement]:
-    """Re-time the finalists of ``scored``; returns their settled results by id (time = the
-    median of their timings) and the :class:`Settlement`."""
+    """Re-time the finalists of ``scored``; returns the settled results (time = the median of
+    the timings) by candidate id, for every candidate that has a finalist's code, and the
+    :class:`Settlement`."""
     out = Settlement(repeats=0)
     chosen = finalists(scored, rule)
     if not chosen:
@@ -143,9 +149,11 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     settled_results = {}
     for c in chosen:
         s = settled(results[c.id], runs[c.id])
-        settled_results[c.id] = s
         n = s.n_samples or 1
         out.per_sample[c.id] = [None if t is None else t / n for t in s.timings]
+        for twin, _ in scored:  # the same code under another id: the same solver
+            if twin.code == c.code:
+                settled_results[twin.id] = s
     store.event("retime", finalists=out.finalists, repeats=repeats,
                 per_sample=out.per_sample, note=out.note)
     return settled_results, out
