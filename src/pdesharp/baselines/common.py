@@ -60,6 +60,11 @@ class BaselineConfig(BaseModel):
     test: bool = True  # evaluate the winner on the test split when that data exists
     seed: int = 0  # for the seed order shown in refinement prompts
     task_facts: FactsLevel = "full"  # what the prompts state about the task (pdesharp.facts)
+    # The winner: the lowest score (CodePDE's rule) under "accuracy"; under a fastest-*
+    # objective the same rule and re-timing as PDE-SHARP's (pdesharp.synthesis.ranking/timing)
+    objective: str = "accuracy"
+    time_margin: float = 0.3
+    retime: int | None = None
 
 
 class EvalBudget:
