@@ -76,6 +76,14 @@ def test_ranking_under_each_objective(objective, margin, order):
     assert pick_best(POOL, rule)[0].id == order[0]
 
 
+def test_an_eligible_solver_is_never_ranked_below_one_that_is_not():
+    # the bridge run's round 1 under fastest-within:10: g3 is 13x the lowest score (not
+    # eligible) though faster than g2 (eligible); "best of the rest" would have put g3 second
+    bridge = pool([("g1", ok(1.221e-6, 0.0514)), ("g3", ok(1.629e-5, 0.0551)),
+                   ("g2", ok(4.819e-6, 0.0782))])
+    assert ids(rank(bridge, Rule(Objective.parse("fastest-within:10")))) == ["g1", "g2", "g3"]
+
+
 def test_a_median_of_k_timings_gets_a_smaller_margin():
     # X 0.4 % worse than Y and 20 % faster: within the 30 % margin of one timing, so Y (the
     # lower score) wins; medians of 3 timings get 30 / sqrt(3) = 17.3 %: X is clearly faster
@@ -285,7 +293,7 @@ def test_judges_are_told_the_objective_and_see_time_per_sample(tmp_path, objecti
     store, res = run(tmp_path, two_close_solvers(), TimedRuns(), **{**RUN,
                                                                   "objective": objective})
     system = systems(store, "judge.nominate")[0]
-    for words in (goal, rule_words, "within 30 % of the fastest", "median times decide",
+    for words in (goal, rule_words, "within 30 % of the fastest", "their median times\n  decide",
                   "objective's pick gets faster"):
         assert words in system, words
     assert "scores within 1 % of the lowest count as a tie, which time" not in system

@@ -170,7 +170,12 @@ def eligible(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
 
 
 def _best_index(scored: list[tuple[T, EvalResult]], rule: Rule) -> int:
-    pool = eligible(scored, rule)
+    return _pick(scored, eligible(scored, rule), rule)
+
+
+def _pick(scored: list[tuple[T, EvalResult]], pool: list[int], rule: Rule) -> int:
+    """The time rule among the indices ``pool``: the lowest score among those not clearly
+    slower than the fastest."""
     fastest = min(pool, key=lambda i: (seconds(scored[i][1]), i))
     t_min = seconds(scored[fastest][1])
     if math.isinf(t_min):  # no time known: the score alone
@@ -188,11 +193,25 @@ def pick_best(scored: list[tuple[T, EvalResult]], rule: Rule) -> tuple[T, EvalRe
 
 
 def rank(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[tuple[T, EvalResult]]:
-    """``scored`` best first: the best by :func:`pick_best`, then the best of the rest, ..."""
-    rest, out = list(scored), []
+    """``scored`` best first: the solvers eligible in the whole list (the objective's bar set by
+    its lowest score), each next one by the time rule among those left; then the others, ranked
+    by the accuracy rule (the tie of the best of the rest first, and so on). Rank 1 is
+    :func:`pick_best`; an eligible solver is never ranked below one that is not."""
+    return [scored[i] for i in _rank_indices(scored, rule)]
+
+
+def _rank_indices(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
+    if not scored:
+        return []
+    pool = eligible(scored, rule)
+    out, rest = [], list(pool)
     while rest:
-        out.append(rest.pop(_best_index(rest, rule)))
-    return out
+        i = _pick(scored, rest, rule)
+        out.append(i)
+        rest.remove(i)
+    others = [i for i in range(len(scored)) if i not in pool]
+    accuracy = Rule(tie_tolerance=rule.tie_tolerance, time_margin=rule.time_margin)
+    return out + [others[j] for j in _rank_indices([scored[i] for i in others], accuracy)]
 
 
 def lowest(scored: list[tuple[T, EvalResult]]) -> tuple[T, EvalResult]:

@@ -67,7 +67,8 @@ class Settlement:
             out["how"] = (f"median of {len(runs)} evaluator timings ({shown} s per sample), the "
                           f"winner re-timed with {', '.join(others) or 'no other finalist'} one "
                           f"run at a time ({self.evaluations} counted re-timing evaluation"
-                          f"{'s' if self.evaluations != 1 else ''})")
+                          f"{'s' if self.evaluations != 1 else ''}"
+                          + (f"; {self.note}" if self.note else "") + ")")
         else:
             out["how"] = "one evaluator timing" + (f" ({self.note})" if self.note else "")
         return out
