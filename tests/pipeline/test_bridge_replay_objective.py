@@ -66,7 +66,7 @@ def prompts(store, tag):
 
 
 def test_replay_reproduces_the_run_and_its_retiming(replayed):
-    store, result, replies, evaluator = replayed
+    _, result, replies, evaluator = replayed
     assert result.status == "finished"
     assert sum(replies.used.values()) == 21 == sum(len(q) for q in replies.queues.values())
     runs = [c for c in evaluator.calls if "#t" not in c]

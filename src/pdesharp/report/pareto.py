@@ -81,13 +81,13 @@ def markdown(view: ParetoView, metric: str, figure: str | None = None) -> list[s
     """The report.md section: the figure (a file next to report.md) and the table."""
     if not view.points:
         return []
-    lines = ["## Accuracy and cost", "",
-             f"Every evaluated solver by {metric} and solver time per sample (the evaluator's "
+    intro = (f"Every evaluated solver by {metric} and solver time per sample (the evaluator's "
              "clock; a re-timed finalist's median). The Pareto front is the set no other solver "
-             f"beats in both; {len(view.front)} of {len(view.points)} are on it.", ""]
+             f"beats in both; {len(view.front)} of {len(view.points)} are on it.")
+    lines = ["## Accuracy and cost", "", intro, ""]
     if figure:
-        lines += [f"![{metric} against solver time per sample, Pareto front and winner]"
-                  f"({figure})", ""]
+        alt = f"{metric} against solver time per sample, Pareto front and winner"
+        lines += [f"![{alt}]({figure})", ""]
     lines += [f"| solver | design | {metric} | s/sample | Pareto front | winner |",
               "|---|---|---|---|---|---|"]
     for p in view.points:
@@ -96,6 +96,6 @@ def markdown(view: ParetoView, metric: str, figure: str | None = None) -> list[s
         lines.append(f"| `{p.id}` | {title} | {p.score:.3e} | {p.per_sample:.3g} s{median} | "
                      f"{'yes' if p.front else ''} | {'**winner**' if p.winner else ''} |")
     if view.unplaced:
-        lines += ["", f"{view.unplaced} evaluated solver(s) failed or have no score or time and "
-                      "are not shown."]
+        lines += ["", (f"{view.unplaced} evaluated solver(s) failed or have no score or time "
+                       "and are not shown.")]
     return lines + [""]

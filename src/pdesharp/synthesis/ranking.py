@@ -60,7 +60,7 @@ class Objective:
     value: float | None = None  # FACTOR or TARGET
 
     @classmethod
-    def parse(cls, text: "str | Objective | None") -> "Objective":
+    def parse(cls, text: str | Objective | None) -> Objective:
         if isinstance(text, Objective):
             return text
         spec = (text or "accuracy").strip().lower().replace("_", "-")
@@ -124,7 +124,7 @@ class Rule:
     time_margin: float = 0.3  # relative time gap within which one timing cannot tell apart
 
     @classmethod
-    def of(cls, config) -> "Rule":
+    def of(cls, config) -> Rule:
         """The rule of a run from its config (a SolveConfig, TournamentSettings or the
         ``config.json`` dict); absent fields take the defaults (older runs)."""
         get = config.get if isinstance(config, dict) else (lambda k: getattr(config, k, None))

@@ -146,7 +146,7 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     except BudgetExceeded as exc:  # cannot happen within the check above; keep what ran
         out.note = f"re-timing stopped: {exc}"
     out.evaluations = sum(len(v) for v in runs.values())
-    results = dict((c.id, r) for c, r in scored)
+    results = {c.id: r for c, r in scored}
     settled_results = {}
     for c in chosen:
         s = settled(results[c.id], runs[c.id])
