@@ -89,6 +89,14 @@ class BenchConfig:
             raise BenchError("no tasks given (--tasks advection,burgers,...)")
         if self.repeats < 1:
             raise BenchError("--repeats must be at least 1")
+        from pdesharp.synthesis.ranking import Objective, ObjectiveError
+
+        try:
+            self.objective = str(Objective.parse(self.objective))
+        except ObjectiveError as exc:
+            raise BenchError(str(exc)) from None
+        if self.time_margin < 0 or (self.retime is not None and self.retime < 0):
+            raise BenchError("--time-margin and --retime must not be negative")
         if self.model.strip().lower() in ("", "builtin") and set(self.methods) - {"sharp"}:
             raise BenchError("--model builtin has no language model for the baselines "
                              f"({', '.join(m for m in self.methods if m != 'sharp')}); give a "
