@@ -162,6 +162,9 @@ def timings(r: EvalResult) -> int:
 
 def eligible(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
     """Indices of ``scored`` that the objective lets time decide between."""
+    if not isinstance(rule, Rule):  # the signature before objectives took a tie tolerance
+        raise TypeError(f"rankings take a ranking.Rule, not {rule!r} (a tie tolerance alone is "
+                        "Rule(tie_tolerance=...); a run's rule is Rule.of(config))")
     lowest = min(r.score for _, r in scored)
     cap = rule.bar(lowest)
     if cap is None:  # fastest-below with the target not reached: the accuracy rule
