@@ -57,8 +57,8 @@ def test_default_rule_does_not_decide_by_a_gap_inside_the_timing_margin(tmp_path
     store, result, _, evaluator = replay(tmp_path)
     assert result.best_id == "c0r1-j2" and "tie_break" not in result.summary
     assert not [c for c in evaluator.calls if "#t" in c]
-    assert result.summary["winner_time"]["how"].startswith("one evaluator timing (no "
-                                                          "re-timing (--retime 0")
+    assert result.summary["winner_time"]["how"].startswith(
+        "one evaluator timing (not re-timed: --retime 0")
 
 
 def last_messages(store, tag):

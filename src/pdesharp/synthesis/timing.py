@@ -121,8 +121,8 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
         return {}, out
     out.finalists = [c.id for c in chosen]
     if repeats <= 0:
-        out.note = ("no re-timing (--retime 0, the default under the accuracy objective); the "
-                    "decision used single timings with the time margin")
+        out.note = ("not re-timed: --retime 0, the default under the accuracy objective, so "
+                    "the decision used single timings and the time margin")
         return {}, out
     done = store.retimings(split, feedback)  # a resumed run: runs already in the journal
     have = min(len(done.get(c.id, [])) for c in chosen)
