@@ -220,12 +220,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     lowest = tournament.lowest() if tournament is not None else None
     if best is not None and lowest is not None and lowest[0].id != best[0].id:
         # the winner is not the lowest score (a tie won on time, or a time objective): say so
-        final["tie_break" if config.objective == "accuracy" else "objective_pick"] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
-                              "lowest_seconds": lowest[1].solver_seconds,
-                              "best_seconds": best[1].solver_seconds,
-                              "lowest_per_sample": lowest[1].seconds_per_sample,
-                              "best_per_sample": best[1].seconds_per_sample,
-                              "tie_tolerance": config.tie_tolerance}
+        key = "tie_break" if config.objective == "accuracy" else "objective_pick"
+        final[key] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
+                      "lowest_seconds": lowest[1].solver_seconds,
+                      "best_seconds": best[1].solver_seconds,
+                      "lowest_per_sample": lowest[1].seconds_per_sample,
+                      "best_per_sample": best[1].seconds_per_sample,
+                      "tie_tolerance": config.tie_tolerance}
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,

@@ -141,7 +141,8 @@ class Tournament:
         return [e for e, _ in rank(scored, self.rule)] + unscored + fresh + failed
 
     def best_score(self) -> float | None:
-        """The lowest score so far (saturation is judged on accuracy, not on the tie-break)."""
+        """The lowest score so far (what the judges are told as the best score; saturation
+        compares :func:`ranking.standing`, which holds it)."""
         low = self.lowest()
         return low[1].score if low else None
 
