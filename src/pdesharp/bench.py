@@ -62,6 +62,12 @@ class BenchConfig:
     parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
     task_facts: str = "full"  # what every method's prompts state about the task (pdesharp.facts)
+    # What picks each cell's winner (pdesharp.synthesis.ranking): PDE-SHARP's search follows it,
+    # and under a fastest-* objective the baselines' final pick too (under "accuracy" they keep
+    # CodePDE's lowest score). time_margin and retime as for `pdesharp solve`.
+    objective: str = "accuracy"
+    time_margin: float = 0.3
+    retime: int | None = None
     # The model layer's options, as `pdesharp solve` takes them (see pdesharp.llm.cli_args):
     # every method's model is built with them. They say where and how to reach the model, not
     # what a cell computes, so a resumed bench may change them (a proxy on a new port).
@@ -83,6 +89,14 @@ class BenchConfig:
             raise BenchError("no tasks given (--tasks advection,burgers,...)")
         if self.repeats < 1:
             raise BenchError("--repeats must be at least 1")
+        from pdesharp.synthesis.ranking import Objective, ObjectiveError
+
+        try:
+            self.objective = str(Objective.parse(self.objective))
+        except ObjectiveError as exc:
+            raise BenchError(str(exc)) from None
+        if self.time_margin < 0 or (self.retime is not None and self.retime < 0):
+            raise BenchError("--time-margin and --retime must not be negative")
         if self.model.strip().lower() in ("", "builtin") and set(self.methods) - {"sharp"}:
             raise BenchError("--model builtin has no language model for the baselines "
                              f"({', '.join(m for m in self.methods if m != 'sharp')}); give a "
@@ -157,7 +171,8 @@ def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
 def baseline_config(cfg: BenchConfig, repeat: int) -> BaselineConfig:
     return BaselineConfig(samples=cfg.samples, refine_samples=cfg.refine_samples,
                           debug_rounds=cfg.debug_rounds, budget_evals=cfg.budget_evals,
-                          seed=repeat, task_facts=cfg.task_facts)
+                          seed=repeat, task_facts=cfg.task_facts, objective=cfg.objective,
+                          time_margin=cfg.time_margin, retime=cfg.retime)
 
 
 async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig) -> None:
@@ -168,7 +183,8 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
     from pdesharp.rolesets import build_roles
 
     options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir,
-               "task_facts": cfg.task_facts, **cfg.sharp_options}
+               "task_facts": cfg.task_facts, "objective": cfg.objective,
+               "time_margin": cfg.time_margin, "retime": cfg.retime, **cfg.sharp_options}
     config = solve_model_config(cfg, task=task.name, max_evals=cfg.budget_evals,
                                 out=str(run_dir.parent), **options)
     store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))
@@ -183,7 +199,8 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
 # Settings that change what a cell computes: a bench folder keeps them fixed, so that resumed
 # and added cells stay comparable with the finished ones. Tasks, methods and repeats may grow.
 CELL_SETTINGS = ("model", "samples", "refine_samples", "debug_rounds", "budget_evals",
-                 "optillm_url", "max_samples", "sharp_options", "task_facts")
+                 "optillm_url", "max_samples", "sharp_options", "task_facts", "objective",
+                 "time_margin", "retime")
 
 
 def bench_facts(task: Task, cfg: BenchConfig):
@@ -324,6 +341,7 @@ def cell_stats(run_dir: Path) -> dict:
         "status": summary.get("status"),
         "test_nrmse": summary.get("test_nrmse"),
         "dev_score": summary.get("best_dev_score"),
+        "seconds_per_sample": summary.get("best_seconds_per_sample"),
         "evaluations": evals,
         "debug_iterations": debug,
         "solvers": n_solvers,
@@ -365,6 +383,7 @@ def collect(out: str | Path, tasks: list[str], methods: list[str], repeats: int)
                 "score_split": "test" if has_test else "dev",
                 "nrmse": score, "nrmse_spread": spread, "nrmse_per_repeat": scores,
                 "dev_score": _mean_spread([c["dev_score"] for c in cells])[0],
+                "seconds_per_sample": _mean_spread([c["seconds_per_sample"] for c in cells])[0],
                 "evaluations": mean("evaluations"),
                 "debug_iterations": mean("debug_iterations"),
                 "debug_per_solver": (sum(c["debug_iterations"] for c in cells) / solvers
@@ -383,6 +402,7 @@ def collect(out: str | Path, tasks: list[str], methods: list[str], repeats: int)
 
 COLUMNS = [
     ("task", "task"), ("label", "method"), ("nrmse", "nRMSE"), ("dev_score", "dev score"),
+    ("seconds_per_sample", "s/sample"),
     ("evaluations", "solver evals"), ("debug_per_solver", "debug iters / solver"),
     ("model_calls", "model calls"), ("tokens_in", "tokens in"), ("tokens_out", "tokens out"),
     ("cost_usd", "cost USD"), ("wall_seconds", "wall s"), ("repeats", "repeats"),
@@ -400,6 +420,8 @@ def fmt(key: str, row: dict) -> str:
         return "n/a"
     if key == "dev_score":
         return f"{v:.3e}"
+    if key == "seconds_per_sample":
+        return f"{v:.3g}"
     if key in ("evaluations", "model_calls", "tokens_in", "tokens_out", "debug_iterations"):
         return f"{v:.1f}" if row["repeats"] > 1 and v != int(v) else f"{int(round(v))}"
     if key == "debug_per_solver":
@@ -416,15 +438,16 @@ def to_markdown(rows: list[dict]) -> str:
     sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
     lines = [head, sep] + ["| " + " | ".join(fmt(k, r) for k, _ in COLUMNS) + " |" for r in rows]
     notes = ["", "nRMSE: mean ± sample standard deviation over repeats, on the test split when "
-             "every repeat has one, else on dev (labelled). Solver evals: counted executions on "
-             "the feedback split, debugging re-runs included. 'n/a' tokens in: the OptiLLM proxy "
+             "every repeat has one, else on dev (labelled). s/sample: the winner's solver time "
+             "per sample on dev, as the evaluator measured it (mean over repeats). Solver evals: "
+             "counted executions on the feedback split, debugging and re-timing runs included. 'n/a' tokens in: the OptiLLM proxy "
              "reports completion tokens only."]
     return "\n".join(lines + notes) + "\n"
 
 
 def to_csv(rows: list[dict]) -> str:
     keys = ["task", "method", "label", "repeats", "score_split", "nrmse", "nrmse_spread",
-            "dev_score", "evaluations", "debug_iterations", "debug_per_solver", "model_calls",
+            "dev_score", "seconds_per_sample", "evaluations", "debug_iterations", "debug_per_solver", "model_calls",
             "tokens_in", "tokens_out", "cost_usd", "wall_seconds"]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore", lineterminator="\n")

@@ -31,6 +31,8 @@ from pdesharp.reporter import write_report
 from pdesharp.roles import Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import CODE_BUDGET
+from pdesharp.synthesis.ranking import Objective
+from pdesharp.synthesis.timing import Settlement, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
 
@@ -66,6 +68,14 @@ class SolveConfig(BaseModel):
     # Scores within this relative distance of the best count as a tie, won by the faster
     # solver (solver_seconds): a 0.07 % nRMSE edge is noise next to a 3x run-time difference.
     tie_tolerance: float = Field(0.01, ge=0)
+    # What the run optimises (pdesharp.synthesis.ranking): "accuracy" (the lowest score, as in
+    # the paper), "fastest-within:FACTOR" or "fastest-below:TARGET". Time decides only past
+    # time_margin (relative); at the end, close finalists are re-timed `retime` more times each
+    # (counted evaluations; default 2 under a time objective, 0 under accuracy) and their median
+    # times decide (pdesharp.synthesis.timing).
+    objective: str = "accuracy"
+    time_margin: float = Field(0.3, ge=0)
+    retime: int | None = Field(None, ge=0)  # None: 2 under a time objective, 0 under accuracy
     base_url: str | None = None  # OpenAI-compatible endpoint override
     llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
     prices: str | None = None  # price table YAML overriding the shipped one
@@ -87,6 +97,12 @@ class SolveConfig(BaseModel):
     def _no_model_is_builtin(cls, v):
         """No model (None or empty) means the built-in analyst, as on the command line."""
         return BUILTIN if v is None or not str(v).strip() else v
+
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _objective_spec(cls, v):
+        """Validated and written in one form ("fastest-within:10"); errors say what is accepted."""
+        return str(Objective.parse(v))
 
     @property
     def builtin(self) -> bool:
@@ -149,8 +165,10 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
             workers=config.workers, tie_tolerance=config.tie_tolerance,
-            max_evals=config.max_evals, floor=floor,
-            judge_reference_note=judges_note(config, store))
+            max_evals=config.max_evals, objective=Objective.parse(config.objective),
+            time_margin=config.time_margin,
+            retime=retime_runs(Objective.parse(config.objective), config.retime),
+            floor=floor, judge_reference_note=judges_note(config, store))
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
@@ -163,6 +181,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         store.event("budget_stop", reason=budget_stop)
         progress(stage="budget_stop", reason=budget_stop)
     stop_reason = budget_stop or (tournament.end_reason if tournament is not None else "")
+
+    # 3b. The winner's time: if time decides between close finalists, re-time them (counted
+    #     evaluations within the budget) and let their median times decide.
+    settlement = Settlement(note="the search stopped before the tournament")
+    if tournament is not None:
+        progress(stage="re-timing")
+        settlement = await tournament.settle()
 
     # 4. Final evaluation: the best solver by feedback, once, on the test split. This number
     #    is reported and never shown to any model.
@@ -198,19 +223,25 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
              "budget_stop": bool(budget_stop), "route": analysis.route if analysis else None,
              "task_facts": config.task_facts, "genesis": config.genesis,
-             # the evaluator's clock, never the solver's: ranking and report use it too
+             # the evaluator's clock, never the solver's: ranking and report use it too (the
+             # median of the finalists' timings when they were re-timed)
              "best_solver_seconds": best[1].solver_seconds if best else None,
              "best_seconds_per_sample": best[1].seconds_per_sample if best else None,
+             "objective": config.objective,
+             "objective_words": Objective.parse(config.objective).words(
+                 "nRMSE" if config.feedback == "nrmse" else "score"),
+             "winner_time": settlement.describe(*best) if best else {},
              "isolation": getattr(evaluator, "isolation", None)}
     lowest = tournament.lowest() if tournament is not None else None
     if best is not None and lowest is not None and lowest[0].id != best[0].id:
-        # the winner is within the tie tolerance of the lowest score and faster: say so
-        final["tie_break"] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
-                              "lowest_seconds": lowest[1].solver_seconds,
-                              "best_seconds": best[1].solver_seconds,
-                              "lowest_per_sample": lowest[1].seconds_per_sample,
-                              "best_per_sample": best[1].seconds_per_sample,
-                              "tie_tolerance": config.tie_tolerance}
+        # the winner is not the lowest score (a tie won on time, or a time objective): say so
+        key = "tie_break" if config.objective == "accuracy" else "objective_pick"
+        final[key] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
+                      "lowest_seconds": lowest[1].solver_seconds,
+                      "best_seconds": best[1].solver_seconds,
+                      "lowest_per_sample": lowest[1].seconds_per_sample,
+                      "best_per_sample": best[1].seconds_per_sample,
+                      "tie_tolerance": config.tie_tolerance}
     final["reference_audit"] = audit_summary(
         audit, audit_reason, best[1] if best else None, floor=floor,
         stopped_at_floor=any(e.get("floor") is not None for e in store.events("saturation")),

@@ -37,6 +37,9 @@ class EvalResult(BaseModel):
     # sealed child's "ready", before the solver module is imported, to the end of its run. The
     # one time the system uses (ranking, report, summary); per sample: seconds_per_sample.
     solver_seconds: float | None = None
+    # Re-timed code (pdesharp.synthesis.timing): solver_seconds of every run of it on the split,
+    # the first run first, None for a run that failed; solver_seconds is then their median.
+    timings: list[float | None] = Field(default_factory=list)
     wall_seconds: float | None = None  # the whole evaluation (sandboxes, scoring, convergence)
     peak_memory_mb: float | None = None
     stdout_tail: str = ""

@@ -1,9 +1,11 @@
 """The run report: ``report.md`` in the run folder, built from the run store.
 
-Sections: the result and how the run was set up, the analysis (with the steps a route skipped
-and why), a table of every solver that ran or was made (Genesis candidates included, with score,
-solver time per sample and rank), the ancestry of the best, a per-round table, the evaluations
-journal, the measured prompt sizes per role, the accounting, and a short narrative written by a
+Sections: the result and how the run was set up (the objective, and how the winner's time was
+established), the analysis (with the steps a route skipped and why), a table of every solver that
+ran or was made (Genesis candidates included, with score, solver time per sample and rank), the
+ancestry of the best, a per-round table, accuracy against cost (every evaluated solver, its
+Pareto front and the winner: a table and ``pareto.svg``), the evaluations journal (re-timing runs
+included), the measured prompt sizes per role, the accounting, and a short narrative written by a
 model (one call, tag "reporter", shown the whole scored pool; skipped with the built-in analyst,
 with no reporter model, or after a budget stop; also saved as ``narrative.md``). The tables are
 the HTML report's (:mod:`pdesharp.report.tables`). The test-split number appears in the report but is
@@ -17,8 +19,9 @@ from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
-from pdesharp.report import tables
+from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore
+from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 
 
@@ -71,12 +74,32 @@ def _sps(seconds) -> str:
     return "–" if seconds is None else f"{seconds:.3g} s"
 
 
-def _tables(store: RunStore, feedback: str, tie: float):
+def _tables(store: RunStore, feedback: str, rule: Rule):
     cands = store.candidates()
     results = tables.results_of(store.db, "dev", feedback)
     events = store.events()
-    rows = tables.solver_rows(cands, results, events, tie)
-    return cands, results, rows, tables.round_rows(rows, tie, tables.played_rounds(events))
+    rows = tables.solver_rows(cands, results, events, rule)
+    return cands, results, rows, tables.round_rows(rows, rule, tables.played_rounds(events))
+
+
+def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
+    """The objective, how the winner's time was established, and why the winner is not the
+    lowest score (a tie won on time, or a time objective)."""
+    lines = []
+    if rule.objective.by_time:
+        lines.append(f"- Objective: {final.get('objective_words') or rule.objective.words(metric)}"
+                     f"; time decides only past a {100 * rule.time_margin:g} % margin")
+    timed = final.get("winner_time") or {}
+    if timed.get("per_sample") is not None:
+        lines.append(f"- Winner's time: {_sps(timed['per_sample'])} per sample on the dev "
+                     f"split, {timed['how']}")
+    pick = final.get("objective_pick")
+    if pick:
+        lines.append(f"- Not the lowest score: `{pick['lowest_id']}` scored lowest "
+                     f"({_fmt(pick['lowest_score'])} in {_sps(pick.get('lowest_per_sample'))} per "
+                     f"sample); under the objective the winner is the fastest eligible solver "
+                     f"({_sps(pick.get('best_per_sample'))} per sample)")
+    return lines
 
 
 def settings_line(config) -> str:
@@ -115,8 +138,9 @@ def analysis_lines(analysis: Analysis) -> list[str]:
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
-    tie = getattr(config, "tie_tolerance", 0.01)
-    cands, results, rows, rounds = _tables(store, feedback, tie)
+    rule = Rule.of(config)
+    metric = "nRMSE" if feedback == "nrmse" else f"{feedback} score"
+    cands, results, rows, rounds = _tables(store, feedback, rule)
     best = results.get(final.get("best_id") or "")
     lines = [f"# PDE-SHARP run `{store.run_id}`: {task.title}", ""]
     lines += ["## Result", "",
@@ -133,8 +157,9 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                      f"({_fmt(tie_break['lowest_score'])} in "
                      f"{_sps(tie_break.get('lowest_per_sample'))} per sample); scores within "
                      f"{100 * tie_break['tie_tolerance']:g} % of the lowest count as a tie, won "
-                     f"by the fastest solver (this one: {_sps(tie_break.get('best_per_sample'))} "
-                     "per sample)")
+                     f"by a solver more than {100 * rule.time_margin:g} % faster (this one: "
+                     f"{_sps(tie_break.get('best_per_sample'))} per sample)")
+    lines += objective_lines(final, rule, metric)
     if final.get("stop_reason"):
         lines.append(("- Stopped early: " if final.get("budget_stop") else "- Search ended: ")
                      + final["stop_reason"])
@@ -187,6 +212,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                   f"{_fmt(r.best)} | {_sps(r.best_per_sample)} | "
                   f"{r.so_far_id or '–'} ({_fmt(r.so_far)}) |" for r in rounds]
         lines.append("")
+    lines += pareto_section(store, cands, results, final, rule, metric, task)
     for kind in ("saturation", "patch_failed", "patch_abandoned", "no_change", "invalid_parents",
                  "budget_stop"):
         n = len(store.events(kind))
@@ -204,7 +230,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"| # | solver | split | status | {feedback} | s/sample |", "|---|---|---|---|---|---|"]
     for e in tables.evaluation_rows(store.db):
         number = str(e.number) if e.number else f"– (reuses {e.reused_from})"
-        lines.append(f"| {number} | `{e.candidate}` | {e.split} | {e.result.status} | "
+        lines.append(f"| {number} | `{e.candidate}`{f' (re-timing {e.retime})' if e.retime else ''}"
+                     f" | {e.split} | {e.result.status} | "
                      f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} |")
     calls = tables.call_rows(store.db)
     if calls:
@@ -230,6 +257,22 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     return text
 
 
+def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, metric: str,
+                   task: Task) -> list[str]:
+    """Accuracy against cost: the table, and ``pareto.svg`` beside report.md."""
+    view = pareto.pareto(cands, results, final.get("best_id"))
+    figure = None
+    if view.points:
+        from pdesharp.report.figures import pareto_svg
+
+        svg = pareto_svg(view, metric=metric, title=f"{task.name}: {metric} against solver time",
+                         bar=pareto.objective_bar(view, rule))
+        if svg:
+            (store.dir / "pareto.svg").write_bytes(svg)
+            figure = "pareto.svg"
+    return pareto.markdown(view, metric, figure)
+
+
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,
@@ -248,7 +291,9 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     cfg = store.config
     prompt = render("reporter", title=task.title, **analysis_context(analysis),
                     rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
-                    tie_tolerance=cfg.get("tie_tolerance", 0.01), never=never,
+                    tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=Rule.of(cfg),
+                    objective_words=final.get("objective_words") or "",
+                    winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",
                     evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",

@@ -76,10 +76,27 @@ class RoundInfo(BaseModel):
     tie_tolerance: float = 0.01
     feedback: Feedback = "nrmse"
     reference_note: str = ""  # the reference audit's error in words (--tell-judges-reference-error)
+    # the run's objective (pdesharp.synthesis.ranking): its spec, the timing margin and re-timing
+    objective: str = "accuracy"
+    time_margin: float = 0.3
+    retime: int = 0  # extra timing runs per finalist at the end
+    bar: float | None = None  # time objectives: the highest eligible score now (None: none yet)
+    leader: str | None = None  # the objective's pick so far, its score and time per sample
+    leader_score: float | None = None
+    leader_per_sample: float | None = None
 
     @property
     def evals_left(self) -> int | None:
         return None if self.eval_limit is None else max(0, self.eval_limit - self.evals_used)
+
+    @property
+    def objective_kind(self) -> str:
+        return self.objective.partition(":")[0]
+
+    @property
+    def objective_value(self) -> float | None:
+        value = self.objective.partition(":")[2]
+        return float(value) if value else None
 
 
 @runtime_checkable

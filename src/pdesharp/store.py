@@ -20,6 +20,7 @@ Public API (used by the pipeline and the baselines)::
     store.record_model_call(model=..., tag=..., messages=[...], reply=Reply(...))
     store.event("nomination", judge="judge-1", nominee="g03")
     store.best_candidate(split="dev", feedback="nrmse") -> (Candidate, EvalResult) | None
+    await store.retime(evaluator, candidate, 1, split="dev", feedback="nrmse")  # a re-timing run
     store.candidates(origin="patch"); store.lineage("p1-2"); store.results_for("g03")
     store.write_summary(best_dev_score=..., test_nrmse=..., best_solver=...) -> dict
     store.accounting() -> dict; store.eval_limit = 20  # --max-evals (feedback evaluations)
@@ -31,6 +32,10 @@ result and is not counted. That is what lets ``pdesharp resume`` re-run the (det
 pipeline from the start without repeating a single solver execution. The one exception is the
 test split: the final test evaluation always runs fresh and is never read from a row (a row is
 only a record of it), so no forged row can stand in for it.
+
+Re-timing (:meth:`retime`, :mod:`pdesharp.synthesis.timing`) runs code that already ran once
+more, to measure its time again: each such run is a counted evaluation with its own row, under
+the id ``<candidate>#t<k>`` (:func:`retime_id`), and is looked up, not repeated, on resume.
 
 Counts do not rest on the rows alone either: the store also counts the executions it ran in
 this process, and :attr:`n_evaluations` / :attr:`n_feedback_evaluations` (and so
@@ -80,6 +85,20 @@ CREATE TABLE IF NOT EXISTS debug_iterations (
 
 def code_sha256(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()
+
+
+RETIME_MARK = "#t"  # a re-timing row's id: "<candidate id>#t<k>" (no candidate id has a "#")
+
+
+def retime_id(cid: str, k: int) -> str:
+    """The journal id of the k-th re-timing run (k >= 1) of candidate ``cid``."""
+    return f"{cid}{RETIME_MARK}{k}"
+
+
+def parse_retime_id(label: str) -> tuple[str, int]:
+    """(candidate id, k) of a journal id: k = 0 for a candidate's own evaluation."""
+    cid, mark, k = label.rpartition(RETIME_MARK)
+    return (cid, int(k)) if mark and k.isdigit() else (label, 0)
 
 
 def _now() -> str:
@@ -272,6 +291,41 @@ class RunStore:
             log.write_text(f"{result.summary_line()}\n--- stdout ---\n{result.stdout_tail}\n"
                            f"--- stderr ---\n{result.stderr_tail}\n")
         return result
+
+    async def retime(self, evaluator, candidate: Candidate, k: int, *, split: Split = "dev",
+                     feedback: Feedback = "nrmse") -> EvalResult:
+        """The k-th re-timing run (k >= 1) of ``candidate``'s code: executed and counted once,
+        recorded under :func:`retime_id`; on resume the recorded run is returned instead."""
+        if k < 1 or split == "test":
+            raise ValueError("re-timing runs are numbered from 1 and use the feedback split")
+        label, sha = retime_id(candidate.id, k), code_sha256(candidate.code)
+        row = self.db.execute("SELECT result FROM evaluations WHERE candidate_id=? AND "
+                              "code_sha256=? AND split=? AND feedback=?",
+                              (label, sha, split, feedback)).fetchone()
+        if row is not None:
+            return EvalResult.model_validate_json(row["result"])
+        if self.eval_limit is not None and \
+                self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
+            raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
+                                 " (--max-evals)")
+        result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
+                                          label=label)
+        self._floor["all"] += 1
+        self._floor["feedback"] += 1
+        self._insert_eval(label, sha, split, feedback, result, counted=True)
+        return result
+
+    def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse"
+                  ) -> dict[str, list[EvalResult]]:
+        """Candidate id -> its re-timing runs on ``split``, in order."""
+        out: dict[str, list[EvalResult]] = {}
+        for r in self.db.execute("SELECT candidate_id, result FROM evaluations WHERE split=? "
+                                 "AND feedback=? AND candidate_id LIKE ? ORDER BY seq",
+                                 (split, feedback, f"%{RETIME_MARK}%")):
+            cid, k = parse_retime_id(r["candidate_id"])
+            if k:
+                out.setdefault(cid, []).append(EvalResult.model_validate_json(r["result"]))
+        return out
 
     def _insert_eval(self, cid, sha, split, feedback, result: EvalResult, *, counted: bool,
                      replace: bool = False):

@@ -136,5 +136,5 @@ def test_bench_html_report_has_table_and_one_curve_per_task(bench):
     p.feed(html)
     assert {"comparison", "task-advection", "task-burgers"} <= p.ids
     assert len(p.srcs) == 2 and all(s.startswith("data:image/svg+xml;base64,") for s in p.srcs)
-    assert p.cells == 12 * 12  # 12 rows (2 tasks x 6 methods) x 12 columns
+    assert p.cells == 12 * 13  # 12 rows (2 tasks x 6 methods) x 13 columns
     assert "cepo (re-impl.)" in html and "<script" not in html

@@ -20,7 +20,8 @@ def test_bench_then_report_from_the_cli(tmp_path, shared_data, capsys, monkeypat
     printed = capsys.readouterr().out
     assert "| advection | codepde |" in printed and "(dev)" in printed
     row = (out / "table.md").read_text().splitlines()[2].split("|")
-    assert [c.strip() for c in row[5:8]] == ["1", "0.00", "1"]  # evals, debug/solver, calls
+    assert [c.strip() for c in row[6:9]] == ["1", "0.00", "1"]  # evals, debug/solver, calls
+    assert float(row[5]) > 0  # the winner's solver time per sample (s/sample)
     assert main(["report", str(out), "--out", str(tmp_path / "b.html")]) == 0
     assert "comparison" in (tmp_path / "b.html").read_text()
     # A second bench run finds the cell finished and runs nothing.

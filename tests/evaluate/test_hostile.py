@@ -585,6 +585,7 @@ def test_solver_cannot_forge_its_time_or_order(shared_data):
     are the parent's, and the run-time tie-break ranks by them."""
     from pdesharp.evaluate.convergence import convergence_order
     from pdesharp.evaluate.spec import ChildSpec
+    from pdesharp.synthesis.ranking import Rule
     from pdesharp.synthesis.tournament import pick_best
 
     forger = textwrap.dedent(f"""
@@ -622,7 +623,8 @@ def test_solver_cannot_forge_its_time_or_order(shared_data):
     assert slow.convergence_order == pytest.approx(expect, abs=1e-12)  # same arrays, same order
     assert slow.nrmse == fast.nrmse
     winner, _ = pick_best([(Candidate(id="forger", code=forger, origin="genesis"), slow),
-                           (Candidate(id="honest", code=honest, origin="genesis"), fast)], 0.01)
+                           (Candidate(id="honest", code=honest, origin="genesis"), fast)],
+                          Rule())
     assert winner.id == "honest"
 
 

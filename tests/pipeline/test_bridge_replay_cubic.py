@@ -29,14 +29,12 @@ from pdesharp.task import load_task_file
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_cubic_damped"
 
 
-@pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cubic")
+def replay(tmp, **cfg):
     task = load_task_file(FIXTURE / "task.yaml")
     facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
     config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
                          genesis="diverse", max_rounds=2, rejudge_cycles=1, max_evals=8,
-                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp))
+                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp), **cfg)
     store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
     replies = BridgeReplies(FIXTURE)
     roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
@@ -44,6 +42,23 @@ def replayed(tmp_path_factory):
     evaluator = RecordedEvaluator(FIXTURE)
     result = asyncio.run(solve(task, config, store, roles, evaluator))
     return store, result, replies, evaluator
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    # re-timing on (the default under the accuracy objective is off): the recorded tie-break
+    # between c0r2-j3 and c0r1-j2 rests on two single timings 24 % apart
+    return replay(tmp_path_factory.mktemp("cubic"), retime=2)
+
+
+def test_default_rule_does_not_decide_by_a_gap_inside_the_timing_margin(tmp_path):
+    # without re-timing, 0.064 against 0.080 s per sample (24 %) is inside the 30 % margin of
+    # one timing: the lower score, c0r1-j2, wins, and no evaluation is spent on re-timing
+    store, result, _, evaluator = replay(tmp_path)
+    assert result.best_id == "c0r1-j2" and "tie_break" not in result.summary
+    assert not [c for c in evaluator.calls if "#t" in c]
+    assert result.summary["winner_time"]["how"].startswith(
+        "one evaluator timing (not re-timed: --retime 0")
 
 
 def last_messages(store, tag):
@@ -56,7 +71,16 @@ def test_replay_reproduces_the_run(replayed):
     assert result.status == "finished"
     assert sum(replies.used.values()) == 27 == sum(len(q) for q in replies.queues.values())
     # every solver the run executed was produced again byte for byte, and run once
-    assert sorted(evaluator.calls) == sorted(evaluator.recorded_as.values())
+    runs = [c for c in evaluator.calls if "#t" not in c]
+    assert sorted(runs) == sorted(evaluator.recorded_as.values())
+    # time decides between two close finalists (c0r2-j3 at 0.064 and c0r1-j2 at 0.080 s per
+    # sample, within (1 + 0.3)^2): each is re-timed, as far as the budget allows (8 - 5 = 3
+    # runs left: one each), and those runs are counted evaluations within --max-evals
+    assert sorted(c for c in evaluator.calls if "#t" in c) == ["c0r1-j2#t1", "c0r2-j3#t1"]
+    assert store.n_feedback_evaluations == 7 <= 8
+    timed = result.summary["winner_time"]
+    assert timed["finalists"] == ["c0r2-j3", "c0r1-j2"] and timed["retime_evaluations"] == 2
+    assert "median of 2 evaluator timings" in timed["how"]
     assert result.best_id == "c0r2-j3"  # 3.355e-10, tied within 1 % and faster than ...
     assert result.summary["tie_break"]["lowest_id"] == "c0r1-j2"  # ... the lowest, 3.344e-10
     assert "every judge declined" in result.stop_reason

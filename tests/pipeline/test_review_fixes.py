@@ -21,6 +21,7 @@ from pdesharp.reporter import ancestry_tree
 from pdesharp.rolesets import RulesModel, build_roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import LLMJudge
+from pdesharp.synthesis.ranking import Rule
 from pdesharp.synthesis.tournament import pick_best
 from pdesharp.task import load_task
 
@@ -209,11 +210,12 @@ def test_tie_tolerance_prefers_the_faster_solver():
     # the bridge run: 2.500988e-4 in 65 s vs 2.502796e-4 (0.07 % worse) in 19.7 s
     scored = [(c[0], _ok(2.500988e-4, 65.0)), (c[1], _ok(2.502796e-4, 19.7)),
               (c[2], _ok(2.6e-4, 1.0))]  # 4 % worse: outside the 1 % tolerance
-    assert pick_best(scored, 0.01)[0].id == "fast"
-    assert pick_best(scored, 0.0)[0].id == "slow"  # no tolerance: lowest score only
-    assert pick_best(scored, 0.05)[0].id == "far"
+    assert pick_best(scored, Rule(tie_tolerance=0.01))[0].id == "fast"
+    assert pick_best(scored, Rule(tie_tolerance=0.0))[0].id == "slow"  # lowest score only
+    assert pick_best(scored, Rule(tie_tolerance=0.05))[0].id == "far"
     same = [(c[0], _ok(1e-3, None)), (c[1], _ok(1e-3, None))]
-    assert pick_best(same, 0.01)[0].id == "slow"  # no times: earlier entry, deterministic
+    # no times: earlier entry, deterministic
+    assert pick_best(same, Rule(tie_tolerance=0.01))[0].id == "slow"
 
 
 def test_ancestry_tree_is_the_true_lineage(tmp_path):

@@ -11,7 +11,6 @@ solver is one *debugging iteration* (``RunStore.count_debug_iteration``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -23,7 +22,6 @@ from pdesharp.facts import FactsLevel
 from pdesharp.prompting import extract_code  # one extraction rule for every method
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
-from pdesharp.task import Task
 
 OUTPUT_TAIL = 5000  # characters of solver output fed back when debugging (as CodePDE does)
 
@@ -60,6 +58,11 @@ class BaselineConfig(BaseModel):
     test: bool = True  # evaluate the winner on the test split when that data exists
     seed: int = 0  # for the seed order shown in refinement prompts
     task_facts: FactsLevel = "full"  # what the prompts state about the task (pdesharp.facts)
+    # The winner: the lowest score (CodePDE's rule) under "accuracy"; under a fastest-*
+    # objective the same rule and re-timing as PDE-SHARP's (pdesharp.synthesis.ranking/timing)
+    objective: str = "accuracy"
+    time_margin: float = 0.3
+    retime: int | None = None
 
 
 class EvalBudget:

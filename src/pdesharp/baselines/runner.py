@@ -135,6 +135,34 @@ async def run_baseline(method: str, task: Task, *, model: ChatModel, evaluator,
         store.close()
 
 
+async def _pick(store: RunStore, evaluator, cfg: BaselineConfig):
+    """The winner and how its time was established: CodePDE's lowest score under the
+    ``accuracy`` objective; under a fastest-* objective PDE-SHARP's rule, re-timing included."""
+    from pdesharp.synthesis.ranking import Objective, Rule, pick_best
+    from pdesharp.synthesis.timing import retime_runs, settle
+
+    objective = Objective.parse(cfg.objective)
+    if not objective.by_time:
+        best = store.best_candidate(split=cfg.split, feedback=cfg.feedback)
+        return best, ({"per_sample": best[1].seconds_per_sample, "how": "one evaluator timing"}
+                      if best and best[1].seconds_per_sample is not None else {})
+    results = {}
+    for c in store.candidates():
+        r = store.result_for(c.id, cfg.split, cfg.feedback)
+        if r is not None and r.ok and r.score is not None:
+            results[c.id] = (c, r)
+    scored = list(results.values())
+    if not scored:
+        return store.best_candidate(split=cfg.split, feedback=cfg.feedback), {}
+    rule = Rule(objective, time_margin=cfg.time_margin)
+    store.eval_limit = cfg.budget_evals
+    settled, settlement = await settle(store, evaluator, scored, rule,
+                                       retime_runs(objective, cfg.retime), split=cfg.split,
+                                       feedback=cfg.feedback)
+    best = pick_best([(c, settled.get(c.id, r)) for c, r in scored], rule)
+    return best, settlement.describe(*best)
+
+
 async def finish(store: RunStore, evaluator, *, method: str, cfg: BaselineConfig,
                  records: list[dict], optillm_url: str | None, extra: dict) -> dict:
     """Pick the winner by feedback-split score, score it on test, write best_solver.py and
@@ -142,7 +170,7 @@ async def finish(store: RunStore, evaluator, *, method: str, cfg: BaselineConfig
     outcomes: dict[str, int] = {}
     for r in records:
         outcomes[r["status"]] = outcomes.get(r["status"], 0) + 1
-    best = store.best_candidate(split=cfg.split, feedback=cfg.feedback)
+    best, timed = await _pick(store, evaluator, cfg)
     test, test_note = (None, "")
     if best is not None and cfg.test:
         test, test_note = await _test_result(store, evaluator, best[0])
@@ -171,6 +199,8 @@ async def finish(store: RunStore, evaluator, *, method: str, cfg: BaselineConfig
         best_solver=best[0].id if best else None,
         best_dev_score=best[1].score if best else None,
         best_dev_summary=best[1].summary_line() if best else None,
+        best_seconds_per_sample=best[1].seconds_per_sample if best else None,
+        objective=cfg.objective, winner_time=timed,
         test_nrmse=test_nrmse,
         test_status=test.status if test is not None else None,
         test_note=test_note,

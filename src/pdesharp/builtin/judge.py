@@ -11,6 +11,11 @@ Three strategies explore differently:
 
 A judge remembers which direction paid off on an axis and keeps going that way; a move that
 made things worse is reversed.
+
+Under a time objective (``--objective fastest-*``, told through :meth:`BuiltinJudge.observe`) a
+judge ranks by the run's rule, and once its base is eligible it tries the moves that make the
+design cheaper first (a larger step, a cheaper integrator or reconstruction), its own strategy's
+and the robust ones; a move that made the child clearly faster and kept it eligible paid off.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import re
 from pdesharp.builtin.designs import Design, predicted_rank_score
 from pdesharp.builtin.genesis import render
 from pdesharp.records import Analysis
-from pdesharp.roles import Nomination, PoolEntry, Proposal
+from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
+from pdesharp.synthesis.ranking import Rule, rank, seconds
 from pdesharp.task import Task
 
 STRATEGIES = ("accuracy", "robust", "hybrid")
@@ -168,16 +174,27 @@ class BuiltinJudge:
         self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
         self._analysis: Analysis | None = None
         self._dead: dict[str | None, set[str]] = {}  # family -> design fields that did not pay off
+        self._info: RoundInfo | None = None
 
-    def observe(self, info) -> None:
-        """The tournament's rules and state (``roles.Judge``); the rule-based search uses none."""
+    def observe(self, info: RoundInfo) -> None:
+        """The tournament's rules and state (``roles.Judge``): the search uses its objective."""
+        self._info = info
+
+    def _speed(self, r) -> bool:
+        """Seek speed from a result: a time objective, and ``r`` is eligible under it."""
+        i = self._info
+        return (i is not None and Rule.of(i).objective.by_time and i.bar is not None
+                and r is not None and r.score is not None and r.score <= i.bar)
 
     # ---- ranking -------------------------------------------------------------------------
     def _rank(self, pool: list[PoolEntry]) -> list[PoolEntry]:
+        measured = [(e, e.result) for e in pool if e.result is not None and e.result.score is not None]
+        order = {id(e): i for i, (e, _) in enumerate(rank(measured, Rule.of(self._info or {})))}
+
         def key(e: PoolEntry):
             r = e.result
             if r is not None and r.score is not None:
-                return (0, r.score, 0.0)
+                return (0, order[id(e)], 0.0)  # the run's rule (its objective)
             if r is None:
                 d = read_design(e.candidate.code)
                 return (1, predicted_rank_score(d) if d else 0.0, 0.0)
@@ -243,6 +260,10 @@ class BuiltinJudge:
         dt_out = ((task.time_span[1] - task.time_span[0]) / max((task.n_frames or 101) - 1, 1)
                   if task.time_span else 0.01)
         moves = _neighbours(d, self.strategy, failed, has_flux, dt_out)
+        if not failed and self._speed(base.result):  # eligible: cheaper designs first
+            more = [m for m in _neighbours(d, "robust", failed, has_flux, dt_out) if m not in moves]
+            moves = sorted(moves + more, key=lambda m: d.with_(**{m[0]: m[1]}).relative_cost
+                           >= d.relative_cost)
         dead = self._dead_axes(base, results)
         moves = [m for m in moves if m[0] not in dead]
         # keep going along an axis that paid off for this lineage
@@ -278,7 +299,10 @@ class BuiltinJudge:
             m = re.match(r"(?:.*\| )?([A-Z_]+) -> ", c.title or "")
             if m is None or m.group(1) not in _AXES:
                 continue
-            if b is not None and (e.result.score is None or e.result.score > 0.9 * b):
+            faster = (self._speed(base.result) and self._speed(e.result) and seconds(e.result)
+                      * (1 + Rule.of(self._info).time_margin) < seconds(base.result))
+            if b is not None and (e.result.score is None or e.result.score > 0.9 * b) \
+                    and not faster:
                 dead.add(_AXES[m.group(1)])
         self._dead[fam] = dead
         return dead

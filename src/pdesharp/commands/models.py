@@ -103,7 +103,7 @@ def _check(console: Console, args) -> int:
             console.print(f"[green]ok[/green]: the endpoint offers {escape(repr(spec.model))}")
         else:
             shown = ", ".join(offered[:15]) + (" ..." if len(offered) > 15 else "")
-            console.print(f"[yellow]warning[/yellow]: " + escape(
+            console.print("[yellow]warning[/yellow]: " + escape(
                 f"{spec.model!r} is not in the endpoint's model list ({len(offered)} models: {shown})"))
             status = 1
     if args.chat:

@@ -24,6 +24,7 @@ from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
 from pdesharp.store import RunStore, RunStoreError
 from pdesharp.synthesis.judges import CODE_BUDGET
+from pdesharp.synthesis.ranking import OBJECTIVE_HELP, Objective, ObjectiveError
 from pdesharp.task import TaskError, load_task, load_task_file
 
 DEFAULT_OUT = "runs"
@@ -55,6 +56,7 @@ def register(sub) -> None:
     p.add_argument("--tie-tolerance", type=float, default=0.01,
                    help="scores within this relative distance of the best are a tie, won by "
                         "the faster solver (default 0.01 = 1%%)")
+    add_objective_arguments(p)
     p.add_argument("--max-usd", type=float, default=None, help="stop the search at this cost")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="stop the search at this many tokens (in + out)")
@@ -116,6 +118,30 @@ def register(sub) -> None:
     r.set_defaults(func=cmd_resume)
 
 
+def objective_arg(text: str) -> str:
+    """``--objective``: checked while the command line is parsed (argparse prints the error)."""
+    import argparse
+
+    try:
+        return str(Objective.parse(text))
+    except ObjectiveError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_objective_arguments(p) -> None:
+    """--objective, --time-margin, --retime (also on `pdesharp bench`)."""
+    p.add_argument("--objective", type=objective_arg, default="accuracy", metavar="OBJECTIVE",
+                   help=f"what the search optimises: {OBJECTIVE_HELP}".replace("%", "%%"))
+    p.add_argument("--time-margin", type=float, default=0.3, metavar="FRACTION",
+                   help="one timing cannot tell apart solvers whose times differ by less than "
+                        "this fraction: then the lower score wins (default 0.3; a median of k "
+                        "timings gets 0.3/sqrt(k))")
+    p.add_argument("--retime", type=int, default=None, metavar="N",
+                   help="when time decides between close candidates at the end, run each "
+                        "finalist N more times (counted evaluations) and use the median "
+                        "(default 2 under a fastest-* objective, 0 under accuracy)")
+
+
 def runs_root(out: str | None) -> Path:
     return Path(out or os.environ.get("PDESHARP_RUNS") or DEFAULT_OUT)
 
@@ -150,7 +176,8 @@ def cmd_solve(args) -> int:
             feedback=args.feedback, max_rounds=args.max_rounds,
             rejudge_cycles=args.rejudge_cycles, saturation_factor=args.saturation_factor,
             patience=args.patience, debug_attempts=args.debug_attempts, workers=args.workers,
-            tie_tolerance=args.tie_tolerance,
+            tie_tolerance=args.tie_tolerance, objective=args.objective,
+            time_margin=args.time_margin, retime=args.retime,
             max_usd=args.max_usd, max_tokens=args.max_tokens, max_evals=args.max_evals,
             seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
             task_facts=args.task_facts, genesis=args.genesis, prompt_budget=args.prompt_budget,
@@ -275,6 +302,11 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     print(f"run:            {result.run_dir}")
     print(f"best solver:    {s.get('best_solver') or 'none'}")
     print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")
+    if config.objective != "accuracy":
+        print(f"objective:      {s.get('objective_words') or config.objective}")
+    timed = s.get("winner_time") or {}
+    if timed.get("per_sample") is not None:
+        print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({s['test_note']})" if s.get("test_note") else ""))
     audit = s.get("reference_audit") or {}

@@ -83,3 +83,54 @@ def round_bars(rows: list[tuple[str, float]], *, title: str) -> str | None:
     uri = _svg_uri(fig)
     plt.close(fig)
     return uri
+
+
+def pareto_svg(view, *, metric: str, title: str, bar: float | None = None) -> bytes | None:
+    """Score against solver time per sample for every placed solver of a
+    :class:`~pdesharp.report.pareto.ParetoView`: the front as a staircase, the winner as a star,
+    ``bar`` (a time objective's highest eligible score) as a dashed line. SVG bytes, or None if
+    there is nothing to draw. Log axes when every value is positive (both span decades)."""
+    if not view.points:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    xs = [p.per_sample for p in view.points]
+    ys = [p.score for p in view.points]
+    ax.scatter(xs, ys, s=22, color="#9aa5b1", label="evaluated solver", zorder=2)
+    front = sorted(view.front, key=lambda p: (p.per_sample, p.score))
+    if front:
+        ax.step([p.per_sample for p in front], [p.score for p in front], where="post",
+                color="#d9822b", lw=1.4, zorder=3)
+        ax.scatter([p.per_sample for p in front], [p.score for p in front], s=34,
+                   color="#d9822b", label="Pareto front", zorder=4)
+        for p in front:
+            ax.annotate(p.id, (p.per_sample, p.score), textcoords="offset points",
+                        xytext=(4, 4), fontsize=7)
+    win = view.winner
+    if win is not None:
+        ax.scatter([win.per_sample], [win.score], marker="*", s=220, color="#c23030",
+                   edgecolor="black", linewidth=0.6, label=f"winner {win.id}", zorder=5)
+    if bar is not None and math.isfinite(bar) and bar > 0:
+        ax.axhline(bar, ls="--", lw=1, color="#4a7bb7", label=f"objective: eligible up to {bar:.2g}", zorder=1)
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    compact = FuncFormatter(lambda v, _: f"{v:.2g}")  # 0.03 and 4e-10, not 3x10^-2 crowding
+    for axis, values, scale in ((ax.xaxis, xs, ax.set_xscale), (ax.yaxis, ys, ax.set_yscale)):
+        if len(_positive(values)) == len(values):
+            scale("log")
+            axis.set_major_formatter(compact)
+            axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+            axis.set_minor_formatter(compact)
+    ax.set_xlabel("solver time per sample (s, evaluator's clock)")
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def svg_uri(svg: bytes | None) -> str | None:
+    return None if svg is None else "data:image/svg+xml;base64," + base64.b64encode(svg).decode()

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import jinja2
 
-from pdesharp.report.figures import png_uri, round_bars, score_curves
+from pdesharp.report.figures import pareto_svg, png_uri, round_bars, score_curves, svg_uri
+from pdesharp.report.pareto import objective_bar
 from pdesharp.report.runview import RunView, load_run
 from pdesharp.report.tables import seconds_per_sample
 
@@ -95,9 +96,16 @@ def render_run(run_dir: str | Path, *, plot: bool = True, data_dir=None,
                             title="best score per round") if view.rounds else None
     plot_uri, plot_note = (winner_plot(view, data_dir=data_dir, max_samples=max_samples)
                            if plot else (None, "plots disabled (--no-plot)"))
+    metric = "nRMSE" if view.config.get("feedback", "nrmse") == "nrmse" else "score"
+    front = view.pareto
+    bar = objective_bar(front, view.rule) if front else None
+    pareto_uri = svg_uri(pareto_svg(front, metric=metric, bar=bar,
+                                    title=f"{view.task.get('name', '')}: {metric} against "
+                                          "solver time")) if front else None
     return _env().get_template("run.html.j2").render(
         css=_css(), v=view, s=view.summary, curve_svg=curve_svg, rounds_svg=rounds_svg,
-        plot_uri=plot_uri, plot_note=plot_note, generated=_now())
+        plot_uri=plot_uri, plot_note=plot_note, pareto_uri=pareto_uri, metric=metric,
+        generated=_now())
 
 
 def render_bench(bench_dir: str | Path) -> str:

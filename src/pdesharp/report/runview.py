@@ -15,9 +15,11 @@ from pathlib import Path
 import yaml
 
 from pdesharp.records import Analysis, Candidate, EvalResult
+from pdesharp.report.pareto import ParetoView, pareto
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, call_rows,
-                                    evaluation_rows, played_rounds, round_rows, seconds_per_sample,
-                                    solver_rows)
+                                    evaluation_rows, played_rounds, results_of, round_rows,
+                                    seconds_per_sample, solver_rows)
+from pdesharp.synthesis.ranking import Rule
 
 __all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
 
@@ -74,6 +76,8 @@ class RunView:
     evaluations: list[EvalRow] = field(default_factory=list)
     calls: list[CallRow] = field(default_factory=list)
     narrative: str = ""  # the model-written narrative of report.md, if any
+    rule: Rule = field(default_factory=Rule)  # the run's ranking rule (its objective)
+    pareto: ParetoView | None = None  # every evaluated solver by score and time, its front
 
     @property
     def model(self) -> str:
@@ -156,12 +160,10 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     db = _ro(db_path)
     try:
         cands = [_candidate(r) for r in db.execute("SELECT * FROM candidates ORDER BY seq")]
-        results: dict[str, EvalResult] = {}
         curve, best, n = [], None, 0
         for r in db.execute("SELECT candidate_id, result, counted, score FROM evaluations "
                             "WHERE split=? AND feedback=? ORDER BY seq", (split, feedback)):
-            results[r["candidate_id"]] = EvalResult.model_validate_json(r["result"])
-            if r["counted"]:
+            if r["counted"]:  # re-timing runs too: they are counted evaluations
                 n += 1
                 if r["score"] is not None and (best is None or r["score"] < best):
                     best = r["score"]
@@ -170,6 +172,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
         events = [{"kind": r["kind"], **json.loads(r["data"])}
                   for r in db.execute("SELECT kind, data FROM events ORDER BY seq")]
         evaluations, calls = evaluation_rows(db), call_rows(db)
+        results = results_of(db, split, feedback)  # re-timed finalists: median times
     finally:
         db.close()
     by_id = {c.id: c for c in cands}
@@ -184,16 +187,17 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     for c in cands:
         parent = next((p for p in c.parents if p in nodes and p != c.id), None)
         (nodes[parent].children if parent else roots).append(nodes[c.id])
-    tie = float(config.get("tie_tolerance", 0.01))
-    rows = solver_rows(cands, results, events, tie) \
+    rule = Rule.of(config)
+    rows = solver_rows(cands, results, events, rule) \
         if any(c.origin in ("genesis", "patch") for c in cands) else []
     narrative = (run_dir / "narrative.md").read_text() \
         if (run_dir / "narrative.md").is_file() else ""
     return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
                    candidates=cands, results=results, roots=roots, curve=curve,
-                   rounds=round_rows(rows, tie, played_rounds(events)), diffs=_diffs(cands, by_id, lineage, max_diffs),
+                   rounds=round_rows(rows, rule, played_rounds(events)), diffs=_diffs(cands, by_id, lineage, max_diffs),
                    winner=winner, events=events, rows=rows, evaluations=evaluations,
-                   calls=calls, narrative=narrative)
+                   calls=calls, narrative=narrative, rule=rule,
+                   pareto=pareto(cands, results, winner.id if winner else None))
 
 
 def _lineage(cid: str, by_id: dict[str, Candidate]) -> list[str]:
@@ -216,10 +220,7 @@ def summary_from_store(run_dir: str | Path) -> dict:
         if (run_dir / "config.json").is_file() else {}
     db = _ro(run_dir / "run.sqlite")
     try:
-        results = {r["candidate_id"]: EvalResult.model_validate_json(r["result"])
-                   for r in db.execute("SELECT candidate_id, result FROM evaluations WHERE "
-                                       "split='dev' AND feedback=? ORDER BY seq",
-                                       (config.get("feedback") or "nrmse",))}
+        results = results_of(db, "dev", config.get("feedback") or "nrmse")
     finally:
         db.close()
     return _summary_from_store(run_dir / "run.sqlite", results)

@@ -7,7 +7,9 @@ read-only, list exactly the same rows.
 
 A solver belongs to the round in which it was *evaluated*: a Genesis candidate first nominated in
 round 2 of cycle 0 is a round-2 solver. Rankings use the tournament's own rule
-(:mod:`pdesharp.synthesis.ranking`).
+(:mod:`pdesharp.synthesis.ranking`, the run's objective) on the final times: a solver re-timed
+at the end (:mod:`pdesharp.synthesis.timing`) is ranked and shown with its median time, so rank
+1 is the winner. The evaluations journal lists every execution with its own timing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.synthesis.ranking import rank
+from pdesharp.store import parse_retime_id
+from pdesharp.synthesis.ranking import Rule, rank
+from pdesharp.synthesis.timing import settled
 
 
 def seconds_per_sample(result: EvalResult | None) -> float | None:
@@ -75,7 +79,7 @@ def first_nominated(events: list[dict]) -> dict[str, tuple[int, int]]:
 
 
 def solver_rows(cands: list[Candidate], results: dict[str, EvalResult], events: list[dict],
-                tie_tolerance: float = 0.01) -> list[SolverRow]:
+                rule: Rule = Rule()) -> list[SolverRow]:
     """Every solver the tournament ran or made, in the round it was evaluated (Genesis
     candidates that were run included; those never run are counted, not listed), with its
     rank by the tournament's rule."""
@@ -93,7 +97,7 @@ def solver_rows(cands: list[Candidate], results: dict[str, EvalResult], events: 
             cycle, rnd = c.cycle, c.round
         rows.append(SolverRow(cand=c, result=r, cycle=cycle, round=rnd))
     scored = [(row, row.result) for row in rows if row.score is not None]
-    for i, (row, _) in enumerate(rank(scored, tie_tolerance), start=1):
+    for i, (row, _) in enumerate(rank(scored, rule), start=1):
         row.rank = i
     # a fixed order whatever order concurrent turns finished in (the narrative prompt lists
     # these rows, and a resumed run must make the same prompt): Genesis first, then by id
@@ -109,7 +113,7 @@ def played_rounds(events: list[dict]) -> list[tuple[int, int]]:
             if e.get("kind") == "round_best"]
 
 
-def round_rows(rows: list[SolverRow], tie_tolerance: float = 0.01,
+def round_rows(rows: list[SolverRow], rule: Rule = Rule(),
                played: list[tuple[int, int]] = ()) -> list[RoundRow]:
     """Per round (from :func:`solver_rows`; ``played`` adds the rounds in which nothing new
     ran): the solvers run, the best of them, the best so far (by the tournament's rule)."""
@@ -121,11 +125,11 @@ def round_rows(rows: list[SolverRow], tie_tolerance: float = 0.01,
         rr = RoundRow(cycle=cycle, round=rnd, ran=[r.cand.id for r in here if r.result])
         scored = [(r, r.result) for r in here if r.score is not None]
         if scored:
-            best = rank(scored, tie_tolerance)[0][0]
+            best = rank(scored, rule)[0][0]
             rr.best_id, rr.best, rr.best_per_sample = best.cand.id, best.score, best.per_sample
         seen += scored
         if seen:
-            top = rank(seen, tie_tolerance)[0][0]
+            top = rank(seen, rule)[0][0]
             rr.so_far_id, rr.so_far = top.cand.id, top.score
         out.append(rr)
     return out
@@ -141,19 +145,26 @@ class EvalRow:
     split: str
     result: EvalResult
     reused_from: str = ""
+    retime: int = 0  # k for the k-th re-timing run of the candidate's code (0: its evaluation)
+
+    @property
+    def label(self) -> str:
+        return self.candidate + (f" (re-timing {self.retime})" if self.retime else "")
 
 
 def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
     rows = db.execute("SELECT candidate_id, code_sha256, split, feedback, counted, result "
                       "FROM evaluations ORDER BY seq").fetchall()
     out, n, first = [], 0, {}
-    for cid, sha, split, feedback, counted, result in rows:
+    for label, sha, split, feedback, counted, result in rows:
         key = (sha, split, feedback)
+        cid, k = parse_retime_id(label)
         if counted:
             n += 1
-            first[key] = cid
+            if not k:
+                first[key] = cid
         out.append(EvalRow(number=n if counted else None, candidate=cid, split=split,
-                           result=EvalResult.model_validate_json(result),
+                           result=EvalResult.model_validate_json(result), retime=k,
                            reused_from="" if counted else first.get(key, "an earlier run")))
     return out
 
@@ -190,12 +201,20 @@ def call_rows(db: sqlite3.Connection) -> list[CallRow]:
 
 
 def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, EvalResult]:
-    """Each candidate's latest result on ``split`` with ``feedback``."""
-    out = {}
-    for cid, result in db.execute("SELECT candidate_id, result FROM evaluations WHERE split=? "
-                                  "AND feedback=? ORDER BY seq", (split, feedback)):
-        out[cid] = EvalResult.model_validate_json(result)
-    return out
+    """Each candidate's latest result on ``split`` with ``feedback``; a re-timed candidate's
+    with its settled time (the median over its evaluation and its re-timing runs)."""
+    out: dict[str, tuple[str, EvalResult]] = {}
+    reruns: dict[str, list[EvalResult]] = {}  # by code: candidates with the same code share them
+    for label, sha, result in db.execute("SELECT candidate_id, code_sha256, result FROM "
+                                         "evaluations WHERE split=? AND feedback=? ORDER BY seq",
+                                         (split, feedback)):
+        cid, k = parse_retime_id(label)
+        r = EvalResult.model_validate_json(result)
+        if k:
+            reruns.setdefault(sha, []).append(r)
+        else:
+            out[cid] = (sha, r)
+    return {cid: settled(r, reruns.get(sha, [])) for cid, (sha, r) in out.items()}
 
 
 def events_of(db: sqlite3.Connection) -> list[dict]:

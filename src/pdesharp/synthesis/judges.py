@@ -28,7 +28,7 @@ from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.patch import has_blocks
-from pdesharp.synthesis.ranking import pick_best
+from pdesharp.synthesis.ranking import Rule, pick_best
 from pdesharp.task import Task
 
 MAX_CODE_CHARS = 16000  # per solver in a listing: one runaway reply must not flood a prompt
@@ -38,9 +38,9 @@ DIFF_SHARE = 0.5  # a diff is shown instead of the code when it is at most this 
 
 FEEDBACK_NOTES = {
     "nrmse": "the nRMSE of each executed solver against the dev-split reference data and its "
-             "run time",
+             "solver time per sample",
     "residual": "the normalised PDE residual of each executed solver's output (no reference "
-                "data) and its run time",
+                "data) and its solver time per sample",
     "none": "only whether each solver executed successfully; no accuracy numbers",
 }
 CONVERGENCE_NOTE = ", and its empirical convergence rate (from a refinement study)"
@@ -59,16 +59,29 @@ def feedback_note(feedback: Feedback, convergence: bool) -> str:
 
 
 def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
-    """What a judge may see of a result. With feedback "none", only the execution status."""
+    """What a judge may see of a result: the score, the solver time per sample beside it (the
+    evaluator's clock; the median when re-timed) and the convergence rate. With feedback
+    "none", only the execution status."""
     if result is None:
         return "not executed yet"
     if feedback == "none":
         return "ran successfully" if result.ok else f"failed to execute ({result.status})"
-    line = result.summary_line()
+    if not result.ok:
+        return result.summary_line()
+    parts = []
+    if feedback == "nrmse" and result.nrmse is not None:
+        parts.append(f"nRMSE: {result.nrmse:.3e}")
+    if feedback == "residual" and result.residual is not None:
+        parts.append(f"PDE residual: {result.residual:.3e}")
     per_sample = seconds_per_sample(result)
-    if result.ok and per_sample is not None:
-        line += f" ({per_sample:.3g} s per sample)"
-    return line
+    if per_sample is not None:
+        parts.append(f"time: {per_sample:.3g} s per sample ({result.solver_seconds:.3g} s for "
+                     f"{result.n_samples} sample{'s' if result.n_samples != 1 else ''})")
+    elif result.solver_seconds is not None:
+        parts.append(f"time: {result.solver_seconds:.3g} s")
+    if result.convergence_order is not None:
+        parts.append(f"average convergence rate: {result.convergence_order:.3f}")
+    return " | ".join(parts) if parts else result.summary_line()
 
 
 @dataclass
@@ -204,6 +217,9 @@ class LLMJudge:
                 self._shown[c.id] = c.code
             rank = (f"rank {executed.index(c.id) + 1} of {len(executed)}"
                     if c.id in executed else "")
+            if rank and self.info.bar is not None and self.info.objective != "accuracy":
+                eligible = e.result.score <= self.info.bar  # the objective's bar this round
+                rank += ", eligible" if eligible else ", not eligible: above the bar"
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
@@ -235,7 +251,7 @@ class LLMJudge:
         nominee = str(facts.get("nominee", ""))
         fallback = ""
         if nominee not in ids:
-            nominee = ranking[0] if ranking else _best_id(pool, self.info.tie_tolerance)
+            nominee = ranking[0] if ranking else _best_id(pool, Rule.of(self.info))
             fallback = "nominee unreadable; fell back to " + ("its ranking" if ranking else "the best score")
         reasons = {str(k): str(v) for k, v in (facts.get("reasons") or {}).items()} \
             if isinstance(facts.get("reasons"), dict) else {}
@@ -323,12 +339,12 @@ def _valid_nomination(facts: dict | None, ids: list[str]) -> bool:
     return isinstance(facts, dict) and str(facts.get("nominee", "")) in ids
 
 
-def _best_id(pool: list[PoolEntry], tie_tolerance: float) -> str:
+def _best_id(pool: list[PoolEntry], rule: Rule) -> str:
     """The tournament's best (same ranking rule), else the first solver that passed the
     static check."""
     scored = [(e, e.result) for e in pool
               if e.result is not None and e.result.ok and e.result.score is not None]
     if scored:
-        return pick_best(scored, tie_tolerance)[0].candidate.id
+        return pick_best(scored, rule)[0].candidate.id
     ok = [e for e in pool if e.candidate.static_check == "ok"]
     return (ok or pool)[0].candidate.id

@@ -1,37 +1,264 @@
-"""The tournament's ranking rule, in one place: who is best, and the order of a results list.
+"""The ranking rule, in one place: which solver the run's objective picks, and the order of a
+results list. The tournament's selection, the winner, the judges' listings and the report all
+call :func:`pick_best` / :func:`rank` with the run's :class:`Rule`, so no judge is shown an order
+the tournament would not pick, and the report's rank 1 is the winner.
 
-Lower score is better; scores within ``tie_tolerance`` (relative) of the lowest are a tie, won
-by the faster solver (``solver_seconds``; unknown time counts as slowest), then by the lower
-score, then by the earlier entry. The winner, the judges' listings and the report all use it, so
-a judge never sees an order that the tournament would not pick. (A later objective, e.g. the
-fastest solver within a factor of the best score, extends :func:`pick_best` alone.)
+Objectives (``--objective``; lower score is better, the score being the feedback's nRMSE or
+PDE residual):
+
+``accuracy`` (default; comparable with the paper)
+    The lowest score. Scores within ``tie_tolerance`` (relative) of it are a tie, which time
+    decides.
+``fastest-within:FACTOR``
+    The fastest solver whose score is at most FACTOR x the lowest score (FACTOR >= 1).
+``fastest-below:TARGET``
+    The fastest solver whose score is at most TARGET; while none is, the ``accuracy`` rule.
+
+Each objective names the *eligible* solvers (the tie, those within the factor, those below the
+target). Time then decides among them, but only where it is clear: one wall-clock timing of the
+same code varies by tens of percent on a shared machine, so every eligible solver whose time is
+within ``1 + time_margin`` of the fastest eligible one counts as equally fast, and among those
+the lower score wins (then the earlier entry: deterministic). A time that rests on k timings
+(the median of a re-timed solver, :mod:`pdesharp.synthesis.timing`) gets the margin divided by
+sqrt(k): a median of three is trusted more than one run. Unknown time counts as slowest.
+
+Saturation under an objective (:func:`improved`): a round improves if the lowest score fell by the
+saturation factor (as in the paper), or, under a time objective, if the objective's pick got
+faster by the saturation factor *and* by more than the timing margin (less is timing noise). For
+``fastest-below`` the first solver to reach the target is an improvement; once one has, only
+time counts (a better score below the target is not what was asked for).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+import math
+from dataclasses import dataclass
+from typing import Literal, TypeVar
 
 from pdesharp.records import EvalResult
 
 T = TypeVar("T")
 
+ObjectiveKind = Literal["accuracy", "fastest-within", "fastest-below"]
+KINDS: tuple[str, ...] = ("accuracy", "fastest-within", "fastest-below")
+OBJECTIVE_HELP = ("accuracy (default: the lowest score; near-ties go to the clearly faster "
+                  "solver), fastest-within:FACTOR (the fastest solver whose score is at most "
+                  "FACTOR x the lowest score, FACTOR >= 1, e.g. fastest-within:10), or "
+                  "fastest-below:TARGET (the fastest solver with score <= TARGET, e.g. "
+                  "fastest-below:1e-3; while none reaches it, the lowest score)")
 
-def _best_index(scored: list[tuple[T, EvalResult]], tie_tolerance: float) -> int:
+
+class ObjectiveError(ValueError):
+    """An ``--objective`` that cannot be read; the message says what is accepted."""
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What the run optimises: see the module docstring. ``str()`` gives the spec form."""
+
+    kind: ObjectiveKind = "accuracy"
+    value: float | None = None  # FACTOR or TARGET
+
+    @classmethod
+    def parse(cls, text: str | Objective | None) -> Objective:
+        if isinstance(text, Objective):
+            return text
+        spec = (text or "accuracy").strip().lower().replace("_", "-")
+        kind, sep, arg = spec.partition(":")
+        kind = kind.strip()
+        if kind not in KINDS:
+            raise ObjectiveError(f"unknown objective {text!r}; use {OBJECTIVE_HELP}")
+        if kind == "accuracy":
+            if sep:
+                raise ObjectiveError(f"objective {text!r}: 'accuracy' takes no value; use "
+                                     "--objective accuracy")
+            return cls()
+        if not arg.strip():
+            example = "fastest-within:10" if kind == "fastest-within" else "fastest-below:1e-3"
+            raise ObjectiveError(f"objective {text!r} needs a value after a colon, e.g. "
+                                 f"--objective {example}")
+        try:
+            value = float(arg)
+        except ValueError:
+            raise ObjectiveError(f"objective {text!r}: {arg.strip()!r} is not a number") from None
+        if not math.isfinite(value):
+            raise ObjectiveError(f"objective {text!r}: the value must be finite")
+        if kind == "fastest-within" and value < 1:
+            raise ObjectiveError(
+                f"objective {text!r}: FACTOR must be at least 1 (it multiplies the lowest "
+                f"score: fastest-within:1 is the lowest score only, fastest-within:10 admits "
+                "scores up to 10x the lowest)")
+        if kind == "fastest-below" and value <= 0:
+            raise ObjectiveError(f"objective {text!r}: TARGET must be a positive score, e.g. "
+                                 "fastest-below:1e-3")
+        return cls(kind, value)  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return self.kind if self.value is None else f"{self.kind}:{self.value:g}"
+
+    @property
+    def by_time(self) -> bool:
+        """Time is what the objective minimises (not only a tie-break)."""
+        return self.kind != "accuracy"
+
+    def words(self, metric: str = "score") -> str:
+        """The objective in one sentence, for the report and the summary."""
+        if self.kind == "fastest-within":
+            return (f"the fastest solver whose {metric} is at most {self.value:g} x the lowest "
+                    f"{metric} (fastest-within:{self.value:g})")
+        if self.kind == "fastest-below":
+            return (f"the fastest solver whose {metric} is at most {self.value:g}; while none "
+                    f"is, the lowest {metric} (fastest-below:{self.value:g})")
+        return f"the lowest {metric}; near-ties go to the clearly faster solver (accuracy)"
+
+
+ACCURACY = Objective()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The objective and its two tolerances: everything a ranking depends on."""
+
+    objective: Objective = ACCURACY
+    tie_tolerance: float = 0.01  # relative score gap counted as a tie (accuracy objective)
+    time_margin: float = 0.3  # relative time gap within which one timing cannot tell apart
+
+    @classmethod
+    def of(cls, config) -> Rule:
+        """The rule of a run from its config (a SolveConfig, TournamentSettings or the
+        ``config.json`` dict); absent fields take the defaults (older runs)."""
+        get = config.get if isinstance(config, dict) else (lambda k: getattr(config, k, None))
+        tie, margin = get("tie_tolerance"), get("time_margin")
+        return cls(Objective.parse(get("objective")), 0.01 if tie is None else float(tie),
+                   0.3 if margin is None else float(margin))
+
+    def bar(self, lowest: float) -> float | None:
+        """The highest score that is eligible, given the lowest score; None when the target of
+        ``fastest-below`` is not reached (the accuracy rule applies)."""
+        tie = lowest + abs(lowest) * self.tie_tolerance
+        o = self.objective
+        if o.kind == "fastest-within":
+            return max(tie, lowest + abs(lowest) * (o.value - 1.0))
+        if o.kind == "fastest-below":
+            return o.value if lowest <= o.value else None
+        return tie
+
+    def margin(self, timings: int = 1) -> float:
+        """The time margin for a time resting on ``timings`` runs (a median of k)."""
+        return self.time_margin / math.sqrt(max(1, timings))
+
+
+def seconds(r: EvalResult) -> float:
+    """The time a ranking compares: solver seconds per sample as the evaluator measured them
+    (a re-timed solver's median), infinity when unknown."""
+    s = r.seconds_per_sample if r.n_samples else r.solver_seconds
+    return math.inf if s is None else s
+
+
+def timings(r: EvalResult) -> int:
+    """How many runs the result's time rests on (more than one after re-timing)."""
+    return max(1, sum(t is not None for t in r.timings))
+
+
+def eligible(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
+    """Indices of ``scored`` that the objective lets time decide between."""
+    if not isinstance(rule, Rule):  # the signature before objectives took a tie tolerance
+        raise TypeError(f"rankings take a ranking.Rule, not {rule!r} (a tie tolerance alone is "
+                        "Rule(tie_tolerance=...); a run's rule is Rule.of(config))")
     lowest = min(r.score for _, r in scored)
-    cap = lowest + abs(lowest) * tie_tolerance
-    tied = [(i, r) for i, (_, r) in enumerate(scored) if r.score <= cap]
-    return min(tied, key=lambda t: (t[1].solver_seconds is None, t[1].solver_seconds or 0.0,
-                                    t[1].score, t[0]))[0]
+    cap = rule.bar(lowest)
+    if cap is None:  # fastest-below with the target not reached: the accuracy rule
+        cap = Rule(tie_tolerance=rule.tie_tolerance).bar(lowest)
+    return [i for i, (_, r) in enumerate(scored) if r.score <= cap]
 
 
-def pick_best(scored: list[tuple[T, EvalResult]], tie_tolerance: float) -> tuple[T, EvalResult]:
+def _best_index(scored: list[tuple[T, EvalResult]], rule: Rule) -> int:
+    return _pick(scored, eligible(scored, rule), rule)
+
+
+def _pick(scored: list[tuple[T, EvalResult]], pool: list[int], rule: Rule) -> int:
+    """The time rule among the indices ``pool``: the lowest score among those not clearly
+    slower than the fastest."""
+    fastest = min(pool, key=lambda i: (seconds(scored[i][1]), i))
+    t_min = seconds(scored[fastest][1])
+    if math.isinf(t_min):  # no time known: the score alone
+        close = pool
+    else:
+        k_min = timings(scored[fastest][1])
+        close = [i for i in pool if seconds(scored[i][1]) <= t_min * (
+            1 + rule.margin(min(k_min, timings(scored[i][1]))))]
+    return min(close, key=lambda i: (scored[i][1].score, i))
+
+
+def pick_best(scored: list[tuple[T, EvalResult]], rule: Rule) -> tuple[T, EvalResult]:
     """The best of ``scored`` (items with an ok result and a score, in a fixed order)."""
-    return scored[_best_index(scored, tie_tolerance)]
+    return scored[_best_index(scored, rule)]
 
 
-def rank(scored: list[tuple[T, EvalResult]], tie_tolerance: float) -> list[tuple[T, EvalResult]]:
-    """``scored`` best first: the best by :func:`pick_best`, then the best of the rest, ..."""
-    rest, out = list(scored), []
+def rank(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[tuple[T, EvalResult]]:
+    """``scored`` best first: the solvers eligible in the whole list (the objective's bar set by
+    its lowest score), each next one by the time rule among those left; then the others, ranked
+    by the accuracy rule (the tie of the best of the rest first, and so on). Rank 1 is
+    :func:`pick_best`; an eligible solver is never ranked below one that is not."""
+    return [scored[i] for i in _rank_indices(scored, rule)]
+
+
+def _rank_indices(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
+    if not scored:
+        return []
+    pool = eligible(scored, rule)
+    out, rest = [], list(pool)
     while rest:
-        out.append(rest.pop(_best_index(rest, tie_tolerance)))
-    return out
+        i = _pick(scored, rest, rule)
+        out.append(i)
+        rest.remove(i)
+    others = [i for i in range(len(scored)) if i not in pool]
+    accuracy = Rule(tie_tolerance=rule.tie_tolerance, time_margin=rule.time_margin)
+    return out + [others[j] for j in _rank_indices([scored[i] for i in others], accuracy)]
+
+
+def lowest(scored: list[tuple[T, EvalResult]]) -> tuple[T, EvalResult]:
+    """The lowest score, whatever the objective (the earlier entry on equal scores)."""
+    return min(enumerate(scored), key=lambda p: (p[1][1].score, p[0]))[1]
+
+
+def decided_by_time(scored: list[tuple[T, EvalResult]], rule: Rule) -> bool:
+    """Does the pick depend on time? (Two or more eligible solvers with a known time.)"""
+    return sum(not math.isinf(seconds(scored[i][1])) for i in eligible(scored, rule)) >= 2
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What saturation compares between rounds: the lowest score and the objective's pick."""
+
+    lowest: float
+    score: float  # the pick's score
+    seconds: float  # the pick's time per sample (inf when unknown)
+    target_met: bool  # fastest-below: a solver reached the target
+
+
+def standing(scored: list[tuple[T, EvalResult]], rule: Rule) -> Standing | None:
+    if not scored:
+        return None
+    _, pick = pick_best(scored, rule)
+    low = lowest(scored)[1].score
+    return Standing(lowest=low, score=pick.score, seconds=seconds(pick),
+                    target_met=rule.bar(low) is not None)
+
+
+def improved(rule: Rule, before: Standing | None, after: Standing | None,
+             factor: float) -> bool:
+    """Did the round improve, in the objective's currency? (See the module docstring.)"""
+    if after is None:
+        return False
+    if before is None:
+        return True
+    better_score = after.lowest < factor * before.lowest
+    if not rule.objective.by_time:
+        return better_score
+    faster = after.seconds < min(factor, 1.0 / (1.0 + rule.time_margin)) * before.seconds
+    if rule.objective.kind == "fastest-below":
+        if not after.target_met:
+            return better_score
+        return faster or not before.target_met
+    return better_score or faster

@@ -6,8 +6,11 @@ modifies its base (its nominee, or the current best if its nominee failed) with 
 edits, possibly borrowing from others; a patch that does not apply goes back to the judge once
 with the nearest lines; the modified solvers run. Any failing execution gets up to K debugging
 calls (each a counted debugging iteration; each re-run a counted evaluation). Rounds repeat until
-the best score has not improved by ``saturation_factor`` for ``patience`` rounds, or
+the run has not improved by ``saturation_factor`` for ``patience`` rounds (the lowest score, or
+under a time objective also the objective's pick's time: :func:`ranking.improved`), or
 ``max_rounds``. Rejudging cycles then start over with fresh judge contexts on the expanded pool.
+Every ranking is the run's objective (:class:`ranking.Rule`); when the search is over,
+:meth:`Tournament.settle` re-times the finalists if time decides between close candidates.
 
 Everything is recorded in the run store; the tournament keeps no state the store cannot rebuild,
 which is what makes a killed run resumable.
@@ -25,7 +28,9 @@ from pdesharp.records import Analysis, Candidate, EvalResult, Feedback
 from pdesharp.roles import Judge, PoolEntry, RoundInfo
 from pdesharp.store import RunStore, code_sha256
 from pdesharp.synthesis.patch import PatchError, apply_patch
-from pdesharp.synthesis.ranking import pick_best, rank
+from pdesharp.synthesis import ranking
+from pdesharp.synthesis.ranking import Objective, Rule, pick_best, rank
+from pdesharp.synthesis.timing import Settlement, settle
 from pdesharp.task import Task
 
 __all__ = ["Tournament", "TournamentSettings", "gather_all", "pick_best", "rank"]
@@ -43,9 +48,13 @@ class TournamentSettings:
     tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
     max_evals: int | None = None  # the run's evaluation budget (told to the judges)
     # saturated outright once the best score is at or below this (a reference audit's floor,
-    # see pdesharp.audit.runs); None: no floor
+    # see pdesharp.audit.runs; accuracy objective only: a time objective can still get faster
+    # at the floor); None: no floor
     floor: float | None = None
     judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
+    objective: Objective = Objective()  # what the ranking picks (pdesharp.synthesis.ranking)
+    time_margin: float = 0.3  # relative time gap one timing cannot tell apart
+    retime: int = 0  # extra timing runs per finalist when time decides at the end (timing.py)
 
 
 async def gather_all(coros) -> list:
@@ -68,6 +77,11 @@ class Tournament:
         self.progress = progress or (lambda **kw: None)
         self.pool: list[Candidate] = []
         self.known: dict[str, EvalResult] = {}
+        self.rule = Rule(Objective.parse(settings.objective), settings.tie_tolerance,
+                         settings.time_margin)
+        # finalists' results with their settled (median) time, once the search is over
+        self.settled: dict[str, EvalResult] = {}
+        self.settlement = Settlement(note="the search did not end normally")
         self._gate = asyncio.Semaphore(max(1, settings.workers))
         self._visible: set[str] = set()  # solver ids a judge may name as parents this round
         self.end_reason = ""  # why the search ended (saturation, max_rounds), for the report
@@ -86,22 +100,39 @@ class Tournament:
             result = _static_failure(c, self.s.feedback)
         return PoolEntry(candidate=c, result=result)
 
+    def _scored(self) -> list[tuple[Candidate, EvalResult]]:
+        """Every solver with a score, in pool order, with its settled time once re-timed."""
+        return [(c, self.settled.get(c.id, self.known[c.id])) for c in self.pool
+                if c.id in self.known and self.known[c.id].ok
+                and self.known[c.id].score is not None]
+
     def best(self) -> tuple[Candidate, EvalResult] | None:
-        """Lowest score; scores within ``tie_tolerance`` (relative) of it are a tie, won by the
-        fastest solver (then the lower score, then pool order: deterministic). With no scores
-        (feedback "none"), the first solver that ran ok."""
+        """The objective's pick (:func:`ranking.pick_best`: deterministic, ties by pool order).
+        With no scores (feedback "none"), the first solver that ran ok."""
+        scored = self._scored()
+        if scored:
+            return pick_best(scored, self.rule)
         ok = [(c, self.known[c.id]) for c in self.pool
               if c.id in self.known and self.known[c.id].ok]
-        scored = [p for p in ok if p[1].score is not None]
-        if scored:
-            return pick_best(scored, self.s.tie_tolerance)
         return ok[0] if ok else None
 
     def lowest(self) -> tuple[Candidate, EvalResult] | None:
-        """The lowest score, no tie-break (earliest wins exact ties)."""
-        scored = [(c, self.known[c.id]) for c in self.pool if c.id in self.known
-                  and self.known[c.id].ok and self.known[c.id].score is not None]
-        return pick_best(scored, 0.0) if scored else None
+        """The lowest score, whatever the objective (earliest wins exact ties)."""
+        scored = self._scored()
+        return ranking.lowest(scored) if scored else None
+
+    async def settle(self) -> Settlement:
+        """After the search: re-time the finalists if time decides between close candidates
+        (:mod:`pdesharp.synthesis.timing`; counted evaluations); :meth:`best` then uses their
+        median times."""
+        scored = self._scored()
+        if not scored:
+            self.settlement = Settlement(note="no solver has a score")
+            return self.settlement
+        self.settled, self.settlement = await settle(
+            self.store, self.evaluator, scored, self.rule, self.s.retime,
+            feedback=self.s.feedback)
+        return self.settlement
 
     def ranked(self, entries: list[PoolEntry]) -> list[PoolEntry]:
         """``entries`` in the tournament's order: scored results by :func:`rank`, then results
@@ -112,10 +143,11 @@ class Tournament:
                     and e.result.score is None]
         fresh = [e for e in entries if e.result is None]
         failed = [e for e in entries if e.result is not None and not e.result.ok]
-        return [e for e, _ in rank(scored, self.s.tie_tolerance)] + unscored + fresh + failed
+        return [e for e, _ in rank(scored, self.rule)] + unscored + fresh + failed
 
     def best_score(self) -> float | None:
-        """The lowest score so far (saturation is judged on accuracy, not on the tie-break)."""
+        """The lowest score so far (what the judges are told as the best score; saturation
+        compares :func:`ranking.standing`, which holds it)."""
         low = self.lowest()
         return low[1].score if low else None
 
@@ -186,7 +218,15 @@ class Tournament:
     # -- the loop ------------------------------------------------------------------------
     def info(self, cycle: int, rnd: int, stale: int) -> RoundInfo:
         """The rules and the state a judge is told at the start of a round."""
-        return RoundInfo(cycle=cycle, round=rnd, max_rounds=self.s.max_rounds,
+        scored, pick = self._scored(), self.best()
+        bar = self.rule.bar(ranking.lowest(scored)[1].score) if scored else None
+        return RoundInfo(objective=str(self.rule.objective), time_margin=self.rule.time_margin,
+                         retime=self.s.retime, bar=bar if self.rule.objective.by_time else None,
+                         leader=pick[0].id if pick and scored else None,
+                         leader_score=pick[1].score if pick and scored else None,
+                         leader_per_sample=pick[1].seconds_per_sample if pick and scored
+                         else None,
+                         cycle=cycle, round=rnd, max_rounds=self.s.max_rounds,
                          cycles=1 + self.s.rejudge_cycles, judges=len(self.judges),
                          evals_used=len(self._ran),
                          eval_limit=self.s.max_evals, saturation_factor=self.s.saturation_factor,
@@ -211,18 +251,21 @@ class Tournament:
                 self.store.event("rejudge", cycle=cycle, pool=len(self.pool))
             stale = 0
             for rnd in range(1, self.s.max_rounds + 1):
-                before = self.best_score()
+                before = ranking.standing(self._scored(), self.rule)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd)
                 declined = await self.round(cycle, rnd, stale)
                 after = self.best_score()
-                improved = after is not None and (before is None or after < self.s.saturation_factor * before)
+                improved = ranking.improved(self.rule, before,
+                                            ranking.standing(self._scored(), self.rule),
+                                            self.s.saturation_factor)
                 best = self.best()
                 self.store.event("round_best", cycle=cycle, round=rnd,
                                  best=best[0].id if best else None,
                                  score=best[1].score if best else None)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
-                if self.s.floor is not None and after is not None and after <= self.s.floor:
+                if self.s.floor is not None and self.s.objective.kind == "accuracy" \
+                        and after is not None and after <= self.s.floor:
                     self.end_reason = (f"the best score {after:.3e} reached the reference floor "
                                        f"{self.s.floor:.3e} (a multiple of the reference's own "
                                        "error, from its audit): no cycle can improve on the PDE")
@@ -232,7 +275,7 @@ class Tournament:
                     return
                 if stale >= self.s.patience:
                     why = ("every judge declined to modify (NO_CHANGE)" if declined == len(self.judges)
-                           else f"the best score did not improve by the factor "
+                           else f"{self._no_gain()} by the factor "
                                 f"{self.s.saturation_factor:g} for {stale} round(s)")
                     self.store.event("saturation", cycle=cycle, round=rnd, best=after,
                                      declined=declined, reason=why)
@@ -242,6 +285,19 @@ class Tournament:
                 self.end_reason = (f"cycle {cycle} ran its {self.s.max_rounds} round(s) "
                                    "(--max-rounds)")
             self.store.event("cycle_end", cycle=cycle, reason=self.end_reason)
+
+    def _no_gain(self) -> str:
+        o = self.rule.objective
+        if o.kind == "fastest-within":
+            return "neither the best score nor the objective's pick's time improved"
+        if o.kind == "fastest-below":
+            return ("the best score (no solver below the target yet) did not improve"
+                    if not self._target_met() else "the objective's pick's time did not improve")
+        return "the best score did not improve"
+
+    def _target_met(self) -> bool:
+        scored = self._scored()
+        return bool(scored) and self.rule.bar(ranking.lowest(scored)[1].score) is not None
 
     async def round(self, cycle: int, rnd: int, stale: int = 0) -> int:
         """One round; returns how many judges declined to modify."""

@@ -1,0 +1,160 @@
+"""Settling the winner's time: re-time the finalists when time decides between close solvers.
+
+During the search every solver has one evaluator timing, and the ranking rule
+(:mod:`pdesharp.synthesis.ranking`) lets time decide only past a margin. At the end, if the pick
+still depends on time (two or more eligible solvers with a known time), the *finalists* are run
+again: the eligible solvers whose single time is within ``(1 + time_margin)^2`` of the fastest
+eligible one (a gap that timing noise of one margin on each side could close), at most
+:data:`MAX_FINALISTS` of them fastest first, and always the provisional winner. Each finalist
+runs ``repeats`` more times, one run at a time and interleaved (a, b, a, b) so that neither
+competes with the other for the cores and a drift in the machine's load falls on both. A
+finalist's time is then the median of its timings (a failed re-run counts as never finishing),
+and the same ranking rule decides again, with the margin for a median of k timings.
+
+Every re-run is a counted evaluation (:meth:`RunStore.retime`), within ``--max-evals``: when the
+budget left cannot give every finalist ``repeats`` more runs, each gets as many as it can give
+all of them alike; when that is none, the decision stays on single timings (the report says so).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from pdesharp.llm.base import BudgetExceeded
+from pdesharp.records import Candidate, EvalResult
+from pdesharp.store import RunStore, code_sha256
+from pdesharp.synthesis.ranking import Rule, eligible, pick_best, seconds
+
+MAX_FINALISTS = 3
+RETIME_RUNS = 2  # extra runs per finalist under a time objective (``--retime`` default)
+
+
+def retime_runs(objective, requested: int | None) -> int:
+    """Re-timing runs per finalist: ``requested`` if given, else :data:`RETIME_RUNS` under a
+    time objective and none under ``accuracy`` (there time only breaks near-ties between equally
+    accurate solvers, the margin keeps that robust, and the paper's evaluation counts stay)."""
+    if requested is not None:
+        return requested
+    return RETIME_RUNS if objective.by_time else 0
+
+
+@dataclass
+class Settlement:
+    """How the winner's time was established (for the summary and the report)."""
+
+    finalists: list[str] = field(default_factory=list)
+    repeats: int = 0  # re-timing runs per finalist
+    evaluations: int = 0  # counted re-timing runs (this execution's or the journal's)
+    per_sample: dict[str, list[float | None]] = field(default_factory=dict)  # every timing
+    note: str = ""  # why there was no re-timing, or what limited it
+
+    def describe(self, winner: Candidate | None, result: EvalResult | None) -> dict[str, Any]:
+        """The summary's ``winner_time`` entry: the winner's time per sample and how it was
+        established, in words (``how``) and numbers."""
+        if winner is None or result is None or result.solver_seconds is None:
+            return {}
+        s = result.seconds_per_sample
+        out: dict[str, Any] = {"per_sample": s, "finalists": self.finalists,
+                               "retime_evaluations": self.evaluations,
+                               "repeats": self.repeats}
+        runs = self.per_sample.get(winner.id)
+        if runs and len(runs) > 1:
+            shown = ", ".join("failed" if t is None else f"{t:.3g}" for t in runs)
+            out["timings_per_sample"] = runs
+            others = [f for f in self.finalists if f != winner.id]
+            out["how"] = (f"median of {len(runs)} evaluator timings ({shown} s per sample), the "
+                          f"winner re-timed with {', '.join(others) or 'no other finalist'} one "
+                          f"run at a time ({self.evaluations} counted re-timing evaluation"
+                          f"{'s' if self.evaluations != 1 else ''}"
+                          + (f"; {self.note}" if self.note else "") + ")")
+        else:
+            out["how"] = "one evaluator timing" + (f" ({self.note})" if self.note else "")
+        return out
+
+
+def settled(result: EvalResult, reruns: list[EvalResult]) -> EvalResult:
+    """``result`` with its time replaced by the median over it and its re-timing runs."""
+    if not reruns or result.solver_seconds is None:
+        return result
+    runs = [result.solver_seconds] + [r.solver_seconds if r.ok else None for r in reruns]
+    median = statistics.median(float("inf") if t is None else t for t in runs)
+    return result.model_copy(update={"timings": runs,
+                                     "solver_seconds": None if median == float("inf") else median})
+
+
+def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
+              limit: int = MAX_FINALISTS) -> list[Candidate]:
+    """The solvers worth re-timing (see the module docstring); none when time does not decide.
+    Candidates with the same code are one solver (the first in ``scored`` stands for it)."""
+    first = {}
+    for i, (c, _) in enumerate(scored):
+        first.setdefault(code_sha256(c.code), i)
+    pool = [i for i in eligible(scored, rule) if seconds(scored[i][1]) < float("inf")
+            and first[code_sha256(scored[i][0].code)] == i]
+    if len(pool) < 2:
+        return []
+    t_min = min(seconds(scored[i][1]) for i in pool)
+    window = t_min * (1 + rule.time_margin) ** 2
+    near = sorted((i for i in pool if seconds(scored[i][1]) <= window),
+                  key=lambda i: (seconds(scored[i][1]), i))
+    if len(near) < 2:
+        return []  # the fastest is faster than noise could hide: time decided clearly
+    picked = near[:limit]
+    winner = code_sha256(pick_best(scored, rule)[0].code)
+    if all(code_sha256(scored[i][0].code) != winner for i in picked):
+        picked.append(next(i for i in near if code_sha256(scored[i][0].code) == winner))
+    return [scored[i][0] for i in picked]
+
+
+async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalResult]],
+                 rule: Rule, repeats: int, *, split: str = "dev", feedback: str = "nrmse"
+                 ) -> tuple[dict[str, EvalResult], Settlement]:
+    """Re-time the finalists of ``scored``; returns the settled results (time = the median of
+    the timings) by candidate id, for every candidate that has a finalist's code, and the
+    :class:`Settlement`."""
+    out = Settlement(repeats=0)
+    chosen = finalists(scored, rule)
+    if not chosen:
+        out.note = "time did not decide between close candidates"
+        return {}, out
+    out.finalists = [c.id for c in chosen]
+    if repeats <= 0:
+        out.note = ("not re-timed: --retime 0, the default under the accuracy objective, so "
+                    "the decision used single timings and the time margin")
+        return {}, out
+    done = store.retimings(split, feedback)  # a resumed run: runs already in the journal
+    have = min(len(done.get(c.id, [])) for c in chosen)
+    if store.eval_limit is not None and have < repeats:
+        left = max(0, store.eval_limit - store.n_feedback_evaluations)
+        allowed = have + left // len(chosen)
+        if allowed < 1:
+            out.note = ("the evaluation budget (--max-evals) left no run to re-time the "
+                        "finalists; the decision used single timings")
+            return {}, out
+        if allowed < repeats:
+            out.note = f"re-timing limited by --max-evals to {allowed} run(s) per finalist"
+            repeats = allowed
+    out.repeats = repeats
+    runs: dict[str, list[EvalResult]] = {c.id: [] for c in chosen}
+    try:
+        for k in range(1, repeats + 1):  # interleaved, one run at a time
+            for c in chosen:
+                runs[c.id].append(await store.retime(evaluator, c, k, split=split,
+                                                     feedback=feedback))
+    except BudgetExceeded as exc:  # cannot happen within the check above; keep what ran
+        out.note = f"re-timing stopped: {exc}"
+    out.evaluations = sum(len(v) for v in runs.values())
+    results = {c.id: r for c, r in scored}
+    settled_results = {}
+    for c in chosen:
+        s = settled(results[c.id], runs[c.id])
+        n = s.n_samples or 1
+        out.per_sample[c.id] = [None if t is None else t / n for t in s.timings]
+        for twin, _ in scored:  # the same code under another id: the same solver
+            if twin.code == c.code:
+                settled_results[twin.id] = s
+    store.event("retime", finalists=out.finalists, repeats=repeats,
+                per_sample=out.per_sample, note=out.note)
+    return settled_results, out
