@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from pdesharp.commands._common import fail
+from pdesharp.commands.sandbox import add_executor_arguments
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 
 
@@ -48,6 +49,7 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=1, help="solver executions at once, per task")
     p.add_argument("--parallel-cells", type=int, default=1,
                    help="methods of one task run at once (they share --workers)")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -66,6 +68,7 @@ def run(args) -> int:
                       optillm_url=args.optillm_url, data_dir=args.data_dir,
                       max_samples=args.max_samples, workers=args.workers,
                       parallel_cells=args.parallel_cells, base_url=args.base_url, llm=llm,
+                      executor=args.executor, ray_address=args.ray_address,
                       prices=args.prices)
     try:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
