@@ -93,6 +93,16 @@ class LocalExecutor:
                                 scratch_root=scratch_root)
 
 
+def in_bound_tree(path) -> bool:
+    """Whether ``path`` lies in a folder the sandbox binds read-only (system folders, the
+    Python runtime): only such paths need masking. A remote executor is told only those, so a
+    job normally names no data path at all."""
+    from pdesharp.evaluate.sandbox import SYSTEM_DIRS, runtime_roots
+
+    p = Path(path).resolve()
+    return any(p == r or r in p.parents for r in [*map(Path, SYSTEM_DIRS), *runtime_roots()])
+
+
 def unlimited() -> AsyncContextManager:
     return contextlib.nullcontext()
 
@@ -119,6 +129,6 @@ def make_executor(name: str = "local", *, address: str | None = None, workers: i
         from pdesharp.evaluate.ray_executor import RayExecutor, SandboxRequest
 
         request = SandboxRequest(unsafe=unsafe, device=device, force=sandbox,
-                                 hidden=tuple(str(h) for h in hidden))
+                                 hidden=tuple(str(h) for h in hidden if in_bound_tree(h)))
         return RayExecutor(request, address=address, threads=threads)
     raise ExecutorUnavailable(f"unknown executor {name!r} (choose from {', '.join(EXECUTORS)})")

@@ -156,12 +156,14 @@ def probe_nodes(request: SandboxRequest, *, runtime_env: dict | None = None) -> 
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    key = (request.unsafe, request.device, request.force, request.build, repr(runtime_env))
-    if key in _PROBES:
-        return _PROBES[key]
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     if request.device == "cuda":
         nodes = [n for n in nodes if n.get("Resources", {}).get("GPU", 0) >= 1]
+    # once per set of nodes (a node that joins later is checked by its first task anyway)
+    key = (request.unsafe, request.device, request.force, request.build, repr(runtime_env),
+           tuple(sorted(n["NodeID"] for n in nodes)))
+    if key in _PROBES:
+        return _PROBES[key]
     probe = ray.remote(pdesharp_probe)
     refs = [probe.options(num_cpus=0, max_retries=1, runtime_env=runtime_env,
                           scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"],
