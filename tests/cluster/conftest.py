@@ -45,10 +45,12 @@ def ray_cluster():
 
 
 def _is_ray(p) -> bool:
+    """Ray's own processes: workers are titled ``ray::...``, the rest run from Ray's package."""
     try:
-        return "ray" in " ".join(p.cmdline() or [p.name()])
+        cmd = " ".join(p.cmdline() or [p.name()])
     except Exception:  # noqa: BLE001 - gone already
         return False
+    return cmd.startswith("ray::") or "/ray/" in cmd or " -m ray." in cmd
 
 
 def _no_leftovers(psutil, ours: list, wait: float = 15.0) -> None:

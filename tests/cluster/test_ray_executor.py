@@ -90,21 +90,25 @@ def test_in_flight_follows_the_cluster_and_resources_are_ray_resources(ray_clust
     assert ev.executor.task_options()["num_gpus"] == 0
     code = _sleepy(solver_source("advection_exact"), 1.0)
     spans = {}
+    run = ev.executor.run
 
-    async def one(label):
+    async def timed(job, **kw):  # when each sealed run is out on the cluster
         t0 = time.monotonic()
-        r = await ev.evaluate(code, split="dev", feedback="nrmse", label=label)
-        spans[label] = (t0, time.monotonic())
-        return r
+        out = await run(job, **kw)
+        spans[job.label] = (t0, time.monotonic())
+        return out
+
+    ev.executor.run = timed
 
     async def both():
-        return await asyncio.gather(one("a"), one("b"))
+        return await asyncio.gather(*(ev.evaluate(code, split="dev", feedback="nrmse", label=k)
+                                      for k in ("a", "b")))
 
     results = asyncio.run(both())
     assert [r.status for r in results] == ["ok", "ok"]
     assert ev.n_evaluations == 2
     (a0, a1), (b0, b1) = spans["a"], spans["b"]
-    assert b0 < a1 and a0 < b1  # overlapping: not serialised by --workers 1
+    assert b0 < a1 and a0 < b1  # both out at once: not serialised by --workers 1
     with pytest.raises(ExecutorUnavailable, match="no GPU"):
         make_executor("ray", device="cuda")
     with pytest.raises(ExecutorUnavailable, match="asks for 4 CPUs"):
@@ -114,14 +118,15 @@ def test_in_flight_follows_the_cluster_and_resources_are_ray_resources(ray_clust
 def _kill_worker_mid_evaluation(found: dict) -> None:
     """Find the Ray worker running a sealed evaluation, wait until its sandbox is running the
     solver, then SIGKILL the worker (once)."""
+    me = psutil.Process()  # our Ray instance's workers descend from this process
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for p in psutil.process_iter(["cmdline"]):
             cmd = p.info["cmdline"] or []
             if cmd and cmd[0].startswith("ray::pdesharp_sealed_run"):
                 try:
-                    if not p.children():
-                        continue
+                    if me not in p.parents() or not p.children():
+                        continue  # another session's Ray, or the sandbox is not up yet
                     time.sleep(0.5)  # the solver is sleeping inside the sandbox now
                     found["sandbox"] = p.children(recursive=True)
                     found["worker"] = p

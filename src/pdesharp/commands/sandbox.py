@@ -64,7 +64,6 @@ def register(sub) -> None:
 def run_cluster(args) -> int:
     """The sandbox of every node of a Ray cluster (each worker resolves its own)."""
     from pdesharp.evaluate.executors import ExecutorUnavailable, make_executor
-    from pdesharp.evaluate.ray_executor import SandboxRequest, probe_nodes
     from pdesharp.evaluate.sandbox import SandboxUnavailable
 
     try:
@@ -74,9 +73,9 @@ def run_cluster(args) -> int:
         sealed = False  # shown per node below
     except ExecutorUnavailable as exc:
         fail(str(exc))
-    from pdesharp.evaluate.ray_executor import build_id
+    from pdesharp.evaluate.ray_executor import SandboxRequest, build_id, probe_nodes
 
-    nodes = probe_nodes(SandboxRequest(device=args.device, build=build_id()))
+    nodes = probe_nodes(SandboxRequest(device=args.device, build=build_id()))  # cached
     if args.json:
         print(json.dumps({"executor": "ray", "sealed": sealed, "nodes": nodes}, indent=2))
         return 0 if sealed else 1
