@@ -38,3 +38,11 @@ def test_only_paths_inside_bound_folders_would_be_named_to_a_worker(tmp_path):
     assert in_bound_tree(Path(sys.prefix) / "data" / "burgers_test.hdf5")
     assert in_bound_tree("/usr/share/pdebench/burgers_test.hdf5")
     assert not in_bound_tree(tmp_path / "burgers_test.hdf5")
+
+
+def test_each_evaluation_asks_ray_for_its_threads_and_gpu():
+    from pdesharp.evaluate.ray_executor import resources
+
+    assert resources("cpu", 1) == {"num_cpus": 1, "num_gpus": 0}
+    assert resources("cpu", 4) == {"num_cpus": 4, "num_gpus": 0}
+    assert resources("cuda", 2) == {"num_cpus": 2, "num_gpus": 1}

@@ -80,6 +80,12 @@ def build_id() -> str:
     return f"{pdesharp.__version__}+{digest.hexdigest()[:12]}"
 
 
+def resources(device: str, threads: int) -> dict:
+    """The Ray resources one evaluation asks for: its BLAS/OpenMP threads as CPUs, and the GPU
+    the sandbox exposes with ``--device cuda``."""
+    return {"num_cpus": max(1, int(threads)), "num_gpus": 1 if device == "cuda" else 0}
+
+
 def _check_build(request: SandboxRequest) -> None:
     if request.build and request.build != build_id():
         raise ExecutorUnavailable(
@@ -252,7 +258,7 @@ class RayExecutor:
         return unlimited()  # Ray queues runs until a node has the resources
 
     def task_options(self) -> dict:
-        return {"num_cpus": self.threads, "num_gpus": 1 if self.request.device == "cuda" else 0,
+        return {**resources(self.request.device, self.threads),
                 "max_retries": 0,  # our own single retry, only for lost workers (run())
                 "retry_exceptions": False, "runtime_env": self.runtime_env}
 
