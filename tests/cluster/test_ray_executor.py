@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from pdesharp.evaluate import Evaluator
+from pdesharp.evaluate import Evaluator, cgroups
 from pdesharp.evaluate.executors import ExecutorUnavailable, make_executor
 from pdesharp.evaluate.sandbox import SandboxUnavailable, probe
 from pdesharp.records import Candidate
@@ -157,9 +157,12 @@ def test_a_killed_worker_is_retried_once_and_counted_once(ray_cluster, shared_da
     assert store.n_evaluations == 1
     rows = store.db.execute("SELECT counted FROM evaluations").fetchall()
     assert [r[0] for r in rows] == [1]
-    # the killed attempt left nothing behind: its worker and its whole sandbox are gone
+    # the killed attempt left nothing behind: its worker, its whole sandbox, and (removed by
+    # the retry's worker) its cgroup are gone
     _, alive = psutil.wait_procs([found["worker"], *found["sandbox"]], timeout=10)
     assert not alive
+    stale = f"{cgroups.PREFIX}{found['worker'].pid}-"
+    assert not [d for h in cgroups.hierarchies() for d in h.mount.rglob(f"{stale}*")]
     store.close()
 
 

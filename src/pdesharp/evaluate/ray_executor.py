@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import pdesharp
+from pdesharp.evaluate import cgroups
 from pdesharp.evaluate.executors import ExecutorUnavailable, WorkerLost, unlimited
 from pdesharp.evaluate.sandbox import HERE, SandboxUnavailable, resolve, scrub
 from pdesharp.evaluate.sealed import Case, SealedJob, SealedRun, run_sealed
@@ -104,6 +105,7 @@ def pdesharp_sealed_run(job: SealedJob, inputs: list[dict], request: SandboxRequ
     """One sealed run on this worker: the job's arrays put back in, a local policy, run_sealed."""
     _check_build(request)
     policy = _policy(request)  # per task: Ray sets CUDA_VISIBLE_DEVICES for this task's GPU
+    cgroups.remove_stale()  # a worker killed mid-run (the case we retry) left its cgroup behind
     job = replace(job, cases=[Case(arrays, case.outputs) for arrays, case in zip(inputs,
                                                                                  job.cases)])
     root = Path(scratch_root) if scratch_root and Path(scratch_root).is_dir() else None
