@@ -105,11 +105,15 @@ def pdesharp_sealed_run(job: SealedJob, inputs: list[dict], request: SandboxRequ
     """One sealed run on this worker: the job's arrays put back in, a local policy, run_sealed."""
     _check_build(request)
     policy = _policy(request)  # per task: Ray sets CUDA_VISIBLE_DEVICES for this task's GPU
-    cgroups.remove_stale()  # a worker killed mid-run (the case we retry) left its cgroup behind
     job = replace(job, cases=[Case(arrays, case.outputs) for arrays, case in zip(inputs,
                                                                                  job.cases)])
     root = Path(scratch_root) if scratch_root and Path(scratch_root).is_dir() else None
-    run = asyncio.run(run_sealed(job, policy, keep_scratch=keep_scratch, scratch_root=root))
+    try:
+        run = asyncio.run(run_sealed(job, policy, keep_scratch=keep_scratch, scratch_root=root))
+    finally:
+        # a worker killed mid-run (the case we retry) leaves its evaluation's cgroup behind;
+        # by the end of this run its sandbox has long died with it, so the cgroup can go
+        cgroups.remove_stale()
     run.host = socket.gethostname()
     return run
 
