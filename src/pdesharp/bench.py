@@ -58,7 +58,9 @@ class BenchConfig:
     optillm_url: str | None = None
     data_dir: str | None = None
     max_samples: int | None = None  # evaluate on the first k samples of each split (smoke runs)
-    workers: int = 1  # solver executions at once (per task)
+    workers: int = 1  # solver executions at once (per task; local executor)
+    executor: str = "local"  # where solvers run: "local" or "ray" (same results either way)
+    ray_address: str | None = None  # with "ray": "auto", "ray://host:port", None (local Ray)
     parallel_cells: int = 1  # methods of one task run at once (they share the task's evaluator)
     sharp_options: dict = field(default_factory=dict)  # passed to pipeline.solve
     task_facts: str = "full"  # what every method's prompts state about the task (pdesharp.facts)
@@ -162,8 +164,15 @@ def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
     from pdesharp.evaluate import Evaluator
 
     def factory(task: Task):
-        return Evaluator(task, data_dir=cfg.data_dir, max_samples=cfg.max_samples,
-                         workers=cfg.workers)
+        from pdesharp.evaluate.executors import ExecutorUnavailable
+        from pdesharp.evaluate.sandbox import SandboxUnavailable
+
+        try:
+            return Evaluator(task, data_dir=cfg.data_dir, max_samples=cfg.max_samples,
+                             workers=cfg.workers, executor=cfg.executor,
+                             ray_address=cfg.ray_address)
+        except (SandboxUnavailable, ExecutorUnavailable) as exc:
+            raise BenchError(str(exc)) from None
 
     return factory
 
@@ -184,7 +193,8 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
 
     options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir,
                "task_facts": cfg.task_facts, "objective": cfg.objective,
-               "time_margin": cfg.time_margin, "retime": cfg.retime, **cfg.sharp_options}
+               "time_margin": cfg.time_margin, "retime": cfg.retime,
+               "executor": cfg.executor, "ray_address": cfg.ray_address, **cfg.sharp_options}
     config = solve_model_config(cfg, task=task.name, max_evals=cfg.budget_evals,
                                 out=str(run_dir.parent), **options)
     store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))

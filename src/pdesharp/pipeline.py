@@ -65,6 +65,8 @@ class SolveConfig(BaseModel):
     convergence: bool = True  # run CodePDE's empirical convergence test in each evaluation
     device: Literal["cpu", "cuda"] = "cpu"  # what solvers may use inside the sandbox
     unsafe_no_isolation: bool = False  # run solvers with no sandbox (recorded everywhere)
+    executor: Literal["local", "ray"] = "local"  # where solvers run (resume uses the same)
+    ray_address: str | None = None  # "auto", "ray://host:port"; None: a local Ray instance
     # Scores within this relative distance of the best count as a tie, won by the faster
     # solver (solver_seconds): a 0.07 % nRMSE edge is noise next to a 3x run-time difference.
     tie_tolerance: float = Field(0.01, ge=0)
@@ -164,7 +166,9 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
             patience=config.patience, debug_attempts=config.debug_attempts,
-            workers=config.workers, tie_tolerance=config.tie_tolerance,
+            # evaluations in flight: --workers locally; a cluster queues them itself
+            workers=getattr(evaluator, "max_in_flight", config.workers),
+            tie_tolerance=config.tie_tolerance,
             max_evals=config.max_evals, objective=Objective.parse(config.objective),
             time_margin=config.time_margin,
             retime=retime_runs(Objective.parse(config.objective), config.retime),

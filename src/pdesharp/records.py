@@ -47,6 +47,8 @@ class EvalResult(BaseModel):
     message: str = ""  # one-line human summary of a failure
     plot_path: str | None = None
     isolation: str = ""  # the sandbox mechanism the solver ran under ("none": unsafe)
+    host: str = ""  # the Ray node that ran the solver ("": this machine)
+    retries: int = 0  # re-submissions after the machine running it was lost (counted once)
 
     @property
     def seconds_per_sample(self) -> float | None:

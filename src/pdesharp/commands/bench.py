@@ -6,6 +6,7 @@ import asyncio
 import sys
 
 from pdesharp.commands._common import fail
+from pdesharp.commands.sandbox import add_executor_arguments
 from pdesharp.commands.solve import add_objective_arguments
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 
@@ -54,6 +55,7 @@ def register(sub) -> None:
                         "and the data say (full, default) or exactly what CodePDE's prompts give "
                         "(codepde), for comparisons with published numbers")
     add_objective_arguments(p)  # picks every cell's winner; PDE-SHARP's search follows it
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -73,7 +75,8 @@ def run(args) -> int:
                       max_samples=args.max_samples, workers=args.workers,
                       parallel_cells=args.parallel_cells, base_url=args.base_url, llm=llm,
                       prices=args.prices, task_facts=args.task_facts,
-                      objective=args.objective, time_margin=args.time_margin, retime=args.retime)
+                      objective=args.objective, time_margin=args.time_margin, retime=args.retime,
+                      executor=args.executor, ray_address=args.ray_address)
     try:
         rows = asyncio.run(run_bench(cfg, progress=lambda s: print(s, file=sys.stderr)))
     except (BenchError, TaskError) as exc:

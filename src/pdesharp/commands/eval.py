@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
-from pdesharp.commands.sandbox import add_sandbox_arguments, sandbox_or_exit
+from pdesharp.commands.sandbox import (add_executor_arguments, add_sandbox_arguments,
+                                       sandbox_or_exit)
 from pdesharp.data.paths import DataNotFound
 
 
@@ -33,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--max-samples", type=int, default=None, help="evaluate on the first N samples")
     p.add_argument("--keep-scratch", action="store_true", help="keep the sandbox directory")
     add_sandbox_arguments(p)
+    add_executor_arguments(p)
     add_data_arguments(p)
     p.set_defaults(func=run)
 
@@ -55,7 +57,8 @@ def run(args) -> int:
         workers=args.workers, timeout=args.timeout, memory_mb=args.memory_mb,
         convergence=not args.no_convergence, max_samples=args.max_samples,
         residual=not args.no_residual, threads=args.threads, keep_scratch=args.keep_scratch,
-        device=args.device, unsafe_no_isolation=args.unsafe_no_isolation))
+        device=args.device, unsafe_no_isolation=args.unsafe_no_isolation,
+        executor=args.executor, ray_address=args.ray_address))
     try:
         result = ev.evaluate_sync(code, split=args.split, feedback=args.feedback,
                                   label=path.stem, plot_path=Path(args.plot) if args.plot else None,

@@ -1,7 +1,8 @@
 """``pdesharp sandbox``: which isolation seals generated solvers on this machine, and why.
 
 Also the shared ``--device`` / ``--unsafe-no-isolation`` options of the commands that run
-generated code (``eval``, ``solve``), and the one place their refusal and warning are worded.
+generated code (``eval``, ``solve``), the ``--executor`` / ``--ray-address`` group (``eval``,
+``solve``, ``bench``, ``sandbox``), and the one place their refusal and warning are worded.
 """
 
 from __future__ import annotations
@@ -26,13 +27,26 @@ def add_sandbox_arguments(parser) -> None:
                              "recorded in the results, summary and report)")
 
 
+def add_executor_arguments(parser) -> None:
+    g = parser.add_argument_group("where solvers run (docs/cluster.md)")
+    g.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: sandboxed children of this process (default); ray: on the "
+                        "workers of a Ray cluster (pip install 'pdesharp[ray]'), as many at "
+                        "once as the cluster has CPUs (--workers does not apply)")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="with --executor ray: 'auto' (a cluster started on this machine), "
+                        "'ray://HOST:10001' (a remote head), or none for a local Ray instance")
+
+
 def sandbox_or_exit(make):
-    """``make()`` (an Evaluator), or a clear error if no isolation works; warns when unsafe."""
+    """``make()`` (an Evaluator), or a clear error if no isolation works or the executor cannot
+    start; warns when unsafe."""
+    from pdesharp.evaluate.executors import ExecutorUnavailable
     from pdesharp.evaluate.sandbox import SandboxUnavailable
 
     try:
         ev = make()
-    except SandboxUnavailable as exc:
+    except (SandboxUnavailable, ExecutorUnavailable) as exc:
         fail(str(exc))
     if ev.isolation["unsafe"]:
         print(UNSAFE_WARNING, file=sys.stderr)
@@ -43,10 +57,40 @@ def register(sub) -> None:
     p = sub.add_parser("sandbox", help="show which isolation mechanism seals generated solvers")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
+def run_cluster(args) -> int:
+    """The sandbox of every node of a Ray cluster (each worker resolves its own)."""
+    from pdesharp.evaluate.executors import ExecutorUnavailable, make_executor
+    from pdesharp.evaluate.sandbox import SandboxUnavailable
+
+    try:
+        make_executor("ray", address=args.ray_address, device=args.device)
+        sealed = True
+    except SandboxUnavailable:
+        sealed = False  # shown per node below
+    except ExecutorUnavailable as exc:
+        fail(str(exc))
+    from pdesharp.evaluate.ray_executor import SandboxRequest, build_id, probe_nodes
+
+    nodes = probe_nodes(SandboxRequest(device=args.device, build=build_id()))  # cached
+    if args.json:
+        print(json.dumps({"executor": "ray", "sealed": sealed, "nodes": nodes}, indent=2))
+        return 0 if sealed else 1
+    print(f"Ray cluster ({args.ray_address or 'local instance'}): {len(nodes)} node(s)")
+    for p in nodes:
+        mech = p["summary"]["mechanism"] if "summary" in p else "NOT SEALED"
+        print(f"{p['host']}: isolation {mech} (pdesharp {p['build']}, Python {p['python']})")
+        for line in p.get("reasons", []) or p.get("refusal", "").splitlines():
+            print(f"  - {line}")
+    return 0 if sealed else 1
+
+
 def run(args) -> int:
+    if args.executor == "ray":
+        return run_cluster(args)
     from pdesharp.evaluate import cgroups
     from pdesharp.evaluate.sandbox import SandboxUnavailable, probe, resolve
 

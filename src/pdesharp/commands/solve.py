@@ -18,7 +18,8 @@ from rich.live import Live
 from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
-from pdesharp.commands.sandbox import UNSAFE_WARNING, add_sandbox_arguments
+from pdesharp.commands.sandbox import (UNSAFE_WARNING, add_executor_arguments,
+                                       add_sandbox_arguments)
 from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
@@ -90,6 +91,7 @@ def register(sub) -> None:
     p.add_argument("--tell-judges-reference-error", action="store_true",
                    help="show LLM judges the audit's reference error (off by default, as in "
                         "the paper's setup)")
+    add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")
     p.add_argument("--task-facts", choices=["full", "codepde"], default="full",
@@ -185,6 +187,7 @@ def cmd_solve(args) -> int:
             timeout=args.timeout, max_samples=args.max_samples,
             convergence=not args.no_convergence, base_url=args.base_url,
             device=args.device, unsafe_no_isolation=args.unsafe_no_isolation,
+            executor=args.executor, ray_address=args.ray_address,
             llm=_llm_opts(args), prices=args.prices, audit=args.audit,
             floor_saturation=args.floor_saturation, floor_factor=args.floor_factor,
             judges_see_reference_error=args.tell_judges_reference_error)
@@ -246,6 +249,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
                               timeout=config.timeout, max_samples=config.max_samples,
                               convergence=config.convergence, device=config.device,
                               unsafe_no_isolation=config.unsafe_no_isolation,
+                              executor=config.executor, ray_address=config.ray_address,
                               hidden=[store.dir])  # the run folder and store: never in reach
         evaluator.data_path("dev")
         roles = build_roles(config, store, task=task)

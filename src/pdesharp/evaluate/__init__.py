@@ -7,7 +7,8 @@ normalised PDE residual, CodePDE's empirical convergence order computed by the p
 solver time measured from outside, memory, scrubbed output tails, the isolation used).
 
 Module map: ``sealed.run_sealed`` is the executor seam (code + arrays in, checked arrays and
-times out); ``sandbox`` chooses and assembles the isolation; ``launch``, ``child`` and
+times out); ``executors`` runs it here or, through ``ray_executor``, on a Ray cluster's workers;
+``sandbox`` chooses and assembles the isolation; ``launch``, ``child`` and
 ``confine`` are the standalone programs that run on the other side; ``cgroups`` limits the
 sandbox as a whole; ``scoring``, ``metrics``, ``residual``, ``convergence``, ``plot`` judge.
 The exports are resolved lazily (cheap ``import pdesharp.evaluate``).

@@ -246,6 +246,15 @@ def create(limits: Limits, *, found: list[Hierarchy] | None = None,
 _swept: list[int] = []
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a killed process its parent has not reaped yet is dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
 def remove_stale(found: list[Hierarchy] | None = None) -> int:
     """Remove evaluation cgroups left by a pdesharp process that died (kill -9)."""
     found = hierarchies() if found is None else found
@@ -262,7 +271,7 @@ def remove_stale(found: list[Hierarchy] | None = None) -> int:
                     owner = int(d.name[len(PREFIX):].split("-")[0])
                 except ValueError:
                     continue
-                if owner == os.getpid() or Path(f"/proc/{owner}").exists():
+                if owner == os.getpid() or _alive(owner):
                     continue
                 try:
                     os.rmdir(d)

@@ -6,6 +6,9 @@ solver's inputs and returns checked prediction arrays and the solver time measur
 this side loads the reference data (once per split), scores the arrays (:mod:`.scoring`), and,
 in a second sealed run, calls the solver on the convergence test's grids and computes the order
 itself (:mod:`.convergence`). Solver time is that of the first run only.
+
+Where the sealed runs happen is the :mod:`.executors`' business: in this process (``local``) or
+on a Ray cluster's workers (``ray``), which receive the job and its inputs, never the reference.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import numpy as np
 from pdesharp.data.paths import resolve_split
 from pdesharp.data.reference import ReferenceData, load_reference
 from pdesharp.evaluate import convergence as conv
-from pdesharp.evaluate.sandbox import resolve
+from pdesharp.evaluate.executors import make_executor
 from pdesharp.evaluate.scoring import Score, score_prediction
-from pdesharp.evaluate.sealed import Case, Limits, SealedJob, SealedRun, run_sealed
+from pdesharp.evaluate.sealed import Case, Limits, SealedJob, SealedRun
 from pdesharp.evaluate.spec import ChildSpec
 from pdesharp.records import EvalResult, Feedback, Split
 from pdesharp.task import Task
@@ -39,7 +42,10 @@ class Evaluator:
     ``device="cuda"`` exposes the GPU in the sandbox; ``unsafe_no_isolation`` runs solvers with
     no sandbox at all (recorded in every result); ``sandbox`` forces a mechanism ("bwrap",
     "landlock"); ``hidden`` lists more paths the child must not see (e.g. the run folder).
-    Raises :class:`~pdesharp.evaluate.sandbox.SandboxUnavailable` if nothing can seal the child.
+    ``executor="ray"`` runs the sealed children on a Ray cluster (``ray_address``: ``auto``,
+    ``ray://host:port``, or None for a local instance); ``workers`` then does not apply.
+    Raises :class:`~pdesharp.evaluate.sandbox.SandboxUnavailable` if nothing can seal the child,
+    :class:`~pdesharp.evaluate.executors.ExecutorUnavailable` if the executor cannot start.
     """
 
     def __init__(self, task: Task, *, data_dir=None, dev_data=None, test_data=None,
@@ -48,7 +54,8 @@ class Evaluator:
                  max_samples: int | None = None, residual: bool = True, threads: int = 1,
                  keep_scratch: bool = False, device: str = "cpu",
                  unsafe_no_isolation: bool = False, sandbox: str | None = None,
-                 max_processes: int = 256, hidden: list | tuple = ()):
+                 max_processes: int = 256, hidden: list | tuple = (), executor: str = "local",
+                 ray_address: str | None = None):
         self.task = task
         self.data_dir = data_dir
         self.explicit = {"dev": dev_data, "test": test_data}
@@ -67,21 +74,33 @@ class Evaluator:
         # pdesharp.audit.runs); predictions are scored against it too, for the report only
         self.converged: dict[str, np.ndarray] = {}
         self.spec = ChildSpec.from_task(task)
-        self.policy = resolve(unsafe=unsafe_no_isolation, device=device, force=sandbox,
-                              hidden=[*self._data_paths(), *hidden])
+        self.executor = make_executor(executor, address=ray_address, workers=self.workers,
+                                      threads=threads, unsafe=unsafe_no_isolation, device=device,
+                                      sandbox=sandbox, hidden=[*self._data_paths(), *hidden])
         self._refs: dict[str, ReferenceData] = {}
+        self._inputs: dict[str, dict[str, np.ndarray]] = {}
         self._refs_lock = threading.Lock()  # concurrent evaluate() calls load a split once
-        self._semaphore: asyncio.Semaphore | None = None
-        self._loop = None
 
     @property
     def isolation(self) -> dict:
-        """Which sandbox seals the solvers (recorded with runs; ``unsafe`` if none)."""
-        return self.policy.summary()
+        """Which sandbox seals the solvers, and where they run (recorded with runs; ``unsafe``
+        if none)."""
+        return self.executor.isolation
+
+    @property
+    def policy(self):
+        """This machine's sandbox policy (None when the solvers run elsewhere)."""
+        return getattr(self.executor, "policy", None)
 
     @property
     def device(self) -> str:
-        return self.policy.device
+        return self.executor.device
+
+    @property
+    def max_in_flight(self) -> int:
+        """Evaluations worth keeping in flight: ``workers`` locally; on a cluster, as many as
+        the caller has (the cluster queues them)."""
+        return self.executor.max_in_flight
 
     def _data_paths(self) -> list[Path]:
         out = [Path(self.data_dir)] if self.data_dir else []
@@ -107,12 +126,6 @@ class Evaluator:
                                                    limit=self.max_samples)
             return self._refs[split]
 
-    def _sem(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._loop is not loop:
-            self._semaphore, self._loop = asyncio.Semaphore(self.workers), loop
-        return self._semaphore
-
     def _limits(self) -> Limits:
         return Limits(timeout=self.timeout, memory_mb=self.memory_mb,
                       max_processes=self.max_processes, fsize_mb=FSIZE_MB, threads=self.threads)
@@ -128,7 +141,7 @@ class Evaluator:
         """Run ``code`` on ``split`` and score it. Missing data raises before anything runs."""
         self.data_path(split)  # fail fast with DataNotFound, before counting anything
         ref = await asyncio.to_thread(self.reference, split)
-        async with self._sem():
+        async with self.executor.slot():
             self.n_evaluations += 1
             t0 = time.monotonic()
             result = await self._run(code, ref, split, feedback, label, plot_path,
@@ -158,12 +171,15 @@ class Evaluator:
 
     async def _run(self, code, ref: ReferenceData, split, feedback, label, plot_path,
                    prediction_path) -> EvalResult:
-        inputs = await asyncio.to_thread(self.inputs, ref)
+        if split not in self._inputs:  # the same arrays every time (a Ray worker gets them once)
+            self._inputs[split] = await asyncio.to_thread(self.inputs, ref)
+        inputs = self._inputs[split]
         expected = tuple(next(iter(ref.fields.values())).shape)
         case = Case({k: v for k, v in inputs.items() if k != "x"},
                     [(n, expected) for n in self.task.solver.returns])
-        run = await run_sealed(self._job(code, [case], label or "run"), self.policy,
-                               keep_scratch=self.keep_scratch, scratch_root=self.scratch_root)
+        run = await self.executor.run(self._job(code, [case], label or "run"),
+                                      keep_scratch=self.keep_scratch,
+                                      scratch_root=self.scratch_root)
         result = _to_result(run, split, feedback, n_samples=expected[0])
         if run.status != "ok":
             return result
@@ -185,18 +201,20 @@ class Evaluator:
             np.savez(prediction_path, **pred)
         if result.ok and self.convergence:
             result.convergence_order, result.convergence_note = await self._convergence(
-                code, inputs, pred, label)
+                code, inputs, pred, label, result)
         return result
 
-    async def _convergence(self, code: str, inputs: dict, pred: dict, label: str
-                           ) -> tuple[float | None, str]:
+    async def _convergence(self, code: str, inputs: dict, pred: dict, label: str,
+                           result: EvalResult) -> tuple[float | None, str]:
         """CodePDE's convergence test: the solver runs sealed on each grid, the order is ours."""
         plan = conv.plan(self.spec, inputs, [pred[n] for n in self.task.solver.returns])
         if plan is None:
             return None, ""
         cases = [Case(i, [(n, shape) for n in self.task.solver.returns]) for i, shape in plan.cases]
-        run = await run_sealed(self._job(code, cases, f"{label or 'run'}-conv"), self.policy,
-                               keep_scratch=self.keep_scratch, scratch_root=self.scratch_root)
+        run = await self.executor.run(self._job(code, cases, f"{label or 'run'}-conv"),
+                                      keep_scratch=self.keep_scratch,
+                                      scratch_root=self.scratch_root)
+        result.retries += run.retries
         if run.status == "timeout":
             return None, (f"the convergence test timed out (limit {self.timeout:g} s / "
                           f"{self.memory_mb} MB)")
@@ -239,5 +257,6 @@ def _to_result(run: SealedRun, split, feedback, n_samples: int) -> EvalResult:
         message="; ".join(x for x in [run.message, *notes] if x),
         solver_seconds=run.solver_seconds, wall_seconds=run.wall_seconds,
         peak_memory_mb=run.peak_memory_mb, stdout_tail=run.stdout_tail,
-        stderr_tail=run.stderr_tail, isolation=run.mechanism,
+        stderr_tail=run.stderr_tail, isolation=run.mechanism, host=run.host,
+        retries=run.retries,
     )

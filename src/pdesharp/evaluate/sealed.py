@@ -96,6 +96,8 @@ class SealedRun:
     timed_out: bool = False
     failed_case: int | None = None
     scratch: str | None = None  # the kept host scratch folder (keep_scratch)
+    host: str = ""  # the machine that ran it, when not this one (a Ray worker's host name)
+    retries: int = 0  # times it was submitted again because the machine running it was lost
 
 
 # -- the output memory file ------------------------------------------------------------------------
