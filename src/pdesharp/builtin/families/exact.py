@@ -1,0 +1,238 @@
+"""Exact Fourier propagator: linear constant-coefficient systems on periodic boxes.
+
+When ``dt w = sum_alpha C_alpha d^alpha w + f(x, t)`` with constant matrices C_alpha (scalar or
+system, 1D or 2D, any derivative order), every Fourier mode evolves by the matrix exponential
+``exp(L(k) h)`` of the symbol ``L(k) = sum_alpha C_alpha (i k)^alpha``: no time-step error at all.
+A forcing ``f(x, t)`` enters through Duhamel's integral, evaluated exactly for a polynomial in
+time (an augmented matrix exponential), the polynomial interpolating ``f`` at ``FORCING_NODES``
+Chebyshev points of each output interval (exact when f does not depend on t).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import sympy as sp
+
+from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.design import Axis, Design, Family, Problem
+from pdesharp.builtin.families.common import EVOLVE, FOURIER, GRID, fixed_axes, problem_constants
+from pdesharp.builtin.physics import coords_line, npcode, params_lines
+
+
+def linear_system(law: BalanceLaw):
+    """``(terms, forcing)`` with terms a list of (orders, Matrix) such that
+    dt w = sum Matrix d^orders w + forcing(x, t); None unless linear with constant coefficients
+    on a periodic box."""
+    if not isinstance(law, BalanceLaw) or not law.periodic:
+        return None
+    n, w = law.nvar, sp.Matrix(law.prims)
+    const = lambda m: not any(e.has(*law.prims, *law.coords, law.t) for e in m)  # noqa: E731
+    M = sp.Matrix(law.q).jacobian(law.prims)
+    if not const(M) or any(sp.simplify(e) != 0 for e in sp.Matrix(law.q) - M * w):
+        return None
+    terms: dict[tuple, sp.Matrix] = defaultdict(lambda: sp.zeros(n, n))
+    forcing = sp.zeros(n, 1)
+    zero_w = {p: 0 for p in law.prims}
+    for a in range(law.dim):
+        e_a = tuple(int(b == a) for b in range(law.dim))
+        F = sp.Matrix(law.flux[a])
+        A = F.jacobian(law.prims)
+        if not const(A):
+            return None
+        F0 = F - A * w
+        if any(e.has(*law.prims) for e in F0):
+            return None
+        terms[e_a] += -A
+        forcing += -F0.diff(law.coords[a])
+        V = sp.Matrix(law.viscous[a])
+        D = V.jacobian(law.grads[a])
+        if not const(D) or any(sp.simplify(e) != 0 for e in V - D * sp.Matrix(law.grads[a])):
+            return None
+        terms[tuple(2 * x for x in e_a)] += D
+    S = sp.Matrix(law.source)
+    Bm = S.jacobian(law.prims)
+    if not const(Bm):
+        return None
+    S0 = S.xreplace(zero_w)
+    if any(sp.simplify(e) != 0 for e in S - Bm * w - S0):
+        return None
+    terms[(0,) * law.dim] += Bm
+    forcing += S0
+    for i, row in enumerate(law.high):
+        for c, j, orders in row:
+            m = sp.zeros(n, n)
+            m[i, j] = c
+            terms[tuple(orders)] += m
+    Minv = M.inv()
+    out = [(o, sp.simplify(Minv * m)) for o, m in terms.items() if any(e != 0 for e in m)]
+    return out, sp.simplify(Minv * forcing)
+
+
+class ExactFamily(Family):
+    name = "exact"
+    axes = (
+        Axis("SYMBOL", "spectral", ("spectral", "fd2"),
+             "Fourier symbol of d/dx: exact spectral, or the 2nd-order central difference one"),
+        Axis("FORCING_NODES", 6, (), "Chebyshev points per output interval interpolating f(t)"),
+    )
+
+    def _system(self, p: Problem):
+        return linear_system(p.struct)
+
+    def applies(self, p: Problem) -> bool:
+        return not p.steady and self._system(p) is not None
+
+    def relevant(self, p: Problem) -> list[str]:
+        terms, f = self._system(p)
+        out = []
+        if all(max(o) <= 2 for o, _ in terms) and any(max(o) > 0 for o, _ in terms):
+            out.append("SYMBOL")
+        if any(e.has(p.struct.t) for e in f):
+            out.append("FORCING_NODES")
+        return out
+
+    def candidates(self, p: Problem) -> list[Design]:
+        out = [self.design(SYMBOL="spectral")]
+        if "SYMBOL" in self.relevant(p):
+            out.append(self.design(SYMBOL="fd2"))
+        return out
+
+    def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
+        rel = self.relevant(p)
+        out = []
+        if "SYMBOL" in rel:
+            out.append(("SYMBOL", "fd2" if d["SYMBOL"] == "spectral" else "spectral",
+                        "the other Fourier symbol of the linear operator"))
+        if "FORCING_NODES" in rel:
+            out.append(("FORCING_NODES", min(2 * d["FORCING_NODES"], 16),
+                        "a higher-degree interpolation of the forcing in time"))
+        return out
+
+    def title(self, d: Design, p: Problem) -> str:
+        terms, f = self._system(p)
+        sym = d["SYMBOL"] if "SYMBOL" in self.relevant(p) else "spectral"
+        kind = "matrix exponential per wavenumber" if p.struct.nvar > 1 else "exp(L(k) t) per mode"
+        text = f"exact Fourier propagator ({sym} symbol, {kind})"
+        if any(e != 0 for e in f):
+            text += (", forcing integrated exactly" if "FORCING_NODES" not in self.relevant(p) else
+                     f", forcing interpolated in time at {d['FORCING_NODES']} nodes")
+        return text
+
+    def orders(self, d: Design, p: Problem):
+        return (2 if d["SYMBOL"] == "fd2" and "SYMBOL" in self.relevant(p) else 8, 8)
+
+    def cost(self, d: Design, p: Problem) -> float:
+        return 0.05
+
+    def render(self, d: Design, p: Problem) -> str:
+        law = p.struct
+        terms, f = self._system(p)
+        has_f = any(e != 0 for e in f)
+        flags = {"NVAR": law.nvar, "PERIODIC": True, "HAS_FORCING": has_f,
+                 "FORCING_IN_TIME": any(e.has(law.t) for e in f)}
+        code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
+        code += ("def linear_terms(prm):\n    \"\"\"(orders, C) of dt w = sum C d^orders w + f, from the"
+                 " equation.\"\"\"\n" + params_lines(law.params) + "    return [\n")
+        for orders, m in terms:
+            rows = ", ".join("[" + ", ".join(npcode(m[i, j]) for j in range(law.nvar)) + "]"
+                             for i in range(law.nvar))
+            code += f"        ({tuple(orders)!r}, [{rows}]),\n"
+        code += "    ]\n\n\n"
+        if has_f:
+            code += ("def forcing(X, t, prm):\n    \"\"\"The part of dt w that does not depend on w."
+                     "\"\"\"\n    _zero = np.zeros(np.broadcast(*X).shape)\n"
+                     + params_lines(law.params) + coords_line(law.coords, list(f))
+                     + "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in f) + "]\n\n\n")
+        return code + GRID + FOURIER + BLOCK + EVOLVE
+
+
+BLOCK = '''
+# ---- block: exact Fourier propagator of a linear constant-coefficient system ----
+from scipy.linalg import expm as _scipy_expm
+
+
+def _expm(A):
+    """exp(A) for a stack of square matrices A[..., n, n]."""
+    if A.shape[-1] == 1:
+        return np.exp(A)
+    return _scipy_expm(A.reshape((-1,) + A.shape[-2:])).reshape(A.shape)
+
+
+def _symbol(k, order, h):
+    """Fourier symbol of the order-th derivative (SYMBOL: spectral, or central differences)."""
+    if SYMBOL == "fd2" and order == 1:
+        return 1j * np.sin(k * h) / h
+    if SYMBOL == "fd2" and order == 2:
+        return -(2.0 - 2.0 * np.cos(k * h)) / h**2
+    return (1j * k) ** order
+
+
+def _operator(grid, prm):
+    """L(k) [*kshape, NVAR, NVAR]: dt w_hat = L(k) w_hat + f_hat."""
+    ks = _wavenumbers(grid["shape"])
+    kshape = np.broadcast_shapes(*[k.shape for k in ks])
+    L = np.zeros(kshape + (NVAR, NVAR), dtype=complex)
+    for orders, matrix in linear_terms(prm):
+        s = np.ones(kshape, dtype=complex)
+        for a, o in enumerate(orders):
+            if o:
+                s = s * _symbol(ks[a], o, grid["h"][a])
+        L += s[..., None, None] * np.asarray(matrix, dtype=float)
+    return L
+
+
+def _init_state(W0, prm):
+    grid = _grid(W0[0].shape[1:])
+    axes = tuple(range(1, W0[0].ndim))
+    uh = np.stack([np.fft.rfftn(w, axes=axes) for w in W0], axis=-1)  # [B, *kshape, NVAR]
+    grid["L"] = _operator(grid, prm)
+    grid["cache"] = {}
+    return uh, grid
+
+
+def _output(uh, grid, prm):
+    axes = tuple(range(1, uh.ndim - 1))
+    return [np.fft.irfftn(uh[..., i], s=grid["shape"], axes=axes) for i in range(NVAR)]
+
+
+def _propagator(grid, h):
+    key = ("E", round(h, 14))
+    if key not in grid["cache"]:
+        grid["cache"][key] = _expm(grid["L"] * h)
+    return grid["cache"][key]
+
+
+def _forced(grid, t0, h, prm):
+    """Duhamel's integral int_0^h exp(L (h - s)) f_hat(t0 + s) ds for f interpolated in time by
+    a polynomial in sigma = s/h: the augmented exponential integrates each power exactly."""
+    nodes = FORCING_NODES if FORCING_IN_TIME else 1
+    key = ("F", round(h, 14)) if not FORCING_IN_TIME else None
+    if key in grid["cache"]:
+        return grid["cache"][key]
+    sig = 0.5 - 0.5 * np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes)
+    axes = tuple(range(len(grid["shape"])))
+    samples = np.stack([np.stack([np.fft.rfftn(np.broadcast_to(f, grid["shape"]), axes=axes)
+                                  for f in forcing(grid["X"], t0 + s * h, prm)], axis=-1)
+                        for s in sig])  # [P, *kshape, NVAR]
+    coef = np.linalg.solve(np.vander(sig, nodes, increasing=True),
+                           samples.reshape(nodes, -1)).reshape(samples.shape)
+    n = NVAR
+    A = np.zeros(grid["L"].shape[:-2] + (n + nodes, n + nodes), dtype=complex)
+    A[..., :n, :n] = grid["L"] * h
+    A[..., :n, n:] = h * np.moveaxis(coef, 0, -1)
+    for j in range(1, nodes):  # d/ds sigma^j = (j/h) sigma^(j-1)
+        A[..., n + j, n + j - 1] = j
+    out = _expm(A)[..., :n, n]
+    if key is not None:
+        grid["cache"][key] = out
+    return out
+
+
+def _advance_to(uh, t0, t1, grid, prm):
+    h = t1 - t0
+    uh = (_propagator(grid, h) @ uh[..., None])[..., 0]
+    if HAS_FORCING:
+        uh = uh + _forced(grid, t0, h, prm)
+    return uh
+'''
