@@ -13,7 +13,7 @@ from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
-from pdesharp.builtin.families.exact import linear_system
+from pdesharp.builtin.families.exact import basis, linear_system
 from pdesharp.builtin.physics import law_facts
 from pdesharp.builtin.structure import structure
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
@@ -145,6 +145,23 @@ def _max_abs(exprs, law: BalanceLaw, task: Task, pts: dict) -> float:
     return best
 
 
+def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
+    """max |eig(dS/dU - sum_a 4 B_a / h_a^2)| over the sample points, B_a = dV_a/dU_a: the
+    spectral radius of the semi-discrete operator at the highest grid wavenumber."""
+    subs = {p: task.constants[p.name] for p in law.params}
+    mat = facts.source_jacobian - sum((4 * facts.diffusion_matrix[a] / h[a] ** 2
+                                       for a in range(law.dim)), sp.zeros(law.nvar, law.nvar))
+    args = list(pts)
+    fn = sp.lambdify(args, mat.subs(subs), "numpy")
+    n = len(next(iter(pts.values())))
+    with np.errstate(all="ignore"):
+        vals = np.array([[np.broadcast_to(np.asarray(e, dtype=complex), (n,)) for e in row]
+                         for row in fn(*[pts[a] for a in args])])
+    eig = np.linalg.eigvals(np.moveaxis(vals, (0, 1), (-2, -1)))
+    eig = eig[np.isfinite(eig)]
+    return float(np.max(np.abs(eig))) if eig.size else 0.0
+
+
 def _boundary_text(law: BalanceLaw) -> str:
     if law.periodic:
         return "periodic in " + ", ".join(str(c) for c in law.coords)
@@ -162,8 +179,12 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
     linear = _linear(law)
     order = _space_order(task)
     viscous_rows = sum(any(v[i] != 0 for v in law.viscous) for i in range(law.nvar))
+    diffusing = law.has_viscous and any(
+        any(e != 0 for e in (facts.diffusivity[a] or [])) for a in range(law.dim))
     if law.has_high:
         pde_type = "dispersive"
+    elif order == 2 and law.has_viscous and not diffusing:
+        pde_type = "hyperbolic"  # second derivatives that only couple the unknowns: waves
     elif order == 2 and viscous_rows == law.nvar:
         pde_type = "parabolic"
     elif order == 2:
@@ -181,13 +202,18 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         f" dt(q) + div F = div V + S in {dims}; boundary: {_boundary_text(law)}."),
         facts={"nvar": law.nvar, "dim": law.dim, "periodic": law.periodic})]
     system = linear_system(law)
+    where = {"fourier": "on a periodic box: each Fourier mode",
+             "sine": "with zero values at both walls: each sine mode (the eigenbasis)",
+             "cosine": "with zero derivatives at both walls: each cosine mode (the eigenbasis)"}
     steps.append(AnalysisStep(name="analytical", applies=system is not None, text=(
-        "Linear with constant coefficients on a periodic box: each Fourier mode evolves by the"
-        " matrix exponential exp(L(k) t) (Duhamel's integral for the forcing), an exact"
-        " propagator with no time-step error." if system is not None else
-        "No closed-form propagator: " + ("the boundary is not periodic." if not law.periodic else
-                                         "the problem is nonlinear or has variable coefficients.")
-    )))
+        f"Linear with constant coefficients {where.get(basis(law), '')} evolves by the matrix"
+        " exponential exp(L(k) t) (Duhamel's integral for the forcing), an exact propagator with"
+        " no time-step error." if system is not None else
+        "No closed-form propagator: " + (
+            "the boundary conditions have no common eigenbasis of the operator (inhomogeneous or"
+            " mixed walls, or odd derivatives with walls)." if basis(law) is None or
+            (not law.periodic and _linear(law)) else
+            "the problem is nonlinear or has variable coefficients."))))
     steps.append(AnalysisStep(name="transformation", applies=bool(law.introduced or law.notes),
                               text=" ".join(law.notes) if law.notes else
                               "No change of variables is used: the catalogue works on the"
@@ -234,6 +260,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
             note=(f"Courant number 1 with the eigenvalues of dF/dU; max |lambda| = "
                   f"{', '.join(f'{v:.4g}' for v in lam_max)} on the data bounds, {hs}."
                   " The designs run at CFL 0.25-0.5 of it.")))
+    dt_wave = math.inf
     if law.has_viscous:
         rate, exprs = 0.0, []
         for a in range(law.dim):
@@ -242,10 +269,19 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
             rate += 2.0 * d_max[a] / h[a] ** 2
             exprs.append(f"2*Max({', '.join(f'Abs({sp.sstr(e)})' for e in dif)})/d{axes[a]}**2")
         dt_diff = 1.0 / rate if rate > 0 else math.inf
-        stab.append(StabilityBound(
-            scheme="explicit diffusion (central, forward Euler)",
-            expression=f"1/({' + '.join(exprs)})", value=dt_diff,
-            note=f"max diffusivity {', '.join(f'{v:.4g}' for v in d_max)} on the data bounds."))
+        if rate > 0:
+            stab.append(StabilityBound(
+                scheme="explicit diffusion (central, forward Euler)",
+                expression=f"1/({' + '.join(exprs)})", value=dt_diff,
+                note=f"max diffusivity {', '.join(f'{v:.4g}' for v in d_max)} on the data bounds."))
+        else:  # second derivatives that couple unknowns without diffusing (u_tt = c^2 u_xx)
+            dt_wave = 1.0 / max(_coupled_rate(law, facts, task, pts, h), 1e-300)
+            stab.append(StabilityBound(
+                scheme="explicit central second differences (wave-like coupling, RK)",
+                expression="1/max|eig(dS/dU - sum_a 4 dV_a/dU_a / h_a**2)|", value=dt_wave,
+                note="the second-order terms do not diffuse (their matrix has only zero"
+                     " eigenvalues): they couple the unknowns into waves, whose speed bounds the"
+                     " step of an explicit Runge-Kutta scheme (imaginary-axis stability)."))
     if law.has_source:
         sj = [facts.source_jacobian[i, i] for i in range(law.nvar)]
         r = _max_abs(sj, law, task, pts)
@@ -267,6 +303,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         "cell_peclet": float(peclet), "dt_output": span / max((task.n_frames or 101) - 1, 1),
         "has_flux": law.has_flux, "dx": h[0], "h": h,
         "dt_advective": dt_adv, "dt_diffusive": dt_diff, "dt_source": dt_src,
+        "dt_wave": dt_wave,
     }
     stab_text = "; ".join(f"{b.scheme}: dt <= {b.expression} = {b.value:.3g}" for b in stab)
     if stiffness > 20:

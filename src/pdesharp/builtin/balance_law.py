@@ -173,7 +173,7 @@ def balance_law(task: Task) -> BalanceLaw:
                 f" equation {i + 1})", hint="divide the equation by that coefficient")
         parts = _Parts(len(coords))
         nonconservative: list[list[tuple[sp.Expr, int]]] = [[] for _ in coords]
-        for term in sp.Add.make_args(sp.expand(rest, deep=False)):
+        for term in additive_terms(rest):
             _term(term, i, ctx, parts, nonconservative)
         for a in range(len(coords)):
             if nonconservative[a]:
@@ -205,6 +205,18 @@ def balance_law(task: Task) -> BalanceLaw:
         raise UnsupportedTask("conserved quantities that do not determine the unknowns (singular"
                               " dq/dw)", hint="")
     return law
+
+
+def additive_terms(expr: sp.Expr) -> list[sp.Expr]:
+    """The terms of ``expr``, products distributed over sums (``-nu*(dx(u, 2) + dy(u, 2))`` is
+    two terms) but derivatives' arguments left as written (``dx(u**2/2)`` stays a flux)."""
+    out = []
+    for term in sp.Add.make_args(sp.expand(expr, deep=False)):
+        if isinstance(term, sp.Mul) and any(isinstance(f, sp.Add) for f in term.args):
+            out += additive_terms(sp.expand(term, deep=False))
+        else:
+            out.append(term)
+    return out
 
 
 @dataclass

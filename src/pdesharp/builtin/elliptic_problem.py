@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from pdesharp.boundary import BoundaryError, BoundarySpec, task_boundary
+from pdesharp.builtin.balance_law import additive_terms
 from pdesharp.builtin.refusal import UnsupportedTask
 from pdesharp.task import Task
 
@@ -86,7 +87,7 @@ def elliptic_problem(task: Task) -> EllipticProblem:
     dim = len(coords)
     K, N, b = [sp.Integer(0)] * dim, [sp.Integer(0)] * dim, [sp.Integer(0)] * dim
     reaction, forcing = sp.Integer(0), sp.Integer(0)
-    work = list(sp.Add.make_args(sp.expand(system.exprs[0], deep=False)))
+    work = additive_terms(system.exprs[0])
     while work:
         term = work.pop()
         if not term.has(u):

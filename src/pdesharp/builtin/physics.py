@@ -20,7 +20,7 @@ from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.refusal import UnsupportedTask
 
 # names the generated code uses for itself: symbols with these names are renamed (name + "_")
-RESERVED = {"np", "W", "U", "X", "G", "T", "t", "prm", "axis", "fields", "lam", "A", "out", "math",
+RESERVED = {"np", "W", "U", "X", "G", "T", "prm", "axis", "fields", "lam", "A", "out", "math",
             "scipy"} | set(keyword.kwlist) | set(dir(__builtins__))
 
 
@@ -173,13 +173,16 @@ def params_lines(params, indent: str = "    ") -> str:
     return "".join(f"{indent}{safe(p.name)} = prm[{p.name!r}]\n" for p in params)
 
 
-def coords_line(law_coords, exprs, time=None) -> str:
-    """Unpack X (and nothing else) when an expression uses a coordinate."""
+def coords_line(law_coords, exprs, time=None, indent: str = "    ") -> str:
+    """Unpack X when an expression uses a coordinate (and name the time ``t`` argument after the
+    task's time variable when that is not ``t``)."""
     used = set().union(*[sp.sympify(e).free_symbols for e in exprs]) if exprs else set()
     out = ""
+    if time is not None and time in used and time.name != "t":
+        out += f"{indent}{safe(time.name)} = t\n"
     if any(c in used for c in law_coords):
         names = [safe(c.name) for c in law_coords]
-        out += f"    {', '.join(names)}{',' if len(names) == 1 else ''} = X\n"
+        out += f"{indent}{', '.join(names)}{',' if len(names) == 1 else ''} = X\n"
     return out
 
 
@@ -190,7 +193,7 @@ def ret(exprs, like: str = "W[0]") -> str:
 
 def _fn(head: str, doc: str, law: BalanceLaw, exprs, body_unpack: str, returns: str) -> str:
     return (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body_unpack + params_lines(law.params)
-            + coords_line(law.coords, exprs) + returns + "\n\n")
+            + coords_line(law.coords, exprs, law.t) + returns + "\n\n")
 
 
 def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) -> str:
@@ -225,7 +228,7 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
         e = facts.ode_solution
         out.append("def source_exact(_q0, _tau, X, prm):\n    \"\"\"Exact solution of the local source"
                    " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params)
-                   + coords_line(law.coords, [e]) + f"    return {npcode(e)}\n\n\n")
+                   + coords_line(law.coords, [e], law.t) + f"    return {npcode(e)}\n\n\n")
     if not law.periodic:
         out.append(boundary_source(law))
     return "".join(out)
@@ -240,7 +243,7 @@ def _by_axis(head, doc, law, table, body, grads=None) -> str:
         if grads is not None:
             block += unpack(grads[a], "G").replace("    ", "        ", 1) if len(grads[a]) == 1 \
                 else f"        {', '.join(safe(g) for g in grads[a])} = G\n"
-        block += coords_line(law.coords, exprs).replace("    ", "        ", 1)
+        block += coords_line(law.coords, exprs, law.t, "        ")
         block += "    " + ret(exprs)
         text += (f"    {cond} axis == {a}:\n" + block) if law.dim > 1 else block.replace(
             "        ", "    ")
@@ -260,11 +263,11 @@ def _wave_speeds(law, facts: LawFacts, prims) -> str:
             text += f"    {'if' if a == 0 else 'elif'} axis == {a}:\n"
         if facts.eigenvalues[a] is not None:
             ev = facts.eigenvalues[a]
-            text += coords_line(law.coords, ev).replace("    ", pad, 1)
+            text += coords_line(law.coords, ev, law.t, pad)
             text += pad + "lam = np.array([" + ", ".join(f"({npcode(e)}) + _zero" for e in ev) + "])\n"
         else:
             j = facts.jacobian[a]
-            text += coords_line(law.coords, list(j)).replace("    ", pad, 1)
+            text += coords_line(law.coords, list(j), law.t, pad)
             rows = ", ".join("[" + ", ".join(f"({npcode(j[r, c])}) + _zero" for c in range(law.nvar))
                              + "]" for r in range(law.nvar))
             text += (pad + f"A = np.moveaxis(np.array([{rows}], dtype=float), (0, 1), (-2, -1))\n"
@@ -285,7 +288,7 @@ def _diffusivity(law, facts: LawFacts, prims) -> str:
         if law.dim > 1:
             text += f"    {'if' if a == 0 else 'elif'} axis == {a}:\n"
         dif = facts.diffusivity[a] or [sp.Abs(e) for e in facts.diffusion_matrix[a]]
-        text += coords_line(law.coords, dif).replace("    ", pad, 1)
+        text += coords_line(law.coords, dif, law.t, pad)
         text += pad + "return np.max(np.abs(np.array([" + ", ".join(
             f"({npcode(e)}) + _zero" for e in dif) + "])), axis=0)\n"
     if law.dim > 1:
@@ -303,7 +306,7 @@ def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
     text = (f"IMPLICIT = {imp!r}  # unknowns whose gradients the viscous fluxes use\n\n\n"
             "def viscous_matrix(W, X, t, prm):\n    \"\"\"B[i][k] = dV_i/d(w_IMPLICIT[k],x): the"
             " viscous flux is linear in these gradients.\"\"\"\n" + unpack(prims, "W") + z
-            + params_lines(law.params) + coords_line(law.coords, flat_b)
+            + params_lines(law.params) + coords_line(law.coords, flat_b, law.t)
             + "    return [" + ", ".join("[" + ", ".join(f"({npcode(e)}) + _zero" for e in row) + "]"
                                         for row in B) + "]\n\n\n")
     text += ("def primitive_jacobian(W, prm):\n    \"\"\"J[k][i] = d w_IMPLICIT[k] / d U_i.\"\"\"\n"
@@ -330,4 +333,4 @@ def boundary_source(law: BalanceLaw) -> str:
         rows.append("[" + ", ".join(sides) + "]")
     return ("def boundary_conditions(t, prm):\n    \"\"\"Per unknown, (a, b, g) of a*w + b*dw/dx = g"
             " at x = lo and x = hi; None: outflow (zero gradient).\"\"\"\n"
-            + params_lines(law.params) + "    return [" + ", ".join(rows) + "]\n\n\n")
+            + coords_line([], [c.g for c in law.boundary.conditions], law.t) + params_lines(law.params) + "    return [" + ", ".join(rows) + "]\n\n\n")

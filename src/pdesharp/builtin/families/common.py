@@ -145,9 +145,9 @@ def entry_point(task: Task, names: list[str] | None = None) -> str:
     names = names or list(task.equation.unknowns)
     by_field = {a.field: a.name for a in spec.args if a.kind == "initial"}
     first = next(iter(by_field.values()))
+    # an unknown with no initial argument (the velocity of a second-order equation) starts at 0
     w0 = ", ".join(f"np.asarray({by_field[u]}, dtype=np.float64)" if u in by_field else
-                   f"np.zeros_like(np.asarray({first}, dtype=np.float64))  # {u}: starts at zero"
-                   for u in names)
+                   f"np.zeros_like(np.asarray({first}, dtype=np.float64))" for u in names)
     time_arg = next(a.name for a in spec.args if a.kind == "time")
     body += f"    out = _evolve([{w0}], {time_arg}, prm)\n"
     rets = ", ".join(f"out[{names.index(r)}]" for r in spec.returns)

@@ -134,8 +134,9 @@ class FiniteVolumeFamily(Family):
         ]
         if not law.has_flux:
             dt = p.dt_output or 0.01
-            base = [self.design(INTEGRATOR="ssprk3", DT_MAX=dt / 4),
-                    self.design(INTEGRATOR="rk4", DT_MAX=dt / 16)]
+            wave = p.facts.get("dt_wave", math.inf)  # central second differences coupling waves
+            base = [self.design(INTEGRATOR="ssprk3", DT_MAX=min(dt / 4, 0.5 * wave)),
+                    self.design(INTEGRATOR="rk4", DT_MAX=min(dt / 16, 0.5 * wave))]
         if law.has_viscous and law.dim == 1 and stiff_viscous(p):
             base = [b.with_(VISCOUS="trbdf2") for b in base] + [base[0]]
         return base
