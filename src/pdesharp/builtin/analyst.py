@@ -286,6 +286,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         sj = [facts.source_jacobian[i, i] for i in range(law.nvar)]
         r = _max_abs(sj, law, task, pts)
         dt_src = 1.0 / r if r > 0 else math.inf
+    if law.has_source and math.isfinite(dt_src):
         stab.append(StabilityBound(
             scheme="explicit source (forward Euler)",
             expression=f"1/Max({', '.join(f'Abs({sp.sstr(e)})' for e in sj)})", value=dt_src,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from pdesharp.boundary import BoundaryError, BoundarySpec, task_boundary
-from pdesharp.builtin.refusal import UnsupportedTask
+from pdesharp.builtin.refusal import UnsupportedTask, notation
 from pdesharp.task import Task
 from pdesharp.time_order import TimeOrderError, reduce_time_order
 
@@ -169,7 +169,7 @@ def balance_law(task: Task) -> BalanceLaw:
                 hint="eliminate the constrained unknown, or use a language model")
         if q.xreplace(to_plain).has(*coords, t):
             raise UnsupportedTask(
-                f"a time derivative whose coefficient depends on space (dt({sp.sstr(q)}) in"
+                f"a time derivative whose coefficient depends on space (dt({notation(q)}) in"
                 f" equation {i + 1})", hint="divide the equation by that coefficient")
         parts = _Parts(len(coords))
         nonconservative: list[list[tuple[sp.Expr, int]]] = [[] for _ in coords]
@@ -196,7 +196,7 @@ def balance_law(task: Task) -> BalanceLaw:
             law.viscous[a].append(sp.simplify(v))
         if any(s.has(*[g for row in grads for g in row]) for s in (src,)):
             raise UnsupportedTask(
-                f"a gradient outside a flux divergence (in the source {sp.sstr(src)} of"
+                f"a gradient outside a flux divergence (in the source {notation(src)} of"
                 f" equation {i + 1})",
                 hint="write gradient terms as flux divergences, e.g. dx(u**2/2) for u*dx(u)")
         law.source.append(sp.simplify(src))
@@ -241,7 +241,7 @@ def _check_time_derivatives(expr, i, ctx):
     for d in expr.atoms(sp.Derivative):
         if ctx.t in d.variables and d.variables != (ctx.t,):
             raise UnsupportedTask(
-                f"the mixed time-space derivative {d} in equation {i + 1}",
+                f"the mixed time-space derivative {notation(d)} in equation {i + 1}",
                 hint="a Sobolev-type term (such as dt(dx(u, 2))) is outside the catalogue; use a"
                      " language model")
 
@@ -257,12 +257,12 @@ def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
     coeff = sp.Mul(*[f for f in factors if not isinstance(f, sp.Derivative)])
     if len(derivs) != 1 or coeff.has(sp.Derivative):
         raise UnsupportedTask(
-            f"the product of derivatives {sp.sstr(term)} in equation {i + 1}",
+            f"the product of derivatives {notation(term)} in equation {i + 1}",
             hint="write it as the derivative of a flux (conservation form), e.g."
                  " dx(u*dx(u)) instead of u*dx(u, 2) + dx(u)**2")
     d = derivs[0]
     if len(d.variable_count) != 1:
-        raise UnsupportedTask(f"the mixed derivative {sp.sstr(d)} in equation {i + 1}",
+        raise UnsupportedTask(f"the mixed derivative {notation(d)} in equation {i + 1}",
                               hint="cross-derivative terms are outside the catalogue; use a"
                                    " language model")
     var, n = d.variable_count[0]
@@ -278,7 +278,7 @@ def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
                          for e in inner.atoms(sp.Derivative)):
             _high_or_refuse(term, coeff, d, i, ctx, parts)
         raise UnsupportedTask(
-            f"the term {sp.sstr(term)} in equation {i + 1} (a coefficient depending on the"
+            f"the term {notation(term)} in equation {i + 1} (a coefficient depending on the"
             " unknowns in front of a second derivative or of a derivative of an expression)",
             hint="write it in conservation form, e.g. dx(D(u)*dx(u)) for nonlinear diffusion")
     if coeff.has(*coords):
@@ -295,7 +295,7 @@ def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
         bad = [e for e in inner.atoms(sp.Derivative) if e.variables != (var,)]
         if bad:
             raise UnsupportedTask(
-                f"the cross-derivative term {sp.sstr(term)} in equation {i + 1}",
+                f"the cross-derivative term {notation(term)} in equation {i + 1}",
                 hint="cross-diffusion is outside the catalogue; use a language model")
         if any(sum(int(k) for _, k in e.variable_count) > 1 for e in inner.atoms(sp.Derivative)):
             _high_or_refuse(term, coeff, d, i, ctx, parts)
@@ -319,7 +319,7 @@ def _high_or_refuse(term, coeff, d, i, ctx, parts):
           and not coeff.has(*ctx.funcs, *ctx.coords, ctx.t))
     if not ok:
         raise UnsupportedTask(
-            f"the term {sp.sstr(term)} in equation {i + 1} (a derivative of order {order} that is"
+            f"the term {notation(term)} in equation {i + 1} (a derivative of order {order} that is"
             " not linear with a constant coefficient)",
             hint="the built-in analyst treats derivatives of order 3 and more (dispersion,"
                  " hyper-diffusion) only when they are linear with constant coefficients; use a"
@@ -342,7 +342,7 @@ def _integrate_gradient(terms, i, a, ctx: _Ctx) -> tuple[sp.Expr, sp.Expr]:
     for j in range(n):
         for k in range(j + 1, n):
             if sp.simplify(sp.diff(g[j], ws[k]) - sp.diff(g[k], ws[j])) != 0:
-                shown = " + ".join(f"{sp.sstr(c)}*d{ctx.coords[a]}({ctx.names[jj]})"
+                shown = " + ".join(f"{notation(c)}*d{ctx.coords[a]}({ctx.names[jj]})"
                                    for c, jj in terms)
                 raise UnsupportedTask(
                     f"the non-conservative product {shown} in equation {i + 1} (not the"
@@ -368,7 +368,7 @@ def _check_viscous(v, f, src, q, i, a, law: BalanceLaw) -> None:
                               f" along another axis (equation {i + 1})",
                               hint="cross-diffusion is outside the catalogue; use a language model")
     if any(sp.simplify(sp.diff(v, g1, g2)) != 0 for g1 in grads for g2 in grads):
-        raise UnsupportedTask(f"a viscous flux nonlinear in the gradients ({sp.sstr(v)} in"
+        raise UnsupportedTask(f"a viscous flux nonlinear in the gradients ({notation(v)} in"
                               f" equation {i + 1})", hint="the catalogue needs fluxes linear in da(w)")
     allg = [g for row in law.grads for g in row]
     if f.has(*allg) or q.has(*allg):

@@ -17,7 +17,7 @@ import sympy as sp
 
 from pdesharp.boundary import BoundaryError, BoundarySpec, task_boundary
 from pdesharp.builtin.balance_law import additive_terms
-from pdesharp.builtin.refusal import UnsupportedTask
+from pdesharp.builtin.refusal import UnsupportedTask, notation
 from pdesharp.task import Task
 
 
@@ -92,7 +92,7 @@ def elliptic_problem(task: Task) -> EllipticProblem:
         term = work.pop()
         if not term.has(u):
             if term.has(sp.Derivative):
-                raise UnsupportedTask(f"a differentiated coefficient (the term {sp.sstr(term)})",
+                raise UnsupportedTask(f"a differentiated coefficient (the term {notation(term)})",
                                       hint="write the differentiated coefficient out explicitly")
             forcing -= term
             continue
@@ -104,12 +104,12 @@ def elliptic_problem(task: Task) -> EllipticProblem:
         coeff = sp.Mul(*[f for f in factors if not isinstance(f, sp.Derivative)])
         if len(derivs) != 1 or coeff.has(u) or coeff.has(sp.Derivative):
             raise UnsupportedTask(
-                f"the term {sp.sstr(term)}, nonlinear in the derivatives of {name}",
+                f"the term {notation(term)}, nonlinear in the derivatives of {name}",
                 hint="the catalogue solves problems linear in the derivatives (the reaction term"
                      " may be nonlinear)")
         d = derivs[0]
         if len(d.variable_count) != 1:
-            raise UnsupportedTask(f"the mixed derivative {sp.sstr(d)}", hint="llm")
+            raise UnsupportedTask(f"the mixed derivative {notation(d)}", hint="llm")
         var, n = d.variable_count[0]
         a = coords.index(var)
         inner = d.expr
@@ -117,7 +117,7 @@ def elliptic_problem(task: Task) -> EllipticProblem:
         if int(n) == 2 and inner == u:
             N[a] += -coeff
         elif int(n) > 2:
-            raise UnsupportedTask(f"the derivative of order {n} in {sp.sstr(term)}", hint="llm")
+            raise UnsupportedTask(f"the derivative of order {n} in {notation(term)}", hint="llm")
         elif inner == u:
             b[a] += coeff
         elif isinstance(inner, sp.Add):
@@ -127,12 +127,12 @@ def elliptic_problem(task: Task) -> EllipticProblem:
             ider = [f for f in ifac if isinstance(f, sp.Derivative)]
             k = sp.Mul(*[f for f in ifac if not isinstance(f, sp.Derivative)])
             if k.has(u):
-                raise UnsupportedTask(f"the quasilinear term {sp.sstr(term)} (a coefficient inside"
+                raise UnsupportedTask(f"the quasilinear term {notation(term)} (a coefficient inside"
                                       f" the derivative depends on {name})", hint="llm")
             if ider == [sp.Derivative(u, var)]:
                 if coeff.has(*coords) and on_fields:
                     raise UnsupportedTask(
-                        f"a coefficient field multiplying a divergence (the term {sp.sstr(term)})",
+                        f"a coefficient field multiplying a divergence (the term {notation(term)})",
                         hint="move the coefficient inside the derivative (divergence form)")
                 K[a] += -coeff * k  # c*da(k da u) = da(c k da u) - (da c) k da u
                 b[a] += -sp.diff(coeff, var) * k
@@ -141,12 +141,12 @@ def elliptic_problem(task: Task) -> EllipticProblem:
                 if kk.has(*fields):
                     raise UnsupportedTask(
                         f"the derivative of a coefficient field times {name} (the term"
-                        f" {sp.sstr(term)})",
+                        f" {notation(term)})",
                         hint="expand it as k*da(u) + da(k)*u with da(k) written out")
                 b[a] += coeff * kk
                 reaction += coeff * sp.diff(kk, var) * u
             else:
-                raise UnsupportedTask(f"the term {sp.sstr(term)} (not of the form da(K*da({name})),"
+                raise UnsupportedTask(f"the term {notation(term)} (not of the form da(K*da({name})),"
                                       f" da(b*{name}) or b*da({name}))", hint="llm")
     for a in range(dim):
         if K[a] == 0 and N[a] == 0:

@@ -129,12 +129,14 @@ class BuiltinJudge:
         ranked = self._rank(pool, p)
         measured = [e for e in ranked if e.result is not None and e.result.score is not None]
         fresh = [e for e in ranked if e.result is None]
+        top = (measured or ranked)[0]  # the accuracy judge's pick
+        others = [e for e in fresh if e is not top] or fresh
         if self.strategy == "accuracy" or not fresh:
-            pick = (measured or ranked)[0]
+            pick = top
         elif self.strategy == "robust":
-            pick = fresh[0]  # explore: the best-predicted design nobody has run yet
+            pick = others[0]  # explore: the best-predicted design the accuracy judge left
         else:
-            pick = fresh[1] if len(fresh) > 1 else fresh[0]
+            pick = others[1] if len(others) > 1 else others[0]
         reasons = {}
         for e in ranked:
             r = e.result

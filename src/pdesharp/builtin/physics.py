@@ -10,6 +10,9 @@ coordinates ``X`` (a tuple of arrays broadcastable against ``W[0]``), the time `
 from __future__ import annotations
 
 import keyword
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,13 +113,66 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
     ode = None
     if law.nvar == 1 and law.has_source and law.conservative_is_primitive \
             and not law.source[0].has(law.t):
-        ode = exact_source_step(law.source[0], law.prims[0], tau, q0,
-                                list(law.params) + list(law.coords))
+        frozen, back = _freeze_space(sp.factor(law.source[0]), law.prims[0], law.coords)
+        scale, shape = frozen.as_independent(law.prims[0], as_Add=False)
+        if scale != 1:  # dsolve is fast on k*u*(1 - u), slow on -c*r*u*(u - 1)/2
+            k = sp.Symbol("_k", real=True)
+            probe = scale.subs({v: 1.0 for v in scale.free_symbols})
+            if probe.is_number and float(probe) < 0:  # keep k positive at typical values
+                scale, shape = -scale, -shape
+            back[k], frozen = scale, k * shape
+        with _time_limit(30.0):  # dsolve can take minutes on awkward sources: then no exact step
+            ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
+        if ode is not None:
+            ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
     implicit = sorted({j for row in law.viscous[:1] for v in row for j, g in enumerate(law.grads[0])
                        if v.has(g)}) if law.dim == 1 else []
     return LawFacts(to_prim=to_prim, cons_symbols=U, dwdq=dwdq, eigenvalues=eig, jacobian=jac,
                     diffusivity=dif, diffusion_matrix=dmat, source_jacobian=sjac, ode_solution=ode,
                     tau=tau, q0=q0, implicit=implicit)
+
+
+class _TimeUp(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Give up a symbolic computation after ``seconds`` (SIGALRM; only in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TimeUp:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:
+    """S with every largest subexpression that depends on the coordinates but not on w replaced
+    by a plain symbol (the ODE at a point sees it as a constant): SymPy's dsolve is fast on
+    r*c*u*(1 - u) and can take minutes on r*(1 + sin(pi*x)/2)*u*(1 - u)."""
+    back: dict = {}
+
+    def walk(e):
+        if e.has(*coords) and not e.has(w):
+            key = next((k for k, v in back.items() if v == e), None)
+            if key is None:
+                key = sp.Symbol(f"_c{len(back)}", real=True)
+                back[key] = e
+            return key
+        return e.func(*[walk(a) for a in e.args]) if e.args else e
+
+    return walk(S), back
 
 
 def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | None:

@@ -23,3 +23,25 @@ class UnsupportedTask(ValueError):
         else:
             text += f" To solve it, {LLM_HINT}."
         super().__init__(text[0].upper() + text[1:])
+
+
+def notation(expr) -> str:
+    """An expression in the task's own notation: ``u`` for u(t, x), ``dx(u, 2)`` for the second
+    derivative, so a refusal quotes the term as the user wrote it."""
+    import sympy as sp
+    from sympy.core.function import AppliedUndef
+    from sympy.printing.str import StrPrinter
+
+    class _Printer(StrPrinter):
+        def _print_Derivative(self, e):
+            out = self._print(e.expr)
+            for v, n in e.variable_count:
+                out = f"d{v}({out}{', ' + str(n) if n > 1 else ''})"
+            return out
+
+        def _print_Function(self, e):
+            if isinstance(e, AppliedUndef):
+                return e.func.__name__
+            return super()._print_Function(e)
+
+    return _Printer().doprint(sp.sympify(expr))
