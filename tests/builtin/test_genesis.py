@@ -94,3 +94,18 @@ def test_cns_runs_and_returns_the_right_shapes(shared_data):
     # two output steps (t = 0.02), the viscous part implicit (TR-BDF2): the stacked (v, rho, p)
     # error stays small (measured 1.7e-4; the explicit design gives the same)
     assert nrmse(pred, r) < 2e-3
+
+
+@pytest.mark.parametrize("name,exact", [("reacdiff1d", True),
+                                        ("examples/tasks/allen_cahn1d.yaml", False)])
+def test_split_titles_match_the_code(name, exact):
+    from builtin_helpers import EXAMPLES
+
+    task = load_task(EXAMPLES.parent.parent / name if name.endswith(".yaml") else name)
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    split = [c for c in asyncio.run(BuiltinAuthor().write(task, analysis, 8)) if "Strang" in c.title]
+    assert split
+    for c in split:
+        assert f"SOURCE_EXACT = {exact}" in c.code
+        assert ("exact source step" in c.title) == exact
+        assert ("RK4 source sub-steps" in c.title) == (not exact)

@@ -151,3 +151,82 @@ def test_a_foreign_base_gets_a_catalogue_rewrite(burgers):
     asyncio.run(judge.nominate(task, analysis, [seed]))
     prop = asyncio.run(judge.propose(task, seed, [seed], "nrmse"))
     assert prop.code is not None and read_design(prop.code) is not None
+
+
+def test_debug_of_a_failed_exact_propagator_rewrites_instead_of_crashing():
+    # the exact propagator has no time step or grid axis to repair: an older judge tried to
+    # patch a GRID constant here and ended the run with a KeyError
+    task = load_task("advection")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    base = entry(task, D("exact"), "g0")
+    base.result = EvalResult(status="error", split="dev", feedback="nrmse", message="boom")
+    judge = BuiltinJudge(name="judge-1")
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    fix = asyncio.run(judge.debug(base))
+    assert fix.code is not None and fix.code != base.candidate.code
+    assert read_design(fix.code).family != "exact" or read_design(fix.code) != D("exact")
+
+
+def _walk(task, analysis, base, strategy, steps=25):
+    """Let one judge propose repeatedly on a base, each child measured a little worse (so no
+    axis pays off): the sequence of proposals until it declines."""
+    judge = BuiltinJudge(name="judge-x", strategy=strategy)
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    pool, props = [base], []
+    for i in range(steps):
+        prop = asyncio.run(judge.propose(task, base, pool, "nrmse"))
+        if prop.declined:
+            break
+        code = prop.code if prop.code is not None else apply_patch(base.candidate.code, prop.patch)
+        props.append((prop, code))
+        child = Candidate(id=f"c{i}", code=code, origin="patch", parents=[base.candidate.id],
+                          title=prop.title)
+        pool.append(PoolEntry(candidate=child, result=ok(base.result.score * 1.01)))
+    return props
+
+
+@pytest.mark.parametrize("strategy", ["accuracy", "robust", "hybrid"])
+def test_no_proposal_repeats_a_computation_or_edits_an_unused_axis(burgers, strategy):
+    from pdesharp.builtin.author import problem
+    from pdesharp.builtin.families import design_key
+
+    task, analysis = burgers
+    base = entry(task, FV("weno5", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    p = problem(task)
+    keys = {design_key(read_design(base.candidate.code), p)}
+    props = _walk(task, analysis, base, strategy)
+    assert props, "the judge proposed nothing"
+    for prop, code in props:
+        # a limiter under WENO5 changes nothing: never proposed, and every proposal is a new
+        # computation (its key, the active axes' values, differs from every earlier one)
+        assert not prop.title.startswith("LIMITER")
+        k = design_key(read_design(code), p)
+        assert k not in keys, prop.title
+        keys.add(k)
+
+
+def test_a_flux_free_law_has_no_flux_axes_to_edit():
+    task = load_task("reacdiff1d")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (0.0, 1.0)})).analyse_sync(task)
+    cands = asyncio.run(BuiltinAuthor().write(task, analysis, 6))
+    for c in cands:
+        head = c.code.split("# ---- end of design axes")[0]
+        for axis in ("RIEMANN", "LIMITER", "RECONSTRUCTION"):
+            assert f"\n{axis} = " not in head, (c.title, axis)
+    base = PoolEntry(candidate=cands[0], result=ok(1e-4))
+    for prop, _ in _walk(task, analysis, base, "accuracy", steps=6):
+        assert prop.title.split(" ")[0] not in ("RIEMANN", "LIMITER", "RECONSTRUCTION")
+
+
+def test_designs_that_differ_only_in_an_unused_axis_are_one_design(burgers):
+    from pdesharp.builtin.author import problem
+    from pdesharp.builtin.families import design_key
+
+    task, analysis = burgers
+    p = problem(task)
+    a, b = FV("weno5", "mc", "hll", "rk4", 0.3), FV("weno5", "minmod", "hll", "rk4", 0.3)
+    assert design_key(a, p) == design_key(b, p)
+    assert design_key(FV("muscl", "mc", "hll", "rk4", 0.3), p) != \
+        design_key(FV("muscl", "minmod", "hll", "rk4", 0.3), p)
+    designs = BuiltinAuthor().designs(task, analysis, 16)
+    assert len({design_key(d, p) for d in designs}) == len(designs)

@@ -134,9 +134,9 @@ def balance_law(task: Task) -> BalanceLaw:
         raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
     if not bc.all_periodic and len(system.space) > 1:
         raise UnsupportedTask(
-            f"non-periodic boundaries ({task.boundary!r}) in a time-dependent 2D problem",
-            hint="the built-in analyst covers non-periodic boundaries in 1D and periodic ones in"
-                 " 2D; use a language model for this one")
+            f"non-periodic boundaries ({task.boundary!r}) in a time-dependent 2D problem (the"
+            " catalogue covers walls in 1D and periodic boxes in 2D)",
+            hint="make the box periodic if the physics allows it")
     names = list(system.unknowns)
     coords = list(system.coords)
     t = system.t
@@ -241,9 +241,8 @@ def _check_time_derivatives(expr, i, ctx):
     for d in expr.atoms(sp.Derivative):
         if ctx.t in d.variables and d.variables != (ctx.t,):
             raise UnsupportedTask(
-                f"the mixed time-space derivative {notation(d)} in equation {i + 1}",
-                hint="a Sobolev-type term (such as dt(dx(u, 2))) is outside the catalogue; use a"
-                     " language model")
+                f"the mixed time-space derivative {notation(d)} in equation {i + 1} (a"
+                " Sobolev-type term)", hint="llm")
 
 
 def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
@@ -262,9 +261,8 @@ def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
                  " dx(u*dx(u)) instead of u*dx(u, 2) + dx(u)**2")
     d = derivs[0]
     if len(d.variable_count) != 1:
-        raise UnsupportedTask(f"the mixed derivative {notation(d)} in equation {i + 1}",
-                              hint="cross-derivative terms are outside the catalogue; use a"
-                                   " language model")
+        raise UnsupportedTask(f"the mixed derivative {notation(d)} in equation {i + 1}"
+                              " (cross-derivative terms)", hint="llm")
     var, n = d.variable_count[0]
     n = int(n)
     a = coords.index(var)
@@ -295,8 +293,8 @@ def _term(term, i, ctx: _Ctx, parts: _Parts, nonconservative) -> None:
         bad = [e for e in inner.atoms(sp.Derivative) if e.variables != (var,)]
         if bad:
             raise UnsupportedTask(
-                f"the cross-derivative term {notation(term)} in equation {i + 1}",
-                hint="cross-diffusion is outside the catalogue; use a language model")
+                f"the cross-derivative term {notation(term)} in equation {i + 1} (cross-diffusion)",
+                hint="llm")
         if any(sum(int(k) for _, k in e.variable_count) > 1 for e in inner.atoms(sp.Derivative)):
             _high_or_refuse(term, coeff, d, i, ctx, parts)
             return
@@ -320,10 +318,8 @@ def _high_or_refuse(term, coeff, d, i, ctx, parts):
     if not ok:
         raise UnsupportedTask(
             f"the term {notation(term)} in equation {i + 1} (a derivative of order {order} that is"
-            " not linear with a constant coefficient)",
-            hint="the built-in analyst treats derivatives of order 3 and more (dispersion,"
-                 " hyper-diffusion) only when they are linear with constant coefficients; use a"
-                 " language model")
+            " not linear with a constant coefficient: the catalogue treats derivatives of order 3"
+            " and more, such as dispersion or hyper-diffusion, only in that form)", hint="llm")
     orders = [0] * len(ctx.coords)
     for v, k in flat.variable_count:
         orders[ctx.coords.index(v)] += int(k)
@@ -365,11 +361,11 @@ def _check_viscous(v, f, src, q, i, a, law: BalanceLaw) -> None:
     other = [g for b, row in enumerate(law.grads) if b != a for g in row]
     if v.has(*other):
         raise UnsupportedTask(f"a viscous flux along {law.coords[a]} that depends on gradients"
-                              f" along another axis (equation {i + 1})",
-                              hint="cross-diffusion is outside the catalogue; use a language model")
+                              f" along another axis (equation {i + 1}, cross-diffusion)", hint="llm")
     if any(sp.simplify(sp.diff(v, g1, g2)) != 0 for g1 in grads for g2 in grads):
         raise UnsupportedTask(f"a viscous flux nonlinear in the gradients ({notation(v)} in"
-                              f" equation {i + 1})", hint="the catalogue needs fluxes linear in da(w)")
+                              f" equation {i + 1}; the catalogue needs fluxes linear in da(w))",
+                              hint="llm")
     allg = [g for row in law.grads for g in row]
     if f.has(*allg) or q.has(*allg):
         raise UnsupportedTask(f"a gradient outside a viscous flux (equation {i + 1})",

@@ -104,9 +104,9 @@ def elliptic_problem(task: Task) -> EllipticProblem:
         coeff = sp.Mul(*[f for f in factors if not isinstance(f, sp.Derivative)])
         if len(derivs) != 1 or coeff.has(u) or coeff.has(sp.Derivative):
             raise UnsupportedTask(
-                f"the term {notation(term)}, nonlinear in the derivatives of {name}",
-                hint="the catalogue solves problems linear in the derivatives (the reaction term"
-                     " may be nonlinear)")
+                f"the term {notation(term)}, nonlinear in the derivatives of {name} (the"
+                " catalogue solves problems linear in the derivatives; the reaction term may be"
+                " nonlinear)", hint="llm")
         d = derivs[0]
         if len(d.variable_count) != 1:
             raise UnsupportedTask(f"the mixed derivative {notation(d)}", hint="llm")
