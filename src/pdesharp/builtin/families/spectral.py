@@ -151,6 +151,9 @@ def _init_state(W0, prm):
     fine = tuple(REFINE * n for n in data)
     grid = _grid(fine)
     grid["data_shape"] = data
+    # the Fourier interpolation keeps the data's first point as the origin: the fine points are
+    # x0 + j h_fine with x0 the first data cell centre (not the fine grid's own cell centres)
+    grid["X"] = tuple(x + 0.5 * (grid["h"][a] * REFINE - grid["h"][a]) for a, x in enumerate(grid["X"]))
     grid["k"] = _wavenumbers(grid["shape"])
     grid["mask"] = _dealias_mask(grid["shape"])
     grid["axes"] = tuple(range(2, 2 + len(grid["shape"])))  # space axes of [var, B, ...]
