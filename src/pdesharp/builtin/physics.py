@@ -308,48 +308,49 @@ def _by_axis(head, doc, law, table, body, grads=None) -> str:
     return text + "\n\n"
 
 
-def _wave_speeds(law, facts: LawFacts, prims) -> str:
-    text = ("def wave_speeds(W, X, t, prm, axis):\n    \"\"\"Smallest and largest eigenvalue of"
-            " dF_axis/dU.\"\"\"\n" + unpack(prims, "W")
+def _axis_function(head: str, doc: str, law, prims, body) -> str:
+    """A function of (W, X, t, prm, axis) whose per-axis part ``body(a, pad)`` is dispatched on
+    ``axis`` (no dispatch in 1D)."""
+    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + unpack(prims, "W")
             + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
             + params_lines(law.params))
     for a in range(law.dim):
         pad = "        " if law.dim > 1 else "    "
         if law.dim > 1:
             text += f"    {'if' if a == 0 else 'elif'} axis == {a}:\n"
+        text += body(a, pad)
+    if law.dim > 1:
+        text += "    raise ValueError(axis)\n"
+    return text + "\n\n"
+
+
+def _wave_speeds(law, facts: LawFacts, prims) -> str:
+    def body(a, pad):
         if facts.eigenvalues[a] is not None:
             ev = facts.eigenvalues[a]
-            text += coords_line(law.coords, ev, law.t, pad)
+            text = coords_line(law.coords, ev, law.t, pad)
             text += pad + "lam = np.array([" + ", ".join(f"({npcode(e)}) + _zero" for e in ev) + "])\n"
-        else:
+        else:  # no closed form: eigenvalues of the Jacobian, numerically at every point
             j = facts.jacobian[a]
-            text += coords_line(law.coords, list(j), law.t, pad)
+            text = coords_line(law.coords, list(j), law.t, pad)
             rows = ", ".join("[" + ", ".join(f"({npcode(j[r, c])}) + _zero" for c in range(law.nvar))
                              + "]" for r in range(law.nvar))
             text += (pad + f"A = np.moveaxis(np.array([{rows}], dtype=float), (0, 1), (-2, -1))\n"
                      + pad + "lam = np.moveaxis(np.real(np.linalg.eigvals(A)), -1, 0)\n")
-        text += pad + "return lam.min(axis=0), lam.max(axis=0)\n"
-    if law.dim > 1:
-        text += "    raise ValueError(axis)\n"
-    return text + "\n\n"
+        return text + pad + "return lam.min(axis=0), lam.max(axis=0)\n"
+
+    return _axis_function("wave_speeds(W, X, t, prm, axis)",
+                          "Smallest and largest eigenvalue of dF_axis/dU.", law, prims, body)
 
 
 def _diffusivity(law, facts: LawFacts, prims) -> str:
-    text = ("def diffusivity(W, X, t, prm, axis):\n    \"\"\"Largest |eigenvalue| of dV_axis/dU_x"
-            " at every point.\"\"\"\n" + unpack(prims, "W")
-            + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
-            + params_lines(law.params))
-    for a in range(law.dim):
-        pad = "        " if law.dim > 1 else "    "
-        if law.dim > 1:
-            text += f"    {'if' if a == 0 else 'elif'} axis == {a}:\n"
+    def body(a, pad):
         dif = facts.diffusivity[a] or [sp.Abs(e) for e in facts.diffusion_matrix[a]]
-        text += coords_line(law.coords, dif, law.t, pad)
-        text += pad + "return np.max(np.abs(np.array([" + ", ".join(
-            f"({npcode(e)}) + _zero" for e in dif) + "])), axis=0)\n"
-    if law.dim > 1:
-        text += "    raise ValueError(axis)\n"
-    return text + "\n\n"
+        return (coords_line(law.coords, dif, law.t, pad) + pad + "return np.max(np.abs(np.array(["
+                + ", ".join(f"({npcode(e)}) + _zero" for e in dif) + "])), axis=0)\n")
+
+    return _axis_function("diffusivity(W, X, t, prm, axis)",
+                          "Largest |eigenvalue| of dV_axis/dU_x at every point.", law, prims, body)
 
 
 def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
