@@ -41,17 +41,23 @@ def run(task: str, args, out: Path, extra: list[str]) -> dict:
     wall = time.time() - t0
     store = RunStore.open(out / run_id)
     rows = store.db.execute(
-        "SELECT candidate_id, status, score, result FROM evaluations WHERE split='dev' AND"
-        " counted=1 ORDER BY seq").fetchall()
-    results = [(r[0], json.loads(r[3])) for r in rows]
-    ok = [(i, cid, r) for i, (cid, r) in enumerate(results, 1) if r["status"] == "ok"]
+        "SELECT candidate_id, result, counted FROM evaluations WHERE split='dev' ORDER BY seq"
+    ).fetchall()
+    results, ok, n = [], [], 0
+    for cid, result, counted in rows:  # uncounted rows: identical code, looked up not re-run
+        n += bool(counted)
+        r = json.loads(result)
+        results += [(cid, r)] if counted else []
+        if r["status"] == "ok":
+            ok.append((n, cid, r))
     summary = json.loads((out / run_id / "summary.json").read_text()) \
         if (out / run_id / "summary.json").is_file() else {}
     best_id = summary.get("best_id")
     best = next((x for x in ok if x[1] == best_id), None)
     first = next((x for x in ok if x[1] == "g0"), None)
     per = lambda r: r["solver_seconds"] / max(r["n_samples"], 1)  # noqa: E731
-    titles = {c.id: c.title for c in store.candidates()}
+    # the design a solver implements is its docstring's title (patches retitle it)
+    titles = {c.id: c.code.split("\n", 1)[0].split(": ", 1)[-1].rstrip(".") for c in store.candidates()}
     test = summary.get("test_nrmse")
     return {
         "task": Path(task).stem, "exit": proc.returncode, "wall": wall,

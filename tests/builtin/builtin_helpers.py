@@ -10,7 +10,6 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import pytest
 
 from pdesharp.task import Task
 

@@ -105,6 +105,7 @@ class BuiltinJudge:
         self._task: Task | None = None  # debug() is called without the task
         self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
         self._dead: dict[str | None, set[str]] = {}  # family -> axes that did not pay off
+        self._pool: set[tuple] = set()  # keys of every design in the pool, run or not
 
     def _problem(self, task: Task) -> Problem:
         return problem(task, design_facts(self._analysis))
@@ -126,6 +127,9 @@ class BuiltinJudge:
         if not pool:
             raise ValueError(f"{self.name}: cannot nominate from an empty pool")
         p = self._try_problem(task)
+        if p is not None:  # a change that recreates a pool design would duplicate it: avoid
+            self._pool = {design_key(d, p) for d in map(lambda e: read_design(e.candidate.code),
+                                                        pool) if d is not None}
         ranked = self._rank(pool, p)
         measured = [e for e in ranked if e.result is not None and e.result.score is not None]
         fresh = [e for e in ranked if e.result is None]
@@ -160,7 +164,7 @@ class BuiltinJudge:
 
     # ---- proposals -----------------------------------------------------------------------
     def _seen(self, entries: list[PoolEntry], p: Problem) -> set[tuple]:
-        seen = set(self._tried) | self._shared
+        seen = set(self._tried) | self._shared | self._pool
         for e in entries:
             d = read_design(e.candidate.code)
             if d is not None:

@@ -218,14 +218,24 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
 
 
 # ---- emission helpers -------------------------------------------------------------------------
-def unpack(names: list[str], var: str) -> str:
-    names = [safe(n) for n in names]
+def unpack(names: list[str], var: str, exprs=None, indent: str = "    ") -> str:
+    """``a, b = W`` for the names ``exprs`` use (``_`` for the others; nothing if none is)."""
+    if exprs is not None:
+        used = {s.name for e in exprs for s in sp.sympify(e).free_symbols}
+        names = [n if n in used else "_" for n in names]
+        if all(n == "_" for n in names):
+            return ""
+    names = [safe(n) if n != "_" else n for n in names]
     if len(names) == 1:
-        return f"    {names[0]} = {var}[0]\n"
-    return f"    {', '.join(names)} = {var}\n"
+        return f"{indent}{names[0]} = {var}[0]\n"
+    return f"{indent}{', '.join(names)} = {var}\n"
 
 
-def params_lines(params, indent: str = "    ") -> str:
+def params_lines(params, exprs=None, indent: str = "    ") -> str:
+    """``name = prm['name']`` for the parameters ``exprs`` use (all of them if not given)."""
+    if exprs is not None:
+        used = set().union(*[sp.sympify(e).free_symbols for e in exprs]) if exprs else set()
+        params = [p for p in params if p in used]
     return "".join(f"{indent}{safe(p.name)} = prm[{p.name!r}]\n" for p in params)
 
 
@@ -248,7 +258,7 @@ def ret(exprs, like: str = "W[0]") -> str:
 
 
 def _fn(head: str, doc: str, law: BalanceLaw, exprs, body_unpack: str, returns: str) -> str:
-    return (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body_unpack + params_lines(law.params)
+    return (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body_unpack + params_lines(law.params, exprs)
             + coords_line(law.coords, exprs, law.t) + returns + "\n\n")
 
 
@@ -261,16 +271,16 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
     z = "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
     zu = "    _zero = np.zeros_like(np.asarray(U[0], dtype=np.float64))\n"
     out.append(_fn("to_conservative(W, prm)", "Conserved quantities from the unknowns.", law,
-                   law.q, unpack(prims, "W") + z, ret(law.q)))
+                   law.q, unpack(prims, "W", law.q) + z, ret(law.q)))
     out.append(_fn("to_primitive(U, prm)", "The unknowns from the conserved quantities.", law,
-                   facts.to_prim, unpack(cons, "U") + zu, ret(facts.to_prim)))
+                   facts.to_prim, unpack(cons, "U", facts.to_prim) + zu, ret(facts.to_prim)))
     if law.has_flux:
         out.append(_by_axis("flux(W, X, t, prm, axis)", "Inviscid flux F_axis(W).", law,
-                            law.flux, unpack(prims, "W") + z))
+                            law.flux, unpack(prims, "W", [e for r in law.flux for e in r]) + z))
         out.append(_wave_speeds(law, facts, prims))
     if law.has_viscous:
         grads = [[g.name for g in row] for row in law.grads]
-        body = unpack(prims, "W") + z
+        body = unpack(prims, "W", [e for r in law.viscous for e in r]) + z
         out.append(_by_axis("viscous_flux(W, G, X, t, prm, axis)",
                             "Viscous flux V_axis(W, G), G the gradients of W along the axis.",
                             law, law.viscous, body, grads=grads))
@@ -279,26 +289,33 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
             out.append(_implicit_parts(law, facts, prims))
     if law.has_source:
         out.append(_fn("source(W, X, t, prm)", "Local source S(W, x, t).", law, law.source,
-                       unpack(prims, "W") + z, ret(law.source)))
+                       unpack(prims, "W", law.source) + z, ret(law.source)))
     if facts.ode_solution is not None:
         e = facts.ode_solution
         out.append("def source_exact(_q0, _tau, X, prm):\n    \"\"\"Exact solution of the local source"
-                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params)
+                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params, [e])
                    + coords_line(law.coords, [e], law.t) + f"    return {npcode(e)}\n\n\n")
     if not law.periodic:
         out.append(boundary_source(law))
+    absent = {"flux": not law.has_flux, "wave_speeds": not law.has_flux,
+              "viscous_flux": not law.has_viscous, "diffusivity": not law.has_viscous,
+              "source": not law.has_source, "source_exact": facts.ode_solution is None,
+              "boundary_conditions": law.periodic}
+    for name in (n for n, missing in absent.items() if missing):
+        out.append(f"def {name}(*args):  # the equation has none: never called\n"
+                   "    raise NotImplementedError\n\n\n")
     return "".join(out)
 
 
 def _by_axis(head, doc, law, table, body, grads=None) -> str:
-    text = f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body + params_lines(law.params)
+    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body
+            + params_lines(law.params, [e for row in table for e in row]))
     for a in range(law.dim):
         exprs = table[a]
         cond = "if" if a == 0 else "elif"
         block = ""
         if grads is not None:
-            block += unpack(grads[a], "G").replace("    ", "        ", 1) if len(grads[a]) == 1 \
-                else f"        {', '.join(safe(g) for g in grads[a])} = G\n"
+            block += unpack(grads[a], "G", exprs, "        ")
         block += coords_line(law.coords, exprs, law.t, "        ")
         block += "    " + ret(exprs)
         text += (f"    {cond} axis == {a}:\n" + block) if law.dim > 1 else block.replace(
@@ -308,12 +325,12 @@ def _by_axis(head, doc, law, table, body, grads=None) -> str:
     return text + "\n\n"
 
 
-def _axis_function(head: str, doc: str, law, prims, body) -> str:
+def _axis_function(head: str, doc: str, law, prims, body, exprs) -> str:
     """A function of (W, X, t, prm, axis) whose per-axis part ``body(a, pad)`` is dispatched on
-    ``axis`` (no dispatch in 1D)."""
-    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + unpack(prims, "W")
+    ``axis`` (no dispatch in 1D); ``exprs`` are the expressions it evaluates."""
+    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + unpack(prims, "W", exprs)
             + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
-            + params_lines(law.params))
+            + params_lines(law.params, exprs))
     for a in range(law.dim):
         pad = "        " if law.dim > 1 else "    "
         if law.dim > 1:
@@ -339,8 +356,9 @@ def _wave_speeds(law, facts: LawFacts, prims) -> str:
                      + pad + "lam = np.moveaxis(np.real(np.linalg.eigvals(A)), -1, 0)\n")
         return text + pad + "return lam.min(axis=0), lam.max(axis=0)\n"
 
+    exprs = [e for a in range(law.dim) for e in (facts.eigenvalues[a] or list(facts.jacobian[a]))]
     return _axis_function("wave_speeds(W, X, t, prm, axis)",
-                          "Smallest and largest eigenvalue of dF_axis/dU.", law, prims, body)
+                          "Smallest and largest eigenvalue of dF_axis/dU.", law, prims, body, exprs)
 
 
 def _diffusivity(law, facts: LawFacts, prims) -> str:
@@ -349,8 +367,11 @@ def _diffusivity(law, facts: LawFacts, prims) -> str:
         return (coords_line(law.coords, dif, law.t, pad) + pad + "return np.max(np.abs(np.array(["
                 + ", ".join(f"({npcode(e)}) + _zero" for e in dif) + "])), axis=0)\n")
 
+    exprs = [e for a in range(law.dim)
+             for e in (facts.diffusivity[a] or list(facts.diffusion_matrix[a]))]
     return _axis_function("diffusivity(W, X, t, prm, axis)",
-                          "Largest |eigenvalue| of dV_axis/dU_x at every point.", law, prims, body)
+                          "Largest |eigenvalue| of dV_axis/dU_x at every point.", law, prims, body,
+                          exprs)
 
 
 def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
@@ -362,12 +383,13 @@ def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
     z = "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
     text = (f"IMPLICIT = {imp!r}  # unknowns whose gradients the viscous fluxes use\n\n\n"
             "def viscous_matrix(W, X, t, prm):\n    \"\"\"B[i][k] = dV_i/d(w_IMPLICIT[k],x): the"
-            " viscous flux is linear in these gradients.\"\"\"\n" + unpack(prims, "W") + z
-            + params_lines(law.params) + coords_line(law.coords, flat_b, law.t)
+            " viscous flux is linear in these gradients.\"\"\"\n" + unpack(prims, "W", flat_b) + z
+            + params_lines(law.params, flat_b) + coords_line(law.coords, flat_b, law.t)
             + "    return [" + ", ".join("[" + ", ".join(f"({npcode(e)}) + _zero" for e in row) + "]"
                                         for row in B) + "]\n\n\n")
     text += ("def primitive_jacobian(W, prm):\n    \"\"\"J[k][i] = d w_IMPLICIT[k] / d U_i.\"\"\"\n"
-             + unpack(prims, "W") + z + params_lines(law.params)
+             + unpack(prims, "W", [e for row in J for e in row]) + z
+             + params_lines(law.params, [e for row in J for e in row])
              + "    return [" + ", ".join("[" + ", ".join(f"({npcode(e)}) + _zero" for e in row) + "]"
                                           for row in J) + "]\n\n\n")
     return text
@@ -390,4 +412,6 @@ def boundary_source(law: BalanceLaw) -> str:
         rows.append("[" + ", ".join(sides) + "]")
     return ("def boundary_conditions(t, prm):\n    \"\"\"Per unknown, (a, b, g) of a*w + b*dw/dx = g"
             " at x = lo and x = hi; None: outflow (zero gradient).\"\"\"\n"
-            + coords_line([], [c.g for c in law.boundary.conditions], law.t) + params_lines(law.params) + "    return [" + ", ".join(rows) + "]\n\n\n")
+            + coords_line([], [c.g for c in law.boundary.conditions], law.t)
+            + params_lines(law.params, [e for c in law.boundary.conditions for e in (c.a, c.b, c.g)])
+            + "    return [" + ", ".join(rows) + "]\n\n\n")

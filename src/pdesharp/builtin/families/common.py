@@ -8,7 +8,7 @@ import math
 import sympy as sp
 
 from pdesharp.builtin.design import Design, Family, Problem
-from pdesharp.builtin.physics import npcode, safe
+from pdesharp.builtin.physics import npcode
 from pdesharp.task import Task
 
 
@@ -154,17 +154,9 @@ def entry_point(task: Task, names: list[str] | None = None) -> str:
     return body + f"    return {rets}\n"
 
 
-def linear_constant(expr, law) -> bool:
-    """Is ``expr`` free of the unknowns, the coordinates and time (parameters are fine)?"""
-    return not sp.sympify(expr).has(*law.prims, *law.coords, law.t)
-
-
 def emit_number(expr) -> str:
     return repr(float(expr)) if sp.sympify(expr).is_number else npcode(expr)
 
-
-def params_text(law) -> str:
-    return "".join(f"    {safe(p.name)} = prm[{p.name!r}]\n" for p in law.params)
 
 
 FOURIER = '''

@@ -129,12 +129,12 @@ def coefficient_source(prob: EllipticProblem) -> str:
     one = "    _one = np.ones(np.broadcast(*X, *fields.values()).shape)\n"
     out = ["# ---- the operator, generated from the equation with SymPy ----\n"]
     body = "def conductivity(fields, X, prm, axis):\n    \"\"\"K_axis of -d(K du) at the points X.\"\"\"\n"
-    body += one + params_lines(prob.params) + _unpack_fields(prob, prob.K)
+    body += one + params_lines(prob.params, prob.K) + _unpack_fields(prob, prob.K)
     body += "    return [" + ", ".join(f"({npcode(k)}) * _one" for k in prob.K) + "][axis]\n\n\n"
     out.append(body)
     terms = list(prob.N) + list(prob.b) + [prob.forcing]
     body = ("def operator_terms(fields, X, prm):\n    \"\"\"Non-divergence coefficients N, convection b"
-            " (per axis) and the forcing f at X.\"\"\"\n" + one + params_lines(prob.params)
+            " (per axis) and the forcing f at X.\"\"\"\n" + one + params_lines(prob.params, terms)
             + _unpack_fields(prob, terms))
     lst = lambda es: "[" + ", ".join(f"({npcode(e)}) * _one" for e in es) + "]"  # noqa: E731
     body += f"    return {lst(prob.N)}, {lst(prob.b)}, ({npcode(prob.forcing)}) * _one\n\n\n"
@@ -142,19 +142,20 @@ def coefficient_source(prob: EllipticProblem) -> str:
     r, dr = prob.reaction, sp.diff(prob.reaction, u)
     body = ("def reaction(_u, fields, X, prm):\n    \"\"\"The local reaction r(u) and dr/du.\"\"\"\n"
             "    _one = np.ones(np.broadcast(_u, *X, *fields.values()).shape)\n"
-            + params_lines(prob.params) + _unpack_fields(prob, [r, dr])
-            + f"    {safe(u.name)} = _u\n")
+            + params_lines(prob.params, [r, dr]) + _unpack_fields(prob, [r, dr])
+            + (f"    {safe(u.name)} = _u\n" if r.has(u) or dr.has(u) else ""))
     body += f"    return ({npcode(r)}) * _one, ({npcode(dr)}) * _one\n\n\n"
     out.append(body)
     body = ("def boundary_data(axis, side, T, prm):\n    \"\"\"(a, b, g) of a*u + b*du/d(axis) = g on a"
-            " side; g over the tangential coordinate T.\"\"\"\n" + params_lines(prob.params))
+            " side; g over the tangential coordinate T.\"\"\"\n"
+            + params_lines(prob.params, [e for c in prob.boundary.conditions for e in (c.a, c.b, c.g)]))
     names = [c.name for c in prob.coords]
     for a, axis in enumerate(names):
         for s in (0, 1):
             c = prob.boundary.condition(prob.name, axis, s)
             other = [n for n in names if n != axis]
             body += f"    if (axis, side) == ({a}, {s}):  # {c.text}\n"
-            if other:
+            if other and c.g.has(sp.Symbol(other[0], real=True)):
                 body += f"        {safe(other[0])} = T\n"
             body += (f"        return {npcode(c.a)}, {npcode(c.b)}, ({npcode(c.g)}) + 0.0 * T\n")
     body += "    raise ValueError((axis, side))\n\n\n"

@@ -160,7 +160,8 @@ class ExactFamily(Family):
                  "FORCING_IN_TIME": any(e.has(law.t) for e in f)}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += ("def linear_terms(prm):\n    \"\"\"(orders, C) of dt w = sum C d^orders w + f, from the"
-                 " equation.\"\"\"\n" + params_lines(law.params) + "    return [\n")
+                 " equation.\"\"\"\n" + params_lines(law.params, [e for _, m in terms for e in m])
+                 + "    return [\n")
         for orders, m in terms:
             rows = ", ".join("[" + ", ".join(npcode(m[i, j]) for j in range(law.nvar)) + "]"
                              for i in range(law.nvar))
@@ -169,8 +170,11 @@ class ExactFamily(Family):
         if has_f:
             code += ("def forcing(X, t, prm):\n    \"\"\"The part of dt w that does not depend on w."
                      "\"\"\"\n    _zero = np.zeros(np.broadcast(*X).shape)\n"
-                     + params_lines(law.params) + coords_line(law.coords, list(f), law.t)
+                     + params_lines(law.params, list(f)) + coords_line(law.coords, list(f), law.t)
                      + "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in f) + "]\n\n\n")
+        if not has_f:
+            code += ("def forcing(*args):  # the equation has none: never called\n"
+                     "    raise NotImplementedError\n\n\n")
         return code + GRID + FOURIER + BLOCK + EVOLVE
 
 

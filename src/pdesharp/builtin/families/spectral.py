@@ -19,9 +19,9 @@ import sympy as sp
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.exact import linear_system
-from pdesharp.builtin.families.common import (EVOLVE, FOURIER, GRID, fixed_axes, params_text,
+from pdesharp.builtin.families.common import (EVOLVE, FOURIER, GRID, fixed_axes,
                                               problem_constants)
-from pdesharp.builtin.physics import npcode, physics_source
+from pdesharp.builtin.physics import npcode, params_lines, physics_source
 
 
 def linear_parts(law: BalanceLaw):
@@ -118,7 +118,8 @@ class SpectralFamily(Family):
         row = lambda r: "[" + ", ".join(f"float({npcode(e)})" for e in r) + "]"  # noqa: E731
         code += ("def linear_parts(prm):\n    \"\"\"The constant diagonal linear part of dt w: advection"
                  " A[axis][i], diffusion D[axis][i],\n    reaction c[i] and high-order terms (i,"
-                 " orders, coefficient).\"\"\"\n" + params_text(law)
+                 " orders, coefficient).\"\"\"\n"
+                 + params_lines(law.params, [e for r in A + D for e in r] + c + [e for *_, e in high])
                  + f"    A = [{', '.join(row(r) for r in A)}]\n"
                  + f"    D = [{', '.join(row(r) for r in D)}]\n"
                  + f"    c = {row(c)}\n"

@@ -18,10 +18,10 @@ import math
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.common import (EVOLVE, FOURIER, GRID, emit_number, fixed_axes,
-                                              params_text, problem_constants)
+                                              problem_constants)
 from pdesharp.builtin.families.fv import (FLUX_AXES, FV_BLOCK, SPACE_ORDER, TIME_AXES,
-                                          flux_moves, flux_title)
-from pdesharp.builtin.physics import physics_source
+                                          flux_moves, flux_title, single_wave)
+from pdesharp.builtin.physics import params_lines, physics_source
 
 
 class SplitFamily(Family):
@@ -57,6 +57,8 @@ class SplitFamily(Family):
         act = set(self.relevant(p))
         if d["RECONSTRUCTION"] != "muscl":
             act.discard("LIMITER")
+        if single_wave(p.struct):
+            act.discard("RIEMANN")
         return act
 
     def candidates(self, p: Problem) -> list[Design]:
@@ -112,11 +114,12 @@ class SplitFamily(Family):
         D = law.scalar_diffusion()
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": False,
                  "HAS_SOURCE": law.has_source, "SOURCE_SPLIT": True,
-                 "SOURCE_EXACT": self._source_exact(p), "DT_MAX": math.inf}
+                 "SOURCE_EXACT": self._source_exact(p), "DT_MAX": math.inf,
+                 "CFL_DIFF": 0.4}  # read by the shared step-size rule, unused (exact diffusion)
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += physics_source(law, p.law_facts)
         code += ("def diffusion_coefficient(prm):\n    \"\"\"The constant D of the diffusion term.\"\"\"\n"
-                 + params_text(law) + f"    return {emit_number(D)}\n\n\n")
+                 + params_lines(law.params, [D]) + f"    return {emit_number(D)}\n\n\n")
         return code + GRID + FOURIER + FV_BLOCK + SPLIT_DRIVER + EVOLVE
 
 
