@@ -230,3 +230,14 @@ def test_designs_that_differ_only_in_an_unused_axis_are_one_design(burgers):
         design_key(FV("muscl", "minmod", "hll", "rk4", 0.3), p)
     designs = BuiltinAuthor().designs(task, analysis, 16)
     assert len({design_key(d, p) for d in designs}) == len(designs)
+
+
+def test_a_score_at_round_off_ends_the_search():
+    task = load_task("advection")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    pool = [entry(task, D("exact"), "g0", 3e-16), entry(task, D("exact", SYMBOL="fd2"), "g1"),
+            entry(task, FV("weno5", "mc", "rusanov", "ssprk3", 0.4), "g2")]
+    for i in (1, 2, 3):  # every strategy nominates the exact solver: no new evaluation
+        judge = BuiltinJudge(name=f"judge-{i}")
+        assert asyncio.run(judge.nominate(task, analysis, pool)).nominee == "g0"
+        assert asyncio.run(judge.propose(task, pool[0], pool, "nrmse")).declined

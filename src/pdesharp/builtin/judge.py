@@ -28,6 +28,8 @@ from pdesharp.roles import Nomination, PoolEntry, Proposal
 from pdesharp.task import Task
 
 STRATEGIES = ("accuracy", "robust", "hybrid")
+# a score at round-off (double precision) cannot be improved: the judges stop exploring then
+ROUND_OFF = 1e-11
 _LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
 _HEAD = re.compile(r"# ---- design axes.*?\n(.*?)# ---- end of design axes", re.S)
 
@@ -135,7 +137,8 @@ class BuiltinJudge:
         fresh = [e for e in ranked if e.result is None]
         top = (measured or ranked)[0]  # the accuracy judge's pick
         others = [e for e in fresh if e is not top] or fresh
-        if self.strategy == "accuracy" or not fresh:
+        exact = measured and measured[0].result.score < ROUND_OFF
+        if self.strategy == "accuracy" or not fresh or exact:  # nothing left to gain when exact
             pick = top
         elif self.strategy == "robust":
             pick = others[0]  # explore: the best-predicted design the accuracy judge left
@@ -189,6 +192,10 @@ class BuiltinJudge:
                       " nothing untried to offer")
         seen = self._seen(results + [base], p)
         failed = base.result is not None and not base.result.ok
+        if base.result is not None and base.result.score is not None \
+                and base.result.score < ROUND_OFF:
+            return self._decline(base, f"the base agrees with the reference to round-off"
+                                       f" ({base.result.score:.1e}): no change can improve it")
         if self.strategy == "hybrid":
             prop = self._hybrid(task, p, base, d, results, seen)
             if prop is not None:
