@@ -316,6 +316,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
     route = "analytical" if system is not None else (
         "transformation" if law.introduced or law.time_order > 1 else
         ("hybrid" if split_ok and (stiffness > 20 or ode is not None) else "numerical"))
+    design_facts["route"] = route  # Genesis follows the route (families.candidate_designs)
     p = Problem(task=task, struct=law, facts=design_facts)
     schemes = [family(d.family).title(d, p) for d in candidate_designs(p)]
     key = [f"type: {pde_type}, {'linear' if linear else 'nonlinear'}, route {route}"]

@@ -18,11 +18,13 @@ instead of resubmitting a solver.
 
 from __future__ import annotations
 
+import math
 import re
 
 from pdesharp.builtin.author import design_facts, problem, render
 from pdesharp.builtin.design import Design, Problem, rank_score
-from pdesharp.builtin.families import FAMILIES, candidate_designs, design_key, family
+from pdesharp.builtin.families import (FAMILIES, candidate_designs, design_key, family,
+                                       first_family)
 from pdesharp.records import Analysis
 from pdesharp.roles import Nomination, PoolEntry, Proposal
 from pdesharp.task import Task
@@ -76,6 +78,19 @@ def constant_patch(code: str, changes: dict[str, object]) -> str:
     return "\n".join(blocks)
 
 
+def _numeric(old, new) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
+
+
+def _again(old: float, new: float):
+    """The same step once more: the same factor (a quarter from an unbounded start)."""
+    if math.isfinite(old) and old != 0:
+        out = new * (new / old)
+    else:
+        out = new / 4
+    return int(round(out)) if isinstance(new, int) else round(out, 10)
+
+
 def _retitle(code: str, title: str) -> str:
     """A SEARCH/REPLACE block that keeps the solver's docstring title in step with its design."""
     first = code.split("\n", 1)[0]
@@ -117,11 +132,13 @@ class BuiltinJudge:
         def key(e: PoolEntry):
             r = e.result
             if r is not None and r.score is not None:
-                return (0, r.score)
-            if r is None:
+                return (0, 0, r.score)
+            if r is None:  # not run: the catalogue's predicted order (the route's family first)
                 d = read_design(e.candidate.code)
-                return (1, rank_score(family(d.family), d, p) if d and p else 0.0)
-            return (2, 0.0)
+                if d is None or p is None:
+                    return (1, 1, 0.0)
+                return (1, d.family != first_family(p), rank_score(family(d.family), d, p))
+            return (2, 0, 0.0)
         return sorted(pool, key=key)
 
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination:
@@ -166,8 +183,10 @@ class BuiltinJudge:
             return None
 
     # ---- proposals -----------------------------------------------------------------------
-    def _seen(self, entries: list[PoolEntry], p: Problem) -> set[tuple]:
-        seen = set(self._tried) | self._shared | self._pool
+    def _seen(self, entries: list[PoolEntry], p: Problem, pool: bool = True) -> set[tuple]:
+        """Keys of designs run, tried or claimed by any judge (and, with ``pool``, waiting in
+        the pool)."""
+        seen = set(self._tried) | self._shared | (self._pool if pool else set())
         for e in entries:
             d = read_design(e.candidate.code)
             if d is not None:
@@ -208,9 +227,18 @@ class BuiltinJudge:
         last = self._last_move.get(bid)
         if last and not failed:  # keep going along an axis that paid off for this lineage
             moves.sort(key=lambda m: m[0] != last)
+        blocked = seen - (self._pool - self._seen(results + [base], p, pool=False))
         for axis, value, reason in moves:
             new = d.with_(**{axis: value})
             k = fam.key(new, p)
+            # a step that lands on a design already waiting in the pool: take it once more (a
+            # smaller step than the pool's), rather than duplicate or abandon the direction
+            for _ in range(3):
+                if k not in seen or k in blocked or not _numeric(d[axis], value):
+                    break
+                value = _again(d[axis], value)
+                new = d.with_(**{axis: value})
+                k = fam.key(new, p)
             if k in seen or k == fam.key(d, p):
                 continue  # tried already, or the change cannot alter the computation
             self._claim(k)

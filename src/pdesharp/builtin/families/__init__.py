@@ -39,6 +39,19 @@ def design_key(d: Design, p: Problem) -> tuple:
     return family(d.family).key(d, p)
 
 
+def first_family(p: Problem) -> str | None:
+    """The family the analysis' route asks for first: the exact propagator on the analytical
+    route; the splitting on the hybrid route when every split part is exact (diffusion and a
+    local source, no flux), so that only the O(dt^2) splitting error remains. Otherwise designs
+    rank by formal order and cost alone."""
+    route = p.facts.get("route")
+    if route == "analytical":
+        return "exact"
+    if route == "hybrid" and not getattr(p.struct, "has_flux", True):
+        return "split"
+    return None
+
+
 def candidate_designs(p: Problem) -> list[Design]:
     """Every family's designs for ``p``, best predicted first, identical computations once."""
     seen, out = set(), []
@@ -48,7 +61,8 @@ def candidate_designs(p: Problem) -> list[Design]:
             if k not in seen:
                 seen.add(k)
                 out.append(d)
-    return sorted(out, key=lambda d: rank_score(family(d.family), d, p))
+    first = first_family(p)
+    return sorted(out, key=lambda d: (d.family != first, rank_score(family(d.family), d, p)))
 
 
 __all__ = ["FAMILIES", "applicable", "candidate_designs", "design_key", "family"]
