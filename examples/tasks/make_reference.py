@@ -1,11 +1,21 @@
-"""Reference data for the example tasks, by a method independent of pdesharp's built-in solvers.
+"""Reference data for the example tasks, by methods independent of pdesharp's built-in solvers.
 
-Each PDE's right-hand side is written out by hand below and discretised with Fourier
-pseudo-spectral differentiation (2/3 dealiasing) on a grid ``FINE`` times finer than the output
-grid; time is integrated by SciPy's adaptive DOP853 (8th order) with tight tolerances. ``FINE``
-is odd, so every output cell centre is a fine grid point and the output is a plain sample (no
-interpolation). Files use the PDEBench/CodePDE layout (``tensor`` or the fields' keys,
-``t-coordinate``, ``x-coordinate``), float64.
+Four kinds, chosen per example (``KINDS``):
+
+* ``dop853``: the PDE's right-hand side written out by hand below, Fourier pseudo-spectral
+  differentiation (2/3 dealiasing) on a grid ``FINE`` times finer than the output grid, SciPy's
+  adaptive DOP853 with tight tolerances. ``FINE`` is odd, so every output cell centre is a fine
+  grid point and the output is a plain sample (no interpolation).
+* ``exact``: closed-form solutions (d'Alembert, Riemann invariants, Fourier and sine series,
+  Duhamel's integral for a forcing), written out below with NumPy.
+* ``manufactured``: steady problems: a random exact solution satisfying the boundary conditions
+  is drawn and the forcing f computed from it symbolically (SymPy), so ``sol`` is exact.
+* ``generator``: pdesharp's generic data generator (``pdesharp data generate``: Fourier spectral
+  on a 4x grid with DOP853/ETDRK4, or Chebyshev collocation with Radau for walls), which shares
+  no code with the built-in analyst's solver catalogue.
+
+Files use the PDEBench/CodePDE layout (``tensor`` or the fields' keys, ``t-coordinate``,
+``x-coordinate``; ``f``/``sol`` for steady tasks), float64.
 
     python examples/tasks/make_reference.py buckley_leverett1d --out DATA_DIR [--n 128 --samples 3]
 """
@@ -78,12 +88,22 @@ def isothermal_euler(prm, k, keep):
     return rhs
 
 
+def forced_burgers(prm, k, keep, x):
+    nu, A, B = prm["nu"], prm["A"], prm["B"]
+    fx = A * np.sin(2 * np.pi * x)
+
+    def rhs(t, u):
+        return -_ddx(u**2 / 2, k, keep) + nu * _ddx(u, k, keep, 2) + fx + B * np.sin(2 * np.pi * t)
+    return rhs
+
+
 EXAMPLES = {
     # name: (rhs factory, parameters, length, t_end, frames, fields)
     "buckley_leverett1d": (buckley_leverett, {"M": 0.5, "nu": 0.02}, 1.0, 0.5, 26, ["tensor"]),
     "cubic_damped1d": (cubic_damped, {"nu": 0.01, "kappa": 0.5}, 1.0, 0.5, 26, ["tensor"]),
     "advection_diffusion1d": (advection_diffusion, {"a": 1.0, "D": 0.005}, 2.0, 1.0, 21, ["tensor"]),
     "isothermal_euler1d": (isothermal_euler, {"c": 1.0, "mu": 0.01}, 1.0, 0.5, 26, ["density", "Vx"]),
+    "forced_burgers1d": (forced_burgers, {"nu": 0.02, "A": 0.5, "B": 0.3}, 1.0, 0.5, 26, ["tensor"]),
 }
 
 
@@ -101,7 +121,7 @@ def generate(name: str, n: int = 128, samples: int = 3, seed: int = 0) -> dict[s
     xf = (np.arange(nf) + 0.5) * length / nf
     pick = np.arange(n) * FINE + FINE // 2  # fine points that coincide with output centres
     k, keep = _spectral(nf, length)
-    rhs = factory(prm, k, keep)
+    rhs = factory(prm, k, keep, xf) if name == "forced_burgers1d" else factory(prm, k, keep)
     t = np.linspace(0.0, t_end, frames)
     rng = np.random.default_rng(seed)
     out = {key: np.empty((samples, frames, n)) for key in keys}
@@ -129,17 +149,20 @@ def generate(name: str, n: int = 128, samples: int = 3, seed: int = 0) -> dict[s
 def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "w") as h5:
+        method = arrays.pop("_method", f"Fourier pseudo-spectral on a {FINE}x finer grid, 2/3"
+                                      " dealiasing, SciPy DOP853 rtol 1e-10")
         for key, arr in arrays.items():
             h5.create_dataset(key, data=arr)
-        h5.attrs["method"] = (f"Fourier pseudo-spectral on a {FINE}x finer grid, 2/3 dealiasing,"
-                              " SciPy DOP853 rtol 1e-10")
+        h5.attrs["method"] = method
 
 
 def main() -> None:
+    from reference_kinds import KINDS, make  # exact, manufactured and generator references
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES))
+    ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS))
     ap.add_argument("--out", required=True, help="data directory (files go to <out>/<name>/dev.hdf5)")
-    ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--n", type=int, default=None, help="grid points per axis (default per example)")
     ap.add_argument("--samples", type=int, default=3)
     ap.add_argument("--splits", nargs="+", default=["dev", "test"], choices=["dev", "test"])
     args = ap.parse_args()
@@ -147,7 +170,11 @@ def main() -> None:
         for split, seed in (("dev", 0), ("test", 1)):
             if split not in args.splits:
                 continue
-            write(Path(args.out) / name / f"{split}.hdf5", generate(name, args.n, args.samples, seed))
+            if name in EXAMPLES:
+                arrays = generate(name, args.n or 128, args.samples, seed)
+            else:
+                arrays = make(name, args.n, args.samples, seed)
+            write(Path(args.out) / name / f"{split}.hdf5", arrays)
             print(f"wrote {Path(args.out) / name / f'{split}.hdf5'}")
 
 

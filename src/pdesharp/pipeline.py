@@ -114,7 +114,7 @@ class SolveConfig(BaseModel):
 @dataclass
 class SolveResult:
     run_dir: Path
-    status: Literal["finished", "budget_stop"]
+    status: Literal["finished", "budget_stop", "failed"]
     best_id: str | None
     best_dev_score: float | None
     test_nrmse: float | None
@@ -222,6 +222,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     #    step fails, the run stays resumable and `pdesharp resume` redoes these steps (every
     #    model call and evaluation before them is replayed from the journal, not repeated).
     status = "budget_stop" if budget_stop else "finished"
+    if best is None:
+        # an honest ending: nothing usable was produced. A budget stop stays "budget_stop" (the
+        # run resumes with a larger budget); a search that ran its course is "failed".
+        status = "budget_stop" if budget_stop else "failed"
+        test_note = "no solver executed successfully: " + _failure_summary(store)
     final = {"best_dev_score": best[1].score if best else None, "test_nrmse": test_nrmse,
              "test_note": test_note, "best_id": best[0].id if best else None,
              "best_solver": str(best_path) if best_path else None, "stop_reason": stop_reason,
@@ -260,7 +265,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         store.set_status("failed", f"writing the report failed: {type(exc).__name__}: {exc}"[:300])
         store.event("report_failed", error=f"{type(exc).__name__}: {exc}"[:500])
         raise
-    store.set_status(status, budget_stop)
+    store.set_status(status, budget_stop if status != "failed" else test_note[:300])
     progress(stage="done", **final)
     return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
                        best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,
@@ -284,6 +289,20 @@ async def cross_check(task: Task, analysis: Analysis, store: RunStore, config: S
         json.dumps([d.model_dump() for d in found], indent=2))
     for d in found:
         store.event("disagreement", **d.model_dump())
+
+
+def _failure_summary(store: RunStore) -> str:
+    """The distinct failures of the run's evaluations, most frequent first (one line)."""
+    counts: dict[str, int] = {}
+    for c in store.candidates():
+        r = store.result_for(c.id, "dev", store.config.get("feedback", "nrmse"))
+        if r is not None and not r.ok:
+            key = f"{r.status}: {r.message.splitlines()[0] if r.message else ''}"[:160]
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return "no candidate was executed"
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    return "; ".join(f"{n}x {k}" for k, n in top)
 
 
 def _has_test_split(evaluator) -> bool:

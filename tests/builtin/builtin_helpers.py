@@ -10,7 +10,6 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import pytest
 
 from pdesharp.task import Task
 
@@ -54,7 +53,7 @@ def read_h5(path: Path, samples: int, frames: int | None = None) -> dict[str, np
             ds = h5[k]
             if ds.ndim == 1:
                 out[k] = ds[:frames] if k == "t-coordinate" else ds[:]
-            elif ds.ndim == 3 and k not in ("coeff", "sol"):
+            elif ds.ndim >= 3 and k not in ("coeff", "sol", "f"):
                 out[k] = ds[:samples, :frames]
             else:
                 out[k] = ds[:samples]

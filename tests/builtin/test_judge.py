@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from pdesharp.builtin import BuiltinAnalyst, BuiltinAuthor, BuiltinJudge, DataBounds
-from pdesharp.builtin.designs import Design
-from pdesharp.builtin.genesis import render
+from pdesharp.builtin.author import render
+from pdesharp.builtin.families import family
 from pdesharp.builtin.judge import constant_patch, read_design
 from pdesharp.records import Candidate, EvalResult
 from pdesharp.roles import PoolEntry
@@ -20,8 +20,17 @@ def ok(score: float) -> EvalResult:
     return EvalResult(status="ok", split="dev", feedback="nrmse", nrmse=score, solver_seconds=1.0)
 
 
-def entry(task, design: Design, cid: str, score: float | None = None, **kw) -> PoolEntry:
-    c = Candidate(id=cid, code=render(task, design), origin="genesis", title=design.title, **kw)
+def D(fam: str, **axes):
+    return family(fam).design(**axes)
+
+
+def FV(recon, limiter, riemann, integrator, cfl, **kw):
+    return D("fv", RECONSTRUCTION=recon, LIMITER=limiter, RIEMANN=riemann, INTEGRATOR=integrator,
+             CFL=cfl, **kw)
+
+
+def entry(task, design, cid: str, score: float | None = None, **kw) -> PoolEntry:
+    c = Candidate(id=cid, code=render(task, design), origin="genesis", title=cid, **kw)
     return PoolEntry(candidate=c, result=ok(score) if score is not None else None)
 
 
@@ -34,19 +43,19 @@ def burgers():
 
 def test_rendered_design_reads_back():
     task = load_task("burgers")
-    d = Design("fv", "weno5", "van_leer", "hll", "rk4", 0.3, refine=2)
+    d = FV("weno5", "van_leer", "hll", "rk4", 0.3, REFINE=2)
     assert read_design(render(task, d)) == d
 
 
 def test_patch_applies_through_the_pipeline_patch_path(burgers):
     task, _ = burgers
-    code = render(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4))
+    code = render(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4))
     patch = constant_patch(code, {"CFL": 0.25, "LIMITER": "minmod"})
     new = apply_patch(code, patch)
     d = read_design(new)
-    assert (d.cfl, d.limiter) == (0.25, "minmod")
+    assert (d["CFL"], d["LIMITER"]) == (0.25, "minmod")
     compile(new, "patched", "exec")
-    assert "# advective Courant number" in new  # the line's comment survives
+    assert "# Courant number of the explicit step" in new  # the line's comment survives
 
 
 def test_nominations_differ_between_strategies(burgers):
@@ -63,7 +72,7 @@ def test_nominations_differ_between_strategies(burgers):
 def test_accuracy_judge_abandons_an_axis_that_did_not_pay_off(burgers):
     task, analysis = burgers
     judge = BuiltinJudge(name="judge-1")
-    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    base = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
     asyncio.run(judge.nominate(task, analysis, [base]))
     p1 = asyncio.run(judge.propose(task, base, [base], "nrmse"))
     assert p1.patch and p1.title.startswith("CFL ->")  # accuracy: a smaller step first
@@ -76,24 +85,25 @@ def test_accuracy_judge_abandons_an_axis_that_did_not_pay_off(burgers):
 
 def test_robust_judge_and_debug_after_a_blow_up(burgers):
     task, _ = burgers
-    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "rk4", 0.8), "b")
+    base = entry(task, FV("muscl", "mc", "rusanov", "rk4", 0.8), "b")
     base.result = EvalResult(status="nan", split="dev", feedback="nrmse", message="NaN in output")
     judge = BuiltinJudge(name="judge-2")
+    asyncio.run(judge.nominate(task, burgers[1], [base]))  # the tournament nominates first
     fix = asyncio.run(judge.debug(base))
     d = read_design(apply_patch(base.candidate.code, fix.patch))
-    assert d.cfl == pytest.approx(0.4) and d.limiter == "minmod"
+    assert d["CFL"] == pytest.approx(0.4) and d["LIMITER"] == "minmod"
     prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
-    assert read_design(apply_patch(base.candidate.code, prop.patch)).cfl < 0.8
+    assert read_design(apply_patch(base.candidate.code, prop.patch))["CFL"] < 0.8
 
 
 def test_hybrid_judge_borrows_from_the_runner_up(burgers):
     task, _ = burgers
-    a = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "a", 1e-4)
-    b = entry(task, Design("fv", "weno5", "mc", "hll", "ssprk3", 0.4), "b", 2e-4)
+    a = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "a", 1e-4)
+    b = entry(task, FV("weno5", "mc", "hll", "ssprk3", 0.4), "b", 2e-4)
     prop = asyncio.run(BuiltinJudge(name="judge-3").propose(task, a, [a, b], "nrmse"))
     assert prop.parents == ["a", "b"]
     d = read_design(apply_patch(a.candidate.code, prop.patch))
-    assert (d.reconstruction, d.riemann) in {("weno5", "rusanov"), ("muscl", "hll")}
+    assert (d["RECONSTRUCTION"], d["RIEMANN"]) in {("weno5", "rusanov"), ("muscl", "hll")}
 
 
 def test_exhausted_neighbours_switch_family_by_full_rewrite():
@@ -101,22 +111,23 @@ def test_exhausted_neighbours_switch_family_by_full_rewrite():
     analysis = BuiltinAnalyst().analyse_sync(task)
     judge = BuiltinJudge(name="judge-1")
     pool = [entry(task, d, f"e{i}", 1e-3 * (i + 1)) for i, d in enumerate(
-        [Design("elliptic"), Design("elliptic", face_mean="harmonic"), Design("elliptic", grid="nodes")])]
+        [D("elliptic"), D("elliptic", FACE_MEAN="harmonic"), D("elliptic", GRID="nodes")])]
     with pytest.raises(ValueError, match="empty pool"):
         asyncio.run(judge.nominate(task, analysis, []))
     asyncio.run(judge.nominate(task, analysis, pool))
     prop = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
     assert prop.code is not None and prop.patch is None
-    assert read_design(prop.code) == Design("elliptic", grid="nodes", face_mean="harmonic")
+    assert read_design(prop.code) == D("elliptic", GRID="nodes", FACE_MEAN="harmonic")
     pool.append(entry(task, read_design(prop.code), "e3", 5e-3))
-    again = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))  # nothing left: no crash
-    assert again.code == pool[0].candidate.code and again.title == "unchanged"
+    again = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
+    # nothing left: the judge declines (nothing is run) instead of resubmitting a solver
+    assert again.declined and again.code is None and again.patch is None
 
 
 def test_repair_patch_sends_the_whole_file(burgers):
     task, _ = burgers
     judge = BuiltinJudge(name="judge-1")
-    base = entry(task, Design("fv", "muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    base = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
     prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
     fixed = asyncio.run(judge.repair_patch(prop, "SEARCH text not found"))
     assert fixed.patch is None and read_design(fixed.code) == read_design(apply_patch(base.candidate.code, prop.patch))
@@ -124,7 +135,7 @@ def test_repair_patch_sends_the_whole_file(burgers):
 
 def test_judges_of_one_tournament_never_propose_the_same_design():
     task = load_task("advection")
-    base = entry(task, Design("exact"), "x", 1e-3)
+    base = entry(task, D("exact"), "x", 1e-3)
     shared: set = set()
     judges = [BuiltinJudge(name=f"judge-{i}", shared=shared) for i in (1, 2)]
     props = [asyncio.run(j.propose(task, base, [base], "nrmse")) for j in judges]
@@ -140,3 +151,93 @@ def test_a_foreign_base_gets_a_catalogue_rewrite(burgers):
     asyncio.run(judge.nominate(task, analysis, [seed]))
     prop = asyncio.run(judge.propose(task, seed, [seed], "nrmse"))
     assert prop.code is not None and read_design(prop.code) is not None
+
+
+def test_debug_of_a_failed_exact_propagator_rewrites_instead_of_crashing():
+    # the exact propagator has no time step or grid axis to repair: an older judge tried to
+    # patch a GRID constant here and ended the run with a KeyError
+    task = load_task("advection")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    base = entry(task, D("exact"), "g0")
+    base.result = EvalResult(status="error", split="dev", feedback="nrmse", message="boom")
+    judge = BuiltinJudge(name="judge-1")
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    fix = asyncio.run(judge.debug(base))
+    assert fix.code is not None and fix.code != base.candidate.code
+    assert read_design(fix.code).family != "exact" or read_design(fix.code) != D("exact")
+
+
+def _walk(task, analysis, base, strategy, steps=25):
+    """Let one judge propose repeatedly on a base, each child measured a little worse (so no
+    axis pays off): the sequence of proposals until it declines."""
+    judge = BuiltinJudge(name="judge-x", strategy=strategy)
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    pool, props = [base], []
+    for i in range(steps):
+        prop = asyncio.run(judge.propose(task, base, pool, "nrmse"))
+        if prop.declined:
+            break
+        code = prop.code if prop.code is not None else apply_patch(base.candidate.code, prop.patch)
+        props.append((prop, code))
+        child = Candidate(id=f"c{i}", code=code, origin="patch", parents=[base.candidate.id],
+                          title=prop.title)
+        pool.append(PoolEntry(candidate=child, result=ok(base.result.score * 1.01)))
+    return props
+
+
+@pytest.mark.parametrize("strategy", ["accuracy", "robust", "hybrid"])
+def test_no_proposal_repeats_a_computation_or_edits_an_unused_axis(burgers, strategy):
+    from pdesharp.builtin.author import problem
+    from pdesharp.builtin.families import design_key
+
+    task, analysis = burgers
+    base = entry(task, FV("weno5", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    p = problem(task)
+    keys = {design_key(read_design(base.candidate.code), p)}
+    props = _walk(task, analysis, base, strategy)
+    assert props, "the judge proposed nothing"
+    for prop, code in props:
+        # a limiter under WENO5 changes nothing: never proposed, and every proposal is a new
+        # computation (its key, the active axes' values, differs from every earlier one)
+        assert not prop.title.startswith("LIMITER")
+        k = design_key(read_design(code), p)
+        assert k not in keys, prop.title
+        keys.add(k)
+
+
+def test_a_flux_free_law_has_no_flux_axes_to_edit():
+    task = load_task("reacdiff1d")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (0.0, 1.0)})).analyse_sync(task)
+    cands = asyncio.run(BuiltinAuthor().write(task, analysis, 6))
+    for c in cands:
+        head = c.code.split("# ---- end of design axes")[0]
+        for axis in ("RIEMANN", "LIMITER", "RECONSTRUCTION"):
+            assert f"\n{axis} = " not in head, (c.title, axis)
+    base = PoolEntry(candidate=cands[0], result=ok(1e-4))
+    for prop, _ in _walk(task, analysis, base, "accuracy", steps=6):
+        assert prop.title.split(" ")[0] not in ("RIEMANN", "LIMITER", "RECONSTRUCTION")
+
+
+def test_designs_that_differ_only_in_an_unused_axis_are_one_design(burgers):
+    from pdesharp.builtin.author import problem
+    from pdesharp.builtin.families import design_key
+
+    task, analysis = burgers
+    p = problem(task)
+    a, b = FV("weno5", "mc", "hll", "rk4", 0.3), FV("weno5", "minmod", "hll", "rk4", 0.3)
+    assert design_key(a, p) == design_key(b, p)
+    assert design_key(FV("muscl", "mc", "hll", "rk4", 0.3), p) != \
+        design_key(FV("muscl", "minmod", "hll", "rk4", 0.3), p)
+    designs = BuiltinAuthor().designs(task, analysis, 16)
+    assert len({design_key(d, p) for d in designs}) == len(designs)
+
+
+def test_a_score_at_round_off_ends_the_search():
+    task = load_task("advection")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    pool = [entry(task, D("exact"), "g0", 3e-16), entry(task, D("exact", SYMBOL="fd2"), "g1"),
+            entry(task, FV("weno5", "mc", "rusanov", "ssprk3", 0.4), "g2")]
+    for i in (1, 2, 3):  # every strategy nominates the exact solver: no new evaluation
+        judge = BuiltinJudge(name=f"judge-{i}")
+        assert asyncio.run(judge.nominate(task, analysis, pool)).nominee == "g0"
+        assert asyncio.run(judge.propose(task, pool[0], pool, "nrmse")).declined

@@ -5,19 +5,21 @@ numerical building blocks:
 
 * :class:`BuiltinAnalyst` — classification, routes, operator decomposition, stability bounds
   (SymPy, evaluated on the data's bounds);
-* :class:`BuiltinAuthor` — N distinct solver designs rendered into standalone NumPy/SciPy files;
+* :class:`BuiltinAuthor` — N distinct solver designs from the scheme families
+  (:mod:`pdesharp.builtin.families`) rendered into standalone NumPy/SciPy files;
 * :class:`BuiltinJudge` — a deterministic, feedback-driven search over the design axes through
   SEARCH/REPLACE patches;
 * :func:`compare_analyses` — where an LLM's analysis contradicts the symbolic one.
 
-Tasks outside the supported class raise :class:`UnsupportedTask` naming the offending term.
+Tasks outside the supported class raise :class:`UnsupportedTask` naming the offending construct
+and the rewrite the catalogue supports, if any (:func:`support` says so before a run).
 """
 
 from __future__ import annotations
 
 from pdesharp.builtin.analyst import BuiltinAnalyst, DataBounds
 from pdesharp.builtin.compare import compare_analyses
-from pdesharp.builtin.genesis import BuiltinAuthor, render
+from pdesharp.builtin.author import BuiltinAuthor, render
 from pdesharp.builtin.judge import STRATEGIES, BuiltinJudge
 from pdesharp.builtin.structure import UnsupportedTask, structure
 

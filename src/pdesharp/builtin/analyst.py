@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from pdesharp.builtin.physics import diffusion_constant, law_facts, linear_symbol_source
-from pdesharp.builtin.structure import BalanceLaw, EllipticProblem, structure
+from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.design import Problem
+from pdesharp.builtin.elliptic_problem import EllipticProblem
+from pdesharp.builtin.families import candidate_designs, family
+from pdesharp.builtin.families.exact import basis, linear_system
+from pdesharp.builtin.physics import law_facts
+from pdesharp.builtin.structure import structure
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
 from pdesharp.task import Task
 
@@ -22,7 +27,7 @@ class DataBounds:
     """What the stability bounds are evaluated on: field ranges and grid sizes.
 
     ``fields`` maps unknown names to (min, max) of the initial conditions; ``n`` maps space axes
-    to the number of grid cells. Missing entries are assumed ((-1, 1) and 1024) and the analysis
+    to the number of grid points. Missing entries are assumed ((-1, 1) and 1024) and the analysis
     says so.
     """
 
@@ -43,8 +48,7 @@ class DataBounds:
         for name, arr in ref.fields.items():
             first = arr if task.steady else arr[:, 0]
             fields[name] = (float(np.nanmin(first)), float(np.nanmax(first)))
-            shape = first.shape[1:]
-            for axis, size in zip(task.equation.space, shape):
+            for axis, size in zip(task.equation.space, first.shape[1:]):
                 n[axis] = int(size)
         return cls(fields=fields, n=n)
 
@@ -59,7 +63,7 @@ class BuiltinAnalyst:
         self.data_dir = data_dir
         self.dev_data = dev_data  # an explicit dev file wins over the data directory
 
-    def bounds_for(self, task: Task) -> tuple[DataBounds, list[str]]:
+    def bounds_for(self, task: Task, names) -> tuple[DataBounds, list[str]]:
         notes: list[str] = []
         b = self.data_bounds
         if b is None and (self.data_dir is not None or self.dev_data is not None):
@@ -69,7 +73,7 @@ class BuiltinAnalyst:
                 notes.append(f"could not read data bounds ({exc}); assumed defaults")
         b = b or DataBounds()
         fields = dict(b.fields)
-        for u in task.equation.unknowns:
+        for u in names:
             if u not in fields:
                 fields[u] = (-1.0, 1.0)
                 notes.append(f"range of {u} assumed to be [-1, 1]")
@@ -85,83 +89,103 @@ class BuiltinAnalyst:
 
     def analyse_sync(self, task: Task) -> Analysis:
         struct = structure(task)
-        bounds, notes = self.bounds_for(task)
+        names = [struct.name] if isinstance(struct, EllipticProblem) else struct.names
+        bounds, notes = self.bounds_for(task, names)
         if isinstance(struct, EllipticProblem):
             return _elliptic_analysis(task, struct, bounds, notes)
         return _law_analysis(task, struct, bounds, notes)
-
-
-def _linear(task: Task) -> bool:
-    system = task.system
-    exprs = [e.doit() for e in system.exprs]
-    atoms = set()
-    for e in exprs:
-        for name in system.unknowns:
-            f = system.function(name)
-            atoms |= {d for d in e.atoms(sp.Derivative) if d.expr.has(f)}
-            atoms.add(f)
-    dummies = {a: sp.Dummy() for a in sorted(atoms, key=lambda a: -sp.count_ops(a) - len(str(a)))}
-    for e in exprs:
-        z = e
-        for a, d in dummies.items():  # derivatives first, then the bare functions
-            z = z.subs(a, d)
-        ds = list(dummies.values())
-        for a in ds:
-            for b in ds:
-                if sp.simplify(sp.diff(z, a, b)) != 0:
-                    return False
-    return True
 
 
 def _space_order(task: Task) -> int:
     best = 0
     for e in task.system.exprs:
         for d in e.doit().atoms(sp.Derivative):
-            best = max(best, sum(n for v, n in d.variable_count if v in task.system.coords))
+            best = max(best, sum(int(n) for v, n in d.variable_count if v in task.system.coords))
     return best
 
 
-def _sample_box(law: BalanceLaw, bounds: DataBounds, n: int = 400) -> dict:
+def _linear(law: BalanceLaw) -> bool:
+    exprs = [e for row in law.flux + law.viscous for e in row] + law.source + law.q
+    syms = list(law.prims) + [g for row in law.grads for g in row]
+    return all(sp.simplify(sp.diff(e, a, b)) == 0 for e in exprs for a in syms for b in syms)
+
+
+def _samples(law: BalanceLaw, task: Task, bounds: DataBounds, n: int = 400) -> dict:
+    """Points in the box of field ranges (corners included), the domain and the time span."""
     rng = np.random.default_rng(0)
     pts = {}
     for w in law.prims:
         lo, hi = bounds.fields[w.name]
-        corners = np.array([lo, hi, 0.5 * (lo + hi)])
-        if lo <= 0.0 <= hi:
-            corners = np.append(corners, 0.0)
-        pts[w.name] = np.concatenate([corners, rng.uniform(lo, hi, n)])
-    # corners of a box need every combination; a random shuffle of the listed values covers them
+        corners = np.array([lo, hi, 0.5 * (lo + hi)] + ([0.0] if lo <= 0.0 <= hi else []))
+        pts[w] = np.concatenate([corners, rng.uniform(lo, hi, n)])
     m = max(len(v) for v in pts.values())
     grids = np.meshgrid(*[v[:4] for v in pts.values()], indexing="ij")
-    out = {}
-    for (k, v), g in zip(pts.items(), grids):
-        out[k] = np.concatenate([g.ravel(), np.resize(v, m)])
+    out = {k: np.concatenate([g.ravel(), np.resize(v, m)]) for (k, v), g in zip(pts.items(), grids)}
+    size = len(next(iter(out.values())))
+    for c, a in zip(law.coords, task.equation.space):
+        lo, hi = task.domain[a]
+        out[c] = rng.uniform(lo, hi, size)
+    t0, t1 = task.time_span
+    out[law.t] = rng.uniform(t0, t1, size)
     return out
 
 
 def _max_abs(exprs, law: BalanceLaw, task: Task, pts: dict) -> float:
     subs = {p: task.constants[p.name] for p in law.params}
+    args = list(pts)
     best = 0.0
     for e in exprs:
-        fn = sp.lambdify(law.prims, sp.sympify(e).subs(subs), "numpy")
+        fn = sp.lambdify(args, sp.sympify(e).subs(subs), "numpy")
         with np.errstate(all="ignore"):
-            val = np.abs(np.asarray(fn(*[pts[w.name] for w in law.prims]), dtype=complex))
+            val = np.abs(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(
+                len(next(iter(pts.values()))))
         val = val[np.isfinite(val)]
         if val.size:
             best = max(best, float(np.max(val)))
     return best
 
 
+def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
+    """max |eig(dS/dU - sum_a 4 B_a / h_a^2)| over the sample points, B_a = dV_a/dU_a: the
+    spectral radius of the semi-discrete operator at the highest grid wavenumber."""
+    subs = {p: task.constants[p.name] for p in law.params}
+    mat = facts.source_jacobian - sum((4 * facts.diffusion_matrix[a] / h[a] ** 2
+                                       for a in range(law.dim)), sp.zeros(law.nvar, law.nvar))
+    args = list(pts)
+    fn = sp.lambdify(args, mat.subs(subs), "numpy")
+    n = len(next(iter(pts.values())))
+    with np.errstate(all="ignore"):
+        vals = np.array([[np.broadcast_to(np.asarray(e, dtype=complex), (n,)) for e in row]
+                         for row in fn(*[pts[a] for a in args])])
+    eig = np.linalg.eigvals(np.moveaxis(vals, (0, 1), (-2, -1)))
+    eig = eig[np.isfinite(eig)]
+    return float(np.max(np.abs(eig))) if eig.size else 0.0
+
+
+def _boundary_text(law: BalanceLaw) -> str:
+    if law.periodic:
+        return "periodic in " + ", ".join(str(c) for c in law.coords)
+    return "; ".join(c.describe() for c in law.boundary.conditions) + (
+        "; " + ", ".join(f"no condition for {u} at the {'low' if s == 0 else 'high'} end of {a}"
+                         " (outflow: zero gradient)" for u, a, s in law.boundary.missing(law.names))
+        if law.boundary.missing(law.names) else "")
+
+
 def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[str]) -> Analysis:
     facts = law_facts(law)
-    (x0, x1), = [task.domain[a] for a in task.equation.space]
-    n = bounds.n[task.equation.space[0]]
-    dx = (x1 - x0) / n
-    pts = _sample_box(law, bounds)
-    linear = _linear(task)
+    axes = task.equation.space
+    h = [(task.domain[a][1] - task.domain[a][0]) / bounds.n[a] for a in axes]
+    pts = _samples(law, task, bounds)
+    linear = _linear(law)
     order = _space_order(task)
-    viscous_eqs = sum(v != 0 for v in law.viscous)
-    if order == 2 and viscous_eqs == law.nvar:
+    viscous_rows = sum(any(v[i] != 0 for v in law.viscous) for i in range(law.nvar))
+    diffusing = law.has_viscous and any(
+        any(e != 0 for e in (facts.diffusivity[a] or [])) for a in range(law.dim))
+    if law.has_high:
+        pde_type = "dispersive"
+    elif order == 2 and law.has_viscous and not diffusing:
+        pde_type = "hyperbolic"  # second derivatives that only couple the unknowns: waves
+    elif order == 2 and viscous_rows == law.nvar:
         pde_type = "parabolic"
     elif order == 2:
         pde_type = "mixed"  # some equations diffuse, others are purely hyperbolic (e.g. mass)
@@ -169,120 +193,178 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         pde_type = "hyperbolic"
     else:
         pde_type = "other"  # an ODE at every point
-    cls = Classification(time_order=1, space_order=order, linear=linear, pde_type=pde_type,
-                         boundary=task.boundary)
+    cls = Classification(time_order=law.time_order, space_order=order, linear=linear,
+                         pde_type=pde_type, boundary=task.boundary)
+    dims = f"{law.dim}D" if law.dim > 1 else "one space dimension"
     steps = [AnalysisStep(name="classification", text=(
-        f"First order in time, order {order} in space, {'linear' if linear else 'nonlinear'},"
-        f" {pde_type}; a {law.nvar}-component balance law dt(q) + dx(F) = dx(V) + S on a periodic"
-        " domain."), facts={"nvar": law.nvar})]
-
-    symbol = linear_symbol_source(law) is not None
-    steps.append(AnalysisStep(name="analytical", applies=symbol, text=(
-        "Linear with constant coefficients on a periodic domain: each Fourier mode evolves as"
-        " exp(L(k) t), an exact propagator with no time-step error." if symbol else
-        "No closed-form solution: the problem is nonlinear or has variable coefficients.")))
-    steps.append(AnalysisStep(name="transformation", applies=False, text=(
-        "No change of variables is used: the catalogue works on the conservative form.")))
-
-    D = diffusion_constant(law)
-    terms = {"flux": [sp.sstr(f) for f in law.flux], "viscous": [sp.sstr(v) for v in law.viscous],
-             "source": [sp.sstr(s) for s in law.source], "conserved": [sp.sstr(q) for q in law.q]}
+        f"Order {law.time_order} in time, order {order} in space, "
+        f"{'linear' if linear else 'nonlinear'}, {pde_type}; a {law.nvar}-component balance law"
+        f" dt(q) + div F = div V + S in {dims}; boundary: {_boundary_text(law)}."),
+        facts={"nvar": law.nvar, "dim": law.dim, "periodic": law.periodic})]
+    system = linear_system(law)
+    where = {"fourier": "on a periodic box: each Fourier mode",
+             "sine": "with zero values at both walls: each sine mode (the eigenbasis)",
+             "cosine": "with zero derivatives at both walls: each cosine mode (the eigenbasis)"}
+    steps.append(AnalysisStep(name="analytical", applies=system is not None, text=(
+        f"Linear with constant coefficients {where.get(basis(law), '')} evolves by the matrix"
+        " exponential exp(L(k) t) (Duhamel's integral for the forcing), an exact propagator with"
+        " no time-step error." if system is not None else
+        "No closed-form propagator: " + (
+            "the boundary conditions have no common eigenbasis of the operator (inhomogeneous or"
+            " mixed walls, or odd derivatives with walls)." if basis(law) is None or
+            (not law.periodic and _linear(law)) else
+            "the problem is nonlinear or has variable coefficients."))))
+    steps.append(AnalysisStep(name="transformation", applies=bool(law.introduced or law.notes),
+                              text=" ".join(law.notes) if law.notes else
+                              "No change of variables is used: the catalogue works on the"
+                              " conservative form."))
+    D = law.scalar_diffusion()
+    terms = {"flux": [[sp.sstr(f) for f in row] for row in law.flux],
+             "viscous": [[sp.sstr(v) for v in row] for row in law.viscous],
+             "source": [sp.sstr(s) for s in law.source], "conserved": [sp.sstr(q) for q in law.q],
+             "high_order": [[f"{sp.sstr(c)}*d^{o}({law.names[j]})" for c, j, o in row]
+                            for row in law.high]}
     ode = facts.ode_solution
     dec_text = (f"Flux F = {terms['flux']}, viscous flux V = {terms['viscous']}, source S ="
                 f" {terms['source']}.")
+    if law.has_high:
+        dec_text += f" Linear terms of order >= 3: {terms['high_order']} (Fourier families only)."
+    if law.depends_on_space() or law.depends_on_time():
+        dec_text += " Terms depend explicitly on " + ", ".join(
+            ([", ".join(str(c) for c in law.coords)] if law.depends_on_space() else [])
+            + (["t"] if law.depends_on_time() else [])) + "."
     if ode is not None:
         dec_text += (f" The local source ODE dq/dt = S(q) has the closed form q(tau) = {sp.sstr(ode)}"
                      " (written to stay finite for large tau), so a splitting can step it exactly.")
-    split_ok = D is not None and (law.has_source or law.has_flux)
+    split_ok = D is not None and (law.has_source or law.has_flux) and law.periodic
     steps.append(AnalysisStep(name="decomposition", applies=split_ok, text=dec_text, facts={
         **terms, "source_exact": sp.sstr(ode) if ode is not None else None,
         "diffusion_constant": sp.sstr(D) if D is not None else None}))
 
     stab: list[StabilityBound] = []
-    prm = {p: task.constants[p.name] for p in law.params}
     dt_adv = dt_diff = dt_src = math.inf
-    lam_max = 0.0
+    lam_max, d_max = [0.0] * law.dim, [0.0] * law.dim
+    hs = ", ".join(f"h_{a} = {v:.4g}" for a, v in zip(axes, h))
     if law.has_flux:
-        lam = facts.eigenvalues or [facts.jacobian[i, i] for i in range(law.nvar)]
-        lam_max = _max_abs(lam, law, task, pts)
-        dt_adv = dx / lam_max if lam_max > 0 else math.inf
-        lam_txt = ", ".join(sp.sstr(e) for e in lam)
+        rate, exprs = 0.0, []
+        for a in range(law.dim):
+            lam = facts.eigenvalues[a] or [facts.jacobian[a][i, i] for i in range(law.nvar)]
+            lam_max[a] = _max_abs(lam, law, task, pts)
+            rate += lam_max[a] / h[a]
+            exprs.append(f"Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})/d{axes[a]}")
+        dt_adv = 1.0 / rate if rate > 0 else math.inf
         stab.append(StabilityBound(
             scheme="explicit advective (finite volume, Rusanov/HLL flux)",
-            expression=f"dx/Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})",
-            value=dt_adv, note=(f"Courant number 1 with eigenvalues of dF/dU: {lam_txt};"
-                                f" max |lambda| = {lam_max:.4g} on the data bounds, dx = {dx:.4g}."
-                                " The designs run at CFL 0.25-0.5 of it.")))
-    d_max = 0.0
+            expression=f"1/({' + '.join(exprs)})" if law.dim > 1 else
+            f"d{axes[0]}/{exprs[0].split('/')[0]}", value=dt_adv,
+            note=(f"Courant number 1 with the eigenvalues of dF/dU; max |lambda| = "
+                  f"{', '.join(f'{v:.4g}' for v in lam_max)} on the data bounds, {hs}."
+                  " The designs run at CFL 0.25-0.5 of it.")))
+    dt_wave = math.inf
     if law.has_viscous:
-        dif = facts.diffusivity or [facts.diffusion_matrix[i, i] for i in range(law.nvar)]
-        d_max = _max_abs(dif, law, task, pts)
-        dt_diff = dx * dx / (2.0 * d_max) if d_max > 0 else math.inf
-        stab.append(StabilityBound(
-            scheme="explicit diffusion (central, forward Euler)",
-            expression=f"dx**2/(2*Max({', '.join(f'Abs({sp.sstr(e)})' for e in dif)}))",
-            value=dt_diff, note=f"max diffusivity {d_max:.4g} on the data bounds."))
+        rate, exprs = 0.0, []
+        for a in range(law.dim):
+            dif = facts.diffusivity[a] or [facts.diffusion_matrix[a][i, i] for i in range(law.nvar)]
+            d_max[a] = _max_abs(dif, law, task, pts)
+            rate += 2.0 * d_max[a] / h[a] ** 2
+            exprs.append(f"2*Max({', '.join(f'Abs({sp.sstr(e)})' for e in dif)})/d{axes[a]}**2")
+        dt_diff = 1.0 / rate if rate > 0 else math.inf
+        if rate > 0:
+            stab.append(StabilityBound(
+                scheme="explicit diffusion (central, forward Euler)",
+                expression=f"1/({' + '.join(exprs)})", value=dt_diff,
+                note=f"max diffusivity {', '.join(f'{v:.4g}' for v in d_max)} on the data bounds."))
+        else:  # second derivatives that couple unknowns without diffusing (u_tt = c^2 u_xx)
+            dt_wave = 1.0 / max(_coupled_rate(law, facts, task, pts, h), 1e-300)
+            stab.append(StabilityBound(
+                scheme="explicit central second differences (wave-like coupling, RK)",
+                expression="1/max|eig(dS/dU - sum_a 4 dV_a/dU_a / h_a**2)|", value=dt_wave,
+                note="the second-order terms do not diffuse (their matrix has only zero"
+                     " eigenvalues): they couple the unknowns into waves, whose speed bounds the"
+                     " step of an explicit Runge-Kutta scheme (imaginary-axis stability)."))
     if law.has_source:
         sj = [facts.source_jacobian[i, i] for i in range(law.nvar)]
         r = _max_abs(sj, law, task, pts)
         dt_src = 1.0 / r if r > 0 else math.inf
+    if law.has_source and math.isfinite(dt_src):
         stab.append(StabilityBound(
             scheme="explicit source (forward Euler)",
             expression=f"1/Max({', '.join(f'Abs({sp.sstr(e)})' for e in sj)})", value=dt_src,
             note=f"max |dS/dq| = {r:.4g} on the data bounds."))
+    span = task.time_span[1] - task.time_span[0]
     stiffness = dt_adv / dt_diff if math.isfinite(dt_adv) and dt_diff > 0 else (
-        (task.time_span[1] - task.time_span[0]) / 100 / dt_diff if math.isfinite(dt_diff) else 0.0)
+        span / 100 / dt_diff if math.isfinite(dt_diff) else 0.0)
+    peclet = max((lam_max[a] * h[a] / d_max[a] for a in range(law.dim) if d_max[a] > 0),
+                 default=math.inf)
     design_facts = {
-        "linear_symbol": symbol, "diffusion_constant": D is not None,
+        "linear_symbol": system is not None, "diffusion_constant": D is not None,
         "source_exact": ode is not None, "stiffness": float(stiffness),
-        "viscous_stiffness": float(dt_adv / dt_diff) if math.isfinite(dt_diff) else 0.0,
-        "cell_peclet": float(lam_max * dx / d_max) if d_max > 0 else math.inf,
-        "dt_output": (task.time_span[1] - task.time_span[0]) / max((task.n_frames or 101) - 1, 1),
-        "has_flux": law.has_flux,
-        "dx": dx, "dt_advective": dt_adv, "dt_diffusive": dt_diff, "dt_source": dt_src,
+        "viscous_stiffness": float(dt_adv / dt_diff) if math.isfinite(dt_diff) and
+        math.isfinite(dt_adv) else (float(stiffness) if not law.has_flux else 0.0),
+        "cell_peclet": float(peclet), "dt_output": span / max((task.n_frames or 101) - 1, 1),
+        "has_flux": law.has_flux, "dx": h[0], "h": h,
+        "dt_advective": dt_adv, "dt_diffusive": dt_diff, "dt_source": dt_src,
+        "dt_wave": dt_wave,
     }
     stab_text = "; ".join(f"{b.scheme}: dt <= {b.expression} = {b.value:.3g}" for b in stab)
     if stiffness > 20:
         stab_text += (f". The explicit diffusion step is {stiffness:.0f}x below the natural step:"
-                      " treat diffusion exactly (Fourier) or implicitly.")
+                      " treat diffusion exactly (Fourier) or implicitly (TR-BDF2), not by"
+                      " sub-cycling.")
     steps.append(AnalysisStep(name="stability", text=stab_text or "no explicit step bound",
                               facts={"design_facts": design_facts, "assumptions": notes}))
-    route = "analytical" if symbol else ("hybrid" if split_ok and (stiffness > 20 or ode is not None)
-                                         else "numerical")
-    from pdesharp.builtin.designs import candidate_designs
-
-    schemes = [d.title for d in candidate_designs(law, design_facts)]
+    route = "analytical" if system is not None else (
+        "transformation" if law.introduced or law.time_order > 1 else
+        ("hybrid" if split_ok and (stiffness > 20 or ode is not None) else "numerical"))
+    design_facts["route"] = route  # Genesis follows the route (families.candidate_designs)
+    p = Problem(task=task, struct=law, facts=design_facts)
+    schemes = [family(d.family).title(d, p) for d in candidate_designs(p)]
     key = [f"type: {pde_type}, {'linear' if linear else 'nonlinear'}, route {route}"]
     key += [f"{b.scheme}: dt <= {b.value:.3g}" for b in stab]
     if ode is not None:
         key.append(f"exact source step: {sp.sstr(ode)}")
-    key += notes
+    key += list(law.notes) + notes
     return Analysis(classification=cls, route=route, steps=steps, stability=stab,
                     recommended_schemes=schemes, key_facts=key, source="builtin")
 
 
 def _elliptic_analysis(task: Task, prob: EllipticProblem, bounds: DataBounds, notes) -> Analysis:
-    linear = True
-    cls = Classification(time_order=None, space_order=2, linear=linear, pde_type="elliptic",
+    cls = Classification(time_order=None, space_order=2, linear=prob.linear, pde_type="elliptic",
                          boundary=task.boundary)
-    k_txt = ", ".join(sp.sstr(k) for k in prob.conductivity)
+    k_txt = ", ".join(sp.sstr(k) for k in prob.K)
+    bc = "; ".join(c.describe() for c in prob.boundary.conditions)
+    h = [(task.domain[a][1] - task.domain[a][0]) / bounds.n[a] for a in task.equation.space]
+    peclet = 0.0
+    if prob.has_convection:
+        peclet = math.inf if any(k == 0 for k in prob.K) else 1.0  # refined below when numeric
+        try:
+            vals = {p: task.constants[p.name] for p in prob.params}
+            b = [abs(float(sp.sympify(e).subs(vals))) for e in prob.b]
+            k = [abs(float(sp.sympify(e + n).subs(vals))) for e, n in zip(prob.K, prob.N)]
+            peclet = max(bi * hi / ki if ki > 0 else math.inf for bi, hi, ki in zip(b, h, k))
+        except (TypeError, ValueError):  # coefficients vary in space: keep the rough estimate
+            pass
     steps = [
         AnalysisStep(name="classification", text=(
-            f"Steady, second order, linear, elliptic (divergence form with conductivities {k_txt});"
-            " Dirichlet boundary."), facts={}),
+            f"Steady, second order, {'linear' if prob.linear else 'semilinear'}, elliptic in"
+            f" {prob.dim}D (conductivities {k_txt}); boundary: {bc}."), facts={}),
         AnalysisStep(name="analytical", applies=False, text=(
-            "Variable coefficients: no closed form; the five-point system is solved directly.")),
+            "Variable coefficients or data fields: no closed form; the stencil system is solved"
+            " directly.")),
         AnalysisStep(name="transformation", applies=False, text="None needed."),
         AnalysisStep(name="decomposition", applies=False, text=(
-            f"Operator -div(K grad u) with K = ({k_txt}), reaction {sp.sstr(prob.reaction)},"
-            f" forcing {sp.sstr(prob.forcing)}."), facts={"forcing": sp.sstr(prob.forcing)}),
+            f"Operator -div(K grad u) - N u'' + b.grad u + r(u) with K = ({k_txt}),"
+            f" N = {[sp.sstr(n) for n in prob.N]}, b = {[sp.sstr(b) for b in prob.b]},"
+            f" reaction r = {sp.sstr(prob.reaction)}, forcing f = {sp.sstr(prob.forcing)}."),
+            facts={"forcing": sp.sstr(prob.forcing)}),
         AnalysisStep(name="stability", text=(
-            "No time stepping. With K > 0 the five-point matrix is symmetric positive definite"
-            " (an M-matrix with arithmetic or harmonic face means), so a sparse direct or CG solve"
-            " is stable."), facts={"design_facts": {}, "assumptions": notes}),
+            "No time stepping. With K > 0 the stencil matrix is an M-matrix (central convection"
+            " keeps it one while the cell Peclet number stays below 2), so a sparse direct solve"
+            " is stable" + ("" if prob.linear else "; Newton's method for the nonlinear reaction")
+            + "."), facts={"design_facts": {"cell_peclet": peclet, "h": h}, "assumptions": notes}),
     ]
-    from pdesharp.builtin.designs import candidate_designs
-
+    p = Problem(task=task, struct=prob, facts={"cell_peclet": peclet})
     return Analysis(classification=cls, route="numerical", steps=steps, stability=[],
-                    recommended_schemes=[d.title for d in candidate_designs(prob, {})],
-                    key_facts=["type: elliptic, linear, route numerical", *notes], source="builtin")
+                    recommended_schemes=[family(d.family).title(d, p) for d in candidate_designs(p)],
+                    key_facts=[f"type: elliptic, {'linear' if prob.linear else 'nonlinear'},"
+                               " route numerical", *notes], source="builtin")

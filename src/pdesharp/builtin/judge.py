@@ -10,7 +10,10 @@ Three strategies explore differently:
   when the two differ in method family).
 
 A judge remembers which direction paid off on an axis and keeps going that way; a move that
-made things worse is reversed.
+made things worse is abandoned. No evaluation is spent on a change that cannot change the
+result: moves only touch the axes the design uses (its family's ``active`` axes), designs are
+compared by their key (the active axes' values), and a judge with nothing untried left declines
+instead of resubmitting a solver.
 
 Under a time objective (``--objective fastest-*``, told through :meth:`BuiltinJudge.observe`) a
 judge ranks by the run's rule, and once its base is eligible it tries the moves that make the
@@ -23,134 +26,85 @@ from __future__ import annotations
 import math
 import re
 
-from pdesharp.builtin.designs import Design, predicted_rank_score
-from pdesharp.builtin.genesis import render
+from pdesharp.builtin.author import design_facts, problem, render
+from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.families import (FAMILIES, candidate_designs, design_key, family,
+                                       first_family)
 from pdesharp.records import Analysis
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.ranking import Rule, rank, seconds
 from pdesharp.task import Task
 
 STRATEGIES = ("accuracy", "robust", "hybrid")
-_AXES = {  # constant name -> Design field
-    "RECONSTRUCTION": "reconstruction", "LIMITER": "limiter", "RIEMANN": "riemann",
-    "INTEGRATOR": "integrator", "CFL": "cfl", "CFL_DIFF": "cfl_diff", "REFINE": "refine",
-    "SYMBOL": "symbol", "SPLIT_DT": "split_dt", "VISCOUS": "viscous", "GRID": "grid",
-    "FACE_MEAN": "face_mean", "HAS_FLUX": "has_flux",
-}
-_LINE = re.compile(r"^(?P<name>[A-Z_]+) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
+# a score at round-off (double precision) cannot be improved: the judges stop exploring then
+ROUND_OFF = 1e-11
+_LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
+_HEAD = re.compile(r"# ---- design axes.*?\n(.*?)# ---- end of design axes", re.S)
+
+
+def _header(code: str) -> str:
+    m = _HEAD.search(code)
+    return m.group(1) if m else ""
 
 
 def read_design(code: str) -> Design | None:
-    """The design a generated solver was rendered from, read back from its constant lines."""
-    fam = _family(code)
-    if fam is None:
+    """The design a generated solver was rendered from, read back from its constant lines
+    (the design-axes header; axes that are fixed for the problem are read where they stand)."""
+    head = _header(code)
+    m = re.search(r'^FAMILY = "(\w+)"', head, re.M)
+    if m is None or m.group(1) not in FAMILIES:
         return None
-    kw = {}
-    for m in _LINE.finditer(code):
-        field = _AXES.get(m["name"])
-        if field is None:
-            continue
-        v = m["value"].strip()
-        if v.startswith('"'):
-            kw[field] = v.strip('"')
-        elif v in ("True", "False"):
-            kw[field] = v == "True"
-        elif v == "np.inf":
-            kw[field] = math.inf
-        else:
+    fam = FAMILIES[m.group(1)]
+    lines = {x["name"]: x["value"] for x in _LINE.finditer(code)}
+    lines.update({x["name"]: x["value"] for x in _LINE.finditer(head)})
+    values = {}
+    for axis in fam.axes:
+        if axis.name in lines:
             try:
-                kw[field] = int(v) if field == "refine" else float(v)
+                values[axis.name] = axis.parse(lines[axis.name])
             except ValueError:
                 return None
-    return Design(fam, **kw)
-
-
-def _family(code: str) -> str | None:
-    if "def _solve_batch" in code:
-        return "elliptic"
-    for fam, marker in (("split", "Strang splitting: exact linear diffusion"),
-                        ("spectral", "pseudo-spectral scalar solver"),
-                        ("exact", "exact Fourier propagator of a linear"),
-                        ("fv", "explicit finite-volume time stepping")):
-        if marker in code:
-            return fam
-    return None
+    return fam.design(**values)
 
 
 def constant_patch(code: str, changes: dict[str, object]) -> str:
-    """SEARCH/REPLACE blocks that set design constants, keeping each line's comment."""
+    """SEARCH/REPLACE blocks that set design constants in the header, keeping each comment."""
+    head = _header(code)
+    fam = read_design(code)
+    axes = {a.name: a for a in FAMILIES[fam.family].axes} if fam else {}
     blocks = []
     for name, value in changes.items():
-        m = next((m for m in _LINE.finditer(code) if m["name"] == name), None)
+        m = next((m for m in _LINE.finditer(head) if m["name"] == name), None)
         if m is None:
-            raise KeyError(f"the solver has no design constant {name}")
-        if isinstance(value, str):
-            text = f'"{value}"'
-        elif isinstance(value, float) and math.isinf(value):
-            text = "np.inf"
-        else:
-            text = repr(value)
+            raise KeyError(f"the solver's design header has no axis {name}"
+                           f" (its axes: {[x['name'] for x in _LINE.finditer(head)]})")
+        text = axes[name].literal(value) if name in axes else repr(value)
         new = f"{name} = {text}{m['comment'] or ''}"
         blocks.append(f"<<<<<<< SEARCH\n{m.group(0)}\n=======\n{new}\n>>>>>>> REPLACE")
     return "\n".join(blocks)
 
 
-def _retitle(code: str, new: Design) -> str:
+def _numeric(old, new) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
+
+
+def _again(old: float, new: float):
+    """The same step once more: the same factor (a quarter from an unbounded start)."""
+    if math.isfinite(old) and old != 0:
+        out = new * (new / old)
+    else:
+        out = new / 4
+    return int(round(out)) if isinstance(new, int) else round(out, 10)
+
+
+def _retitle(code: str, title: str) -> str:
     """A SEARCH/REPLACE block that keeps the solver's docstring title in step with its design."""
     first = code.split("\n", 1)[0]
     if not first.startswith('"""') or ": " not in first:
         return ""
-    head = first.rsplit(": ", 1)[0] if first.count(": ") == 1 else first[: first.index(": ", 3)]
-    line = f"{head}: {new.title}."
+    head = first[: first.index(": ", 3)]
+    line = f"{head}: {title}."
     return "" if line == first else f"\n<<<<<<< SEARCH\n{first}\n=======\n{line}\n>>>>>>> REPLACE"
-
-
-def _neighbours(d: Design, strategy: str, failed: bool, has_flux: bool = True,
-                dt_output: float = 0.01) -> list[tuple[str, object, str]]:
-    """Candidate single-axis moves (field, value, reason), in the strategy's preference order."""
-    if d.family == "elliptic":
-        moves = [("face_mean", "harmonic" if d.face_mean == "arithmetic" else "arithmetic",
-                  "the other face average of the conductivity"),
-                 ("grid", "nodes" if d.grid == "cells" else "cells", "the other grid convention")]
-        return moves if strategy != "robust" else moves[::-1]
-    if d.family == "exact":
-        return [("symbol", "fd2" if d.symbol == "spectral" else "spectral",
-                 "the other Fourier symbol of the linear operator")]
-    smaller = [("cfl", round(d.cfl * 0.625, 4), "a smaller time step (CFL x 0.625)")]
-    if d.family == "split":
-        shorter = ("split_dt", dt_output / 4 if math.isinf(d.split_dt) else d.split_dt / 4,
-                   "shorter splitting steps (splitting error is O(dt^2))")
-        other = ("symbol", "spectral" if d.symbol == "fd2" else "fd2", "the other diffusion symbol")
-        if not has_flux:  # nothing else in the file matters without a flux
-            return [shorter, other] if strategy != "robust" else [other, shorter]
-        smaller += [shorter, other]
-    larger = [("cfl", round(min(d.cfl * 1.5, 0.9), 4), "a larger time step (faster)")]
-    order_up = {"euler": "ssprk2", "ssprk2": "ssprk3", "rk2mid": "ssprk3", "ssprk3": "rk4"}
-    order_dn = {"rk4": "ssprk3", "ssprk3": "ssprk2", "ssprk2": "rk2mid", "rk2mid": "euler"}
-    lim_sharper = {"minmod": "van_leer", "van_leer": "mc", "mc": "van_leer", "none": "mc"}
-    lim_safer = {"mc": "van_leer", "van_leer": "minmod", "none": "minmod", "minmod": "mc"}
-    acc = smaller + [
-        ("integrator", order_up.get(d.integrator, "rk4"), "a higher-order time integrator"),
-        ("limiter", lim_sharper[d.limiter], "a less dissipative limiter"),
-        ("reconstruction", "weno5" if d.reconstruction != "weno5" else "muscl",
-         "the other reconstruction order"),
-        ("riemann", "hll" if d.riemann == "rusanov" else "rusanov", "the other Riemann solver"),
-        ("refine", d.refine * 2, "a twice finer internal grid"),
-    ]
-    rob = [
-        ("limiter", lim_safer[d.limiter], "a more dissipative limiter"),
-        ("riemann", "hll" if d.riemann == "rusanov" else "rusanov", "the other Riemann solver"),
-        ("integrator", order_dn.get(d.integrator, "ssprk2"), "a cheaper time integrator"),
-    ] + larger + smaller
-    if d.family == "spectral":
-        acc = [m for m in acc if m[0] in ("cfl", "refine")]
-        rob = [m for m in rob if m[0] == "cfl"]
-    if d.viscous == "subcycle":
-        acc.append(("viscous", "explicit", "viscous terms back inside the explicit step"))
-    if failed:  # a blow-up: smaller steps and dissipation first, whatever the strategy
-        return smaller + [m for m in rob if m[0] == "limiter"] + [
-            ("reconstruction", "muscl", "a TVD reconstruction")]
-    return acc if strategy == "accuracy" else rob
 
 
 class BuiltinJudge:
@@ -169,11 +123,12 @@ class BuiltinJudge:
 
     def reset(self) -> None:
         self._tried: set[tuple] = set()
-        self._last_move: dict[str, tuple] = {}  # candidate id -> (base score, field)
-        self._task: Task | None = None
-        self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
+        self._last_move: dict[str, str] = {}  # candidate id -> axis of the move that made it
         self._analysis: Analysis | None = None
-        self._dead: dict[str | None, set[str]] = {}  # family -> design fields that did not pay off
+        self._task: Task | None = None  # debug() is called without the task
+        self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
+        self._dead: dict[str | None, set[str]] = {}  # family -> axes that did not pay off
+        self._pool: set[tuple] = set()  # keys of every design in the pool, run or not
         self._info: RoundInfo | None = None
 
     def observe(self, info: RoundInfo) -> None:
@@ -186,34 +141,47 @@ class BuiltinJudge:
         return (i is not None and Rule.of(i).objective.by_time and i.bar is not None
                 and r is not None and r.score is not None and r.score <= i.bar)
 
+    def _problem(self, task: Task) -> Problem:
+        return problem(task, design_facts(self._analysis))
+
     # ---- ranking -------------------------------------------------------------------------
-    def _rank(self, pool: list[PoolEntry]) -> list[PoolEntry]:
-        measured = [(e, e.result) for e in pool if e.result is not None and e.result.score is not None]
+    def _rank(self, pool: list[PoolEntry], p: Problem | None) -> list[PoolEntry]:
+        measured = [(e, e.result) for e in pool
+                    if e.result is not None and e.result.score is not None]
         order = {id(e): i for i, (e, _) in enumerate(rank(measured, Rule.of(self._info or {})))}
 
         def key(e: PoolEntry):
             r = e.result
             if r is not None and r.score is not None:
-                return (0, order[id(e)], 0.0)  # the run's rule (its objective)
-            if r is None:
+                return (0, 0, order[id(e)])  # the run's rule (its objective)
+            if r is None:  # not run: the catalogue's predicted order (the route's family first)
                 d = read_design(e.candidate.code)
-                return (1, predicted_rank_score(d) if d else 0.0, 0.0)
-            return (2, 0.0, 0.0)
+                if d is None or p is None:
+                    return (1, 1, 0.0)
+                return (1, d.family != first_family(p), rank_score(family(d.family), d, p))
+            return (2, 0, 0.0)
         return sorted(pool, key=key)
 
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination:
-        self._task, self._analysis = task, analysis
+        self._analysis, self._task = analysis, task
         if not pool:
             raise ValueError(f"{self.name}: cannot nominate from an empty pool")
-        ranked = self._rank(pool)
+        p = self._try_problem(task)
+        if p is not None:  # a change that recreates a pool design would duplicate it: avoid
+            self._pool = {design_key(d, p) for d in map(lambda e: read_design(e.candidate.code),
+                                                        pool) if d is not None}
+        ranked = self._rank(pool, p)
         measured = [e for e in ranked if e.result is not None and e.result.score is not None]
         fresh = [e for e in ranked if e.result is None]
-        if self.strategy == "accuracy" or not fresh:
-            pick = (measured or ranked)[0]
+        top = (measured or ranked)[0]  # the accuracy judge's pick
+        others = [e for e in fresh if e is not top] or fresh
+        exact = measured and measured[0].result.score < ROUND_OFF
+        if self.strategy == "accuracy" or not fresh or exact:  # nothing left to gain when exact
+            pick = top
         elif self.strategy == "robust":
-            pick = fresh[0]  # explore: the best-predicted design nobody has run yet
+            pick = others[0]  # explore: the best-predicted design the accuracy judge left
         else:
-            pick = fresh[1] if len(fresh) > 1 else fresh[0]
+            pick = others[1] if len(others) > 1 else others[0]
         reasons = {}
         for e in ranked:
             r = e.result
@@ -222,74 +190,96 @@ class BuiltinJudge:
                 reasons[e.candidate.id] = f"measured {self.feedback} {r.score:.3e}"
             elif r is not None:
                 reasons[e.candidate.id] = f"failed: {r.status}"
-            elif d is not None:
-                reasons[e.candidate.id] = (f"predicted: order {min(d.space_order, d.time_order)},"
-                                           f" cost {d.relative_cost:.2f}")
+            elif d is not None and p is not None:
+                fam = family(d.family)
+                reasons[e.candidate.id] = (f"predicted: order {min(fam.orders(d, p))},"
+                                           f" cost {fam.cost(d, p):.2f}")
         return Nomination(judge=self.name, ranking=[e.candidate.id for e in ranked],
                           reasons=reasons, nominee=pick.candidate.id)
 
+    def _try_problem(self, task: Task) -> Problem | None:
+        try:
+            return self._problem(task)
+        except ValueError:  # the task is outside the catalogue (foreign solvers only)
+            return None
+
     # ---- proposals -----------------------------------------------------------------------
-    def _seen(self, results: list[PoolEntry]) -> set[tuple]:
-        seen = set(self._tried) | self._shared
-        for e in results:
+    def _seen(self, entries: list[PoolEntry], p: Problem, pool: bool = True) -> set[tuple]:
+        """Keys of designs run, tried or claimed by any judge (and, with ``pool``, waiting in
+        the pool)."""
+        seen = set(self._tried) | self._shared | (self._pool if pool else set())
+        for e in entries:
             d = read_design(e.candidate.code)
             if d is not None:
-                seen.add(d.key())
+                seen.add(design_key(d, p))
         return seen
+
+    def _claim(self, key: tuple) -> None:
+        self._tried.add(key)
+        self._shared.add(key)
 
     async def propose(self, task: Task, base: PoolEntry, results: list[PoolEntry],
                       feedback) -> Proposal:
         self._task = task
+        p = self._problem(task)
         d = read_design(base.candidate.code)
         bid = base.candidate.id
         self._bases[bid] = base.candidate.code
         if d is None:
             # not one of ours (e.g. a seed solver): offer the best untried catalogue design instead
-            prop = self._switch_family(task, base, self._seen([e for e in results if e.result]))
-            if prop is None:
-                raise ValueError(f"candidate {bid} was not written by the built-in analyst and the"
-                                 " catalogue has nothing untried to offer instead")
-            return prop
-        seen = self._seen(results + [base])
+            return self._switch(task, p, base, self._seen(results, p)) or self._decline(
+                base, "the base was not written by the built-in analyst and the catalogue has"
+                      " nothing untried to offer")
+        seen = self._seen(results + [base], p)
         failed = base.result is not None and not base.result.ok
+        if base.result is not None and base.result.score is not None \
+                and base.result.score < ROUND_OFF:
+            return self._decline(base, f"the base agrees with the reference to round-off"
+                                       f" ({base.result.score:.1e}): no change can improve it")
         if self.strategy == "hybrid":
-            prop = self._hybrid(task, base, d, results, seen)
+            prop = self._hybrid(task, p, base, d, results, seen)
             if prop is not None:
                 return prop
-        has_flux = "HAS_FLUX = False" not in base.candidate.code
-        dt_out = ((task.time_span[1] - task.time_span[0]) / max((task.n_frames or 101) - 1, 1)
-                  if task.time_span else 0.01)
-        moves = _neighbours(d, self.strategy, failed, has_flux, dt_out)
+        fam = family(d.family)
+        present = {m["name"] for m in _LINE.finditer(_header(base.candidate.code))}
+        moves = [m for m in fam.moves(d, p, self.strategy, failed) if m[0] in present]
+        dead = self._dead_axes(base, results, d.family)
         if not failed and self._speed(base.result):  # eligible: cheaper designs first
-            more = [m for m in _neighbours(d, "robust", failed, has_flux, dt_out) if m not in moves]
-            moves = sorted(moves + more, key=lambda m: d.with_(**{m[0]: m[1]}).relative_cost
-                           >= d.relative_cost)
-        dead = self._dead_axes(base, results)
+            more = [m for m in fam.moves(d, p, "robust", failed)
+                    if m[0] in present and m not in moves]
+            cost = fam.cost(d, p)
+            moves = sorted(moves + more,
+                           key=lambda m: fam.cost(d.with_(**{m[0]: m[1]}), p) >= cost)
         moves = [m for m in moves if m[0] not in dead]
-        # keep going along an axis that paid off for this lineage
-        parent_move = self._last_move.get(bid)
-        if parent_move and not failed:
-            moves.sort(key=lambda m: m[0] != parent_move[1])
-        for field, value, reason in moves:
-            new = d.with_(**{field: value})
-            if new.key() in seen or new == d:
-                continue
-            self._tried.add(new.key())
-            self._shared.add(new.key())
-            const = next(k for k, v in _AXES.items() if v == field)
-            patch = constant_patch(base.candidate.code, {const: value}) + _retitle(
-                base.candidate.code, new)
-            return Proposal(judge=self.name, base=bid, parents=[bid],
-                            title=f"{const} -> {value}", patch=patch,
-                            justification=self._why(base, reason))
-        # every single-axis neighbour has been tried: switch to the best untried catalogue design
-        run_or_tried = self._seen([e for e in results if e.result is not None] + [base])
-        return self._switch_family(task, base, run_or_tried) or self._halve_step(task, base, d)
+        last = self._last_move.get(bid)
+        if last and not failed:  # keep going along an axis that paid off for this lineage
+            moves.sort(key=lambda m: m[0] != last)
+        blocked = seen - (self._pool - self._seen(results + [base], p, pool=False))
+        for axis, value, reason in moves:
+            new = d.with_(**{axis: value})
+            k = fam.key(new, p)
+            # a step that lands on a design already waiting in the pool: take it once more (a
+            # smaller step than the pool's), rather than duplicate or abandon the direction
+            for _ in range(3):
+                if k not in seen or k in blocked or not _numeric(d[axis], value):
+                    break
+                value = _again(d[axis], value)
+                new = d.with_(**{axis: value})
+                k = fam.key(new, p)
+            if k in seen or k == fam.key(d, p):
+                continue  # tried already, or the change cannot alter the computation
+            self._claim(k)
+            patch = constant_patch(base.candidate.code, {axis: value}) + _retitle(
+                base.candidate.code, fam.title(new, p))
+            return Proposal(judge=self.name, base=bid, parents=[bid], title=f"{axis} -> {value}",
+                            patch=patch, justification=self._why(base, reason))
+        run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
+        return self._switch(task, p, base, run_or_tried | seen) or self._decline(
+            base, "every design in the catalogue's neighbourhood of this solver has been tried")
 
-    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry]) -> set[str]:
-        """Design fields whose change, measured on a child of ``base``, did not pay off (the
-        child's score is not 10% better): the search stops moving along them for this family."""
-        fam = _family(base.candidate.code)
+    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], fam: str) -> set[str]:
+        """Axes whose change, measured on a child of ``base``, did not pay off (the child's
+        score is not 10% better): the search stops moving along them for this family."""
         dead = set(self._dead.get(fam, set()))
         b = base.result.score if base.result is not None else None
         for e in results:
@@ -297,73 +287,61 @@ class BuiltinJudge:
             if not c.parents or c.parents[0] != base.candidate.id or e.result is None:
                 continue
             m = re.match(r"(?:.*\| )?([A-Z_]+) -> ", c.title or "")
-            if m is None or m.group(1) not in _AXES:
+            if m is None:
                 continue
             faster = (self._speed(base.result) and self._speed(e.result) and seconds(e.result)
                       * (1 + Rule.of(self._info).time_margin) < seconds(base.result))
             if b is not None and (e.result.score is None or e.result.score > 0.9 * b) \
                     and not faster:
-                dead.add(_AXES[m.group(1)])
+                dead.add(m.group(1))
+            elif e.result.score is not None:
+                self._last_move[c.id] = m.group(1)
         self._dead[fam] = dead
         return dead
 
-    def _switch_family(self, task, base, seen) -> Proposal | None:
-        from pdesharp.builtin.designs import candidate_designs
-        from pdesharp.builtin.genesis import design_facts
-        from pdesharp.builtin.structure import structure
-
-        facts = design_facts(self._analysis) if self._analysis is not None else {}
-        options = [d for d in candidate_designs(structure(task), facts) if d.key() not in seen]
+    def _switch(self, task: Task, p: Problem, base: PoolEntry, seen: set) -> Proposal | None:
+        options = [d for d in candidate_designs(p) if design_key(d, p) not in seen]
         if not options:
             return None
-        new = min(options, key=predicted_rank_score)
-        self._tried.add(new.key())
-        self._shared.add(new.key())
+        new = options[0]  # candidate_designs is ordered best predicted first
+        self._claim(design_key(new, p))
         bid = base.candidate.id
-        return Proposal(judge=self.name, base=bid, parents=[bid], title=f"rewrite: {new.title}",
-                        code=render(task, new, analysis_facts=facts),
+        return Proposal(judge=self.name, base=bid, parents=[bid],
+                        title=f"rewrite: {family(new.family).title(new, p)}",
+                        code=render(task, new, p),
                         justification=self._why(base, "every neighbouring design was tried;"
-                                                      " switching to the best untried catalogue design"))
+                                                      " switching to the best untried catalogue"
+                                                      " design"))
 
-    def _halve_step(self, task, base, d) -> Proposal:
-        new = d.with_(cfl=round(d.cfl / 2, 5))
-        self._tried.add(new.key())
-        self._shared.add(new.key())
-        bid = base.candidate.id
-        if d.family in ("elliptic", "exact"):
-            # the catalogue is exhausted: resubmit the base unchanged, which the pipeline does not
-            # count again (identical code), so the tournament saturates instead of failing
-            return Proposal(judge=self.name, base=bid, parents=[bid], title="unchanged",
-                            code=base.candidate.code,
-                            justification=self._why(base, "no untried design left in the catalogue"))
-        return Proposal(judge=self.name, base=bid, parents=[bid], title=f"CFL -> {new.cfl}",
-                        patch=constant_patch(base.candidate.code, {"CFL": new.cfl}),
-                        justification=self._why(base, "all designs tried; halving the step"))
+    def _decline(self, base: PoolEntry, why: str) -> Proposal:
+        return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],
+                        title="no change", declined=True, justification=self._why(base, why))
 
-    def _hybrid(self, task, base, d, results, seen) -> Proposal | None:
-        """Borrow axes from the best other measured design; rewrite when families differ."""
-        others = [e for e in self._rank(results) if e.candidate.id != base.candidate.id
+    def _hybrid(self, task, p, base, d, results, seen) -> Proposal | None:
+        """Borrow axes from the best other measured design of the same family."""
+        fam = family(d.family)
+        present = {m["name"] for m in _LINE.finditer(_header(base.candidate.code))}
+        others = [e for e in self._rank(results, p) if e.candidate.id != base.candidate.id
                   and e.result is not None and e.result.score is not None]
         for e in others:
             od = read_design(e.candidate.code)
-            if od is None:
+            if od is None or od.family != d.family:
                 continue
-            if od.family != d.family:
-                continue
-            changes = {k: getattr(od, f) for k, f in _AXES.items()
-                       if getattr(od, f) != getattr(d, f) and f not in ("cfl", "cfl_diff", "has_flux")}
-            for k, v in changes.items():
-                new = d.with_(**{_AXES[k]: v})
-                if new.key() in seen:
+            for axis in sorted(fam.active(od, p) & present - {"CFL", "CFL_DIFF"}):
+                if od[axis] == d[axis]:
                     continue
-                self._tried.add(new.key())
-                self._shared.add(new.key())
+                new = d.with_(**{axis: od[axis]})
+                k = fam.key(new, p)
+                if k in seen or k == fam.key(d, p):
+                    continue
+                self._claim(k)
                 return Proposal(
                     judge=self.name, base=base.candidate.id,
-                    parents=[base.candidate.id, e.candidate.id], title=f"{k} from {e.candidate.id}",
-                    patch=constant_patch(base.candidate.code, {k: v}),
-                    justification=self._why(base, f"hybrid: {k} = {v} from {e.candidate.id}"
-                                                  f" ({e.result.score:.3e})"))
+                    parents=[base.candidate.id, e.candidate.id],
+                    title=f"{axis} from {e.candidate.id}",
+                    patch=constant_patch(base.candidate.code, {axis: od[axis]}),
+                    justification=self._why(base, f"hybrid: {axis} = {od[axis]} from"
+                                                  f" {e.candidate.id} ({e.result.score:.3e})"))
         return None
 
     def _why(self, base: PoolEntry, reason: str) -> str:
@@ -384,21 +362,36 @@ class BuiltinJudge:
         return proposal.model_copy(update={"patch": None, "code": code})
 
     async def debug(self, entry: PoolEntry) -> Proposal:
-        """A failed run: smaller steps, then dissipation; the design axes are the only knobs."""
+        """A failed run: the family's repair (smaller steps, more dissipation, an implicit
+        viscous step after a timeout), on axes the solver has; else another catalogue design."""
         d = read_design(entry.candidate.code)
         bid = entry.candidate.id
-        if d is None:
-            raise ValueError(f"candidate {bid} was not written by the built-in analyst")
+        status = entry.result.status if entry.result is not None else "error"
         msg = entry.result.message if entry.result is not None else ""
-        if d.refine > 1 and entry.result is not None and entry.result.status in ("memory", "timeout"):
-            changes = {"REFINE": max(1, d.refine // 2)}
-        elif d.family in ("fv", "split", "spectral"):
-            changes = {"CFL": round(d.cfl / 2, 5)}
-            if d.family == "fv" and d.limiter != "minmod":
-                changes["LIMITER"] = "minmod"
-        else:
-            changes = {"GRID": "cells" if d.grid == "nodes" else "nodes"}
-        return Proposal(judge=self.name, base=bid, parents=[bid], title="debug: " + ", ".join(
-            f"{k} -> {v}" for k, v in changes.items()), patch=constant_patch(entry.candidate.code, changes),
-            justification=f"the run failed ({entry.result.status if entry.result else '?'}: {msg[:200]});"
-                          " a smaller step and a more dissipative design are the usual cure")
+        task = self._task
+        p = self._try_problem(task) if task is not None else None
+        if d is not None and p is not None:
+            fam = family(d.family)
+            present = {m["name"] for m in _LINE.finditer(_header(entry.candidate.code))}
+            changes = {k: v for k, v in fam.repair(d, p, status).items() if k in present}
+            new = d.with_(**changes)
+            if changes and fam.key(new, p) != fam.key(d, p):
+                self._claim(fam.key(new, p))
+                return Proposal(
+                    judge=self.name, base=bid, parents=[bid],
+                    title="debug: " + ", ".join(f"{k} -> {v}" for k, v in changes.items()),
+                    patch=constant_patch(entry.candidate.code, changes) + _retitle(
+                        entry.candidate.code, fam.title(new, p)),
+                    justification=f"the run failed ({status}: {msg[:200]}); the family's usual"
+                                  " cure for this failure")
+        if p is not None:
+            prop = self._switch(task, p, entry, self._seen([entry], p))
+            if prop is not None:
+                return prop.model_copy(update={"justification": f"the run failed ({status}:"
+                                               f" {msg[:200]}); no axis of this design cures it:"
+                                               " trying another catalogue design"})
+        # nothing to change: resubmitting identical code is looked up, not run again
+        return Proposal(judge=self.name, base=bid, parents=[bid], title="unchanged",
+                        code=entry.candidate.code,
+                        justification=f"the run failed ({status}); the catalogue has nothing"
+                                      " untried to offer")

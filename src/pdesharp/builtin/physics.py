@@ -1,19 +1,30 @@
-"""From a symbolic balance law to NumPy source: flux, wave speeds, viscous flux, source, ODE step.
+"""From a symbolic balance law to NumPy source: fluxes, wave speeds, viscous fluxes, sources,
+boundary data and the exact local source step.
 
-Everything here is derived from the equation with SymPy; nothing depends on which task it is.
-The emitted functions take the primitive state ``W`` (a sequence of arrays, task unknown order)
-and a dict ``prm`` of parameter values, and return lists of arrays.
+Everything is derived from the equation with SymPy; nothing depends on which task it is. The
+emitted functions take the primitive state ``W`` (a sequence of arrays, unknown order), the
+coordinates ``X`` (a tuple of arrays broadcastable against ``W[0]``), the time ``t`` and a dict
+``prm`` of parameter values, and return lists of arrays shaped like ``W[0]``.
 """
 
 from __future__ import annotations
 
+import keyword
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 
-from pdesharp.builtin.structure import BalanceLaw
+from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.refusal import UnsupportedTask
+
+# names the generated code uses for itself: symbols with these names are renamed (name + "_")
+RESERVED = {"np", "W", "U", "X", "G", "T", "prm", "axis", "fields", "lam", "A", "out", "math",
+            "scipy"} | set(keyword.kwlist) | set(dir(__builtins__))
 
 
 class _Printer(NumPyPrinter):
@@ -23,12 +34,18 @@ class _Printer(NumPyPrinter):
         super().__init__({"fully_qualified_modules": True})
 
     def _module_format(self, fqn, register=True):
-        out = super()._module_format(fqn, register)
-        return out.replace("numpy.", "np.")
+        return super()._module_format(fqn, register).replace("numpy.", "np.")
 
 
-def npcode(expr: sp.Expr) -> str:
-    return _Printer().doprint(sp.sympify(expr))
+def safe(name: str) -> str:
+    return name + "_" if name in RESERVED else name
+
+
+def npcode(expr) -> str:
+    """NumPy source of ``expr`` with reserved symbol names renamed."""
+    expr = sp.sympify(expr)
+    ren = {s: sp.Symbol(safe(s.name), real=True) for s in expr.free_symbols if safe(s.name) != s.name}
+    return _Printer().doprint(expr.xreplace(ren) if ren else expr)
 
 
 @dataclass
@@ -37,14 +54,16 @@ class LawFacts:
 
     to_prim: list[sp.Expr]  # prims in terms of conserved symbols U0..
     cons_symbols: list[sp.Symbol]
-    eigenvalues: list[sp.Expr] | None  # of dF/dU, in prims; None if SymPy found no closed form
-    jacobian: sp.Matrix  # dF/dU in prims
-    diffusivity: list[sp.Expr] | None  # eigenvalues of dV/dU_x
-    diffusion_matrix: sp.Matrix
+    dwdq: sp.Matrix  # dw/dq in prims
+    eigenvalues: list[list[sp.Expr] | None]  # per axis, of dF_a/dU (None: no closed form)
+    jacobian: list[sp.Matrix]  # per axis, dF_a/dU in prims
+    diffusivity: list[list[sp.Expr] | None]  # per axis, eigenvalues of dV_a/dU_a
+    diffusion_matrix: list[sp.Matrix]
     source_jacobian: sp.Matrix  # dS/dU in prims
-    ode_solution: sp.Expr | None  # scalar: exact solution of dq/dt = S(q) at time tau from q0
+    ode_solution: sp.Expr | None  # scalar: exact solution of dq/dt = S(q, x) at tau from q0
     tau: sp.Symbol
     q0: sp.Symbol
+    implicit: list[int]  # unknowns whose gradients the viscous fluxes use (1D)
 
 
 _FACTS_CACHE: dict[str, LawFacts] = {}
@@ -52,54 +71,114 @@ _FACTS_CACHE: dict[str, LawFacts] = {}
 
 def law_facts(law: BalanceLaw) -> LawFacts:
     """Derived facts, cached by the law's printed form (SymPy eigenvalues can take seconds)."""
-    key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.params))
+    key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.params, law.coords))
     if key not in _FACTS_CACHE:
         _FACTS_CACHE[key] = _law_facts(law)
     return _FACTS_CACHE[key]
 
 
+def _eigen(mat: sp.Matrix, n: int):
+    try:
+        ev = mat.eigenvals(simplify=True) if n <= 3 else None
+        eig = [sp.simplify(e) for e in ev] if ev else None
+        if eig is not None and any(e.has(sp.I) or e.has(sp.CRootOf) for e in eig):
+            return None
+        return eig
+    except Exception:  # SymPy can fail on awkward Jacobians: numerical eigenvalues instead
+        return None
+
+
 def _law_facts(law: BalanceLaw) -> LawFacts:
     U = [sp.Symbol(f"U{i}", real=True) for i in range(law.nvar)]
     dqdw = sp.Matrix(law.q).jacobian(law.prims)
-    dwdq = dqdw.inv()
+    dwdq = sp.simplify(dqdw.inv())
     if law.conservative_is_primitive:
         to_prim = list(U)
     else:
         sols = sp.solve([Ui - q for Ui, q in zip(U, law.q)], law.prims, dict=True)
         if not sols:
-            from pdesharp.builtin.structure import UnsupportedTask
-            raise UnsupportedTask("SymPy cannot invert the conserved quantities for the unknowns")
+            raise UnsupportedTask("conserved quantities that SymPy cannot invert for the unknowns",
+                                  hint="write dt(...) of the unknowns themselves")
         to_prim = [sp.simplify(sols[0][w]) for w in law.prims]
-    jac = sp.simplify(sp.Matrix(law.flux).jacobian(law.prims) * dwdq)
-    eig: list[sp.Expr] | None
-    try:
-        ev = jac.eigenvals(simplify=True) if law.nvar <= 3 else None
-        eig = [sp.simplify(e) for e in ev] if ev else None
-        if eig is not None and any(e.has(sp.I) or e.has(sp.CRootOf) for e in eig):
-            eig = None
-    except Exception:  # SymPy can fail on awkward Jacobians: fall back to numerical eigenvalues
-        eig = None
-    dmat = sp.simplify(sp.Matrix(law.viscous).jacobian(law.grads) * dwdq)
-    try:
-        dv = dmat.eigenvals() if law.nvar <= 3 else None
-        diffusivity = [sp.simplify(e) for e in dv] if dv else None
-    except Exception:
-        diffusivity = None
+    jac, eig, dmat, dif = [], [], [], []
+    for a in range(law.dim):
+        j = sp.simplify(sp.Matrix(law.flux[a]).jacobian(law.prims) * dwdq)
+        jac.append(j)
+        eig.append(_eigen(j, law.nvar))
+        d = sp.simplify(sp.Matrix(law.viscous[a]).jacobian(law.grads[a]) * dwdq)
+        dmat.append(d)
+        dif.append(_eigen(d, law.nvar) if any(e != 0 for e in d) else None)
     sjac = sp.simplify(sp.Matrix(law.source).jacobian(law.prims) * dwdq)
-    tau, q0 = sp.Symbol("tau", positive=True), sp.Symbol("q0", real=True)
+    tau, q0 = sp.Symbol("_tau", positive=True), sp.Symbol("_q0", real=True)
     ode = None
-    if law.nvar == 1 and law.has_source and law.conservative_is_primitive:
-        ode = exact_source_step(law.source[0], law.prims[0], tau, q0, law.params)
-    return LawFacts(to_prim=to_prim, cons_symbols=U, eigenvalues=eig, jacobian=jac,
-                    diffusivity=diffusivity, diffusion_matrix=dmat, source_jacobian=sjac,
-                    ode_solution=ode, tau=tau, q0=q0)
+    if law.nvar == 1 and law.has_source and law.conservative_is_primitive \
+            and not law.source[0].has(law.t):
+        frozen, back = _freeze_space(sp.factor(law.source[0]), law.prims[0], law.coords)
+        scale, shape = frozen.as_independent(law.prims[0], as_Add=False)
+        if scale != 1:  # dsolve is fast on k*u*(1 - u), slow on -c*r*u*(u - 1)/2
+            k = sp.Symbol("_k", real=True)
+            probe = scale.subs({v: 1.0 for v in scale.free_symbols})
+            if probe.is_number and float(probe) < 0:  # keep k positive at typical values
+                scale, shape = -scale, -shape
+            back[k], frozen = scale, k * shape
+        with _time_limit(30.0):  # dsolve can take minutes on awkward sources: then no exact step
+            ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
+        if ode is not None:
+            ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
+    implicit = sorted({j for row in law.viscous[:1] for v in row for j, g in enumerate(law.grads[0])
+                       if v.has(g)}) if law.dim == 1 else []
+    return LawFacts(to_prim=to_prim, cons_symbols=U, dwdq=dwdq, eigenvalues=eig, jacobian=jac,
+                    diffusivity=dif, diffusion_matrix=dmat, source_jacobian=sjac, ode_solution=ode,
+                    tau=tau, q0=q0, implicit=implicit)
+
+
+class _TimeUp(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Give up a symbolic computation after ``seconds`` (SIGALRM; only in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TimeUp:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:
+    """S with every largest subexpression that depends on the coordinates but not on w replaced
+    by a plain symbol (the ODE at a point sees it as a constant): SymPy's dsolve is fast on
+    r*c*u*(1 - u) and can take minutes on r*(1 + sin(pi*x)/2)*u*(1 - u)."""
+    back: dict = {}
+
+    def walk(e):
+        if e.has(*coords) and not e.has(w):
+            key = next((k for k, v in back.items() if v == e), None)
+            if key is None:
+                key = sp.Symbol(f"_c{len(back)}", real=True)
+                back[key] = e
+            return key
+        return e.func(*[walk(a) for a in e.args]) if e.args else e
+
+    return walk(S), back
 
 
 def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | None:
     """Closed-form solution of dw/dt = S(w) from w(0) = q0 at t = tau, in a form that stays
-    finite for large tau and at q0 = 0 (chosen among equivalent rewritings by evaluation)."""
-    if S.has(sp.Symbol("x", real=True)):
-        return None
+    finite for large tau and at q0 = 0 (chosen among equivalent rewritings by evaluation).
+    ``params`` (parameters and coordinates) are held fixed."""
     f = sp.Function("w")
     s = sp.Symbol("s", real=True)
     try:
@@ -138,105 +217,201 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
     return None
 
 
-def _unpack(names: list[str], var: str) -> str:
+# ---- emission helpers -------------------------------------------------------------------------
+def unpack(names: list[str], var: str, exprs=None, indent: str = "    ") -> str:
+    """``a, b = W`` for the names ``exprs`` use (``_`` for the others; nothing if none is)."""
+    if exprs is not None:
+        used = {s.name for e in exprs for s in sp.sympify(e).free_symbols}
+        names = [n if n in used else "_" for n in names]
+        if all(n == "_" for n in names):
+            return ""
+    names = [safe(n) if n != "_" else n for n in names]
     if len(names) == 1:
-        return f"    {names[0]} = {var}[0]\n"
-    return f"    {', '.join(names)} = {var}\n"
+        return f"{indent}{names[0]} = {var}[0]\n"
+    return f"{indent}{', '.join(names)} = {var}\n"
 
 
-def _params_lines(law: BalanceLaw) -> str:
-    return "".join(f"    {p.name} = prm[{p.name!r}]\n" for p in law.params)
+def params_lines(params, exprs=None, indent: str = "    ") -> str:
+    """``name = prm['name']`` for the parameters ``exprs`` use (all of them if not given)."""
+    if exprs is not None:
+        used = set().union(*[sp.sympify(e).free_symbols for e in exprs]) if exprs else set()
+        params = [p for p in params if p in used]
+    return "".join(f"{indent}{safe(p.name)} = prm[{p.name!r}]\n" for p in params)
 
 
-def _ret(exprs, like: str) -> str:
-    parts = []
-    for e in exprs:
-        code = npcode(e)
-        if not sp.sympify(e).free_symbols:
-            code = f"np.full_like({like}, {code})"
-        elif sp.sympify(e).is_number:
-            code = f"np.full_like({like}, {code})"
-        parts.append(code)
-    return "    return [" + ", ".join(parts) + "]\n"
+def coords_line(law_coords, exprs, time=None, indent: str = "    ") -> str:
+    """Unpack X when an expression uses a coordinate (and name the time ``t`` argument after the
+    task's time variable when that is not ``t``)."""
+    used = set().union(*[sp.sympify(e).free_symbols for e in exprs]) if exprs else set()
+    out = ""
+    if time is not None and time in used and time.name != "t":
+        out += f"{indent}{safe(time.name)} = t\n"
+    if any(c in used for c in law_coords):
+        names = [safe(c.name) for c in law_coords]
+        out += f"{indent}{', '.join(names)}{',' if len(names) == 1 else ''} = X\n"
+    return out
 
 
-def physics_source(law: BalanceLaw, facts: LawFacts) -> str:
-    """NumPy source of the physics functions used by the finite-volume/spectral blocks."""
+def ret(exprs, like: str = "W[0]") -> str:
+    """``return [...]`` with every entry broadcast to the shape of ``like``."""
+    return "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in exprs) + "]\n"
+
+
+def _fn(head: str, doc: str, law: BalanceLaw, exprs, body_unpack: str, returns: str) -> str:
+    return (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body_unpack + params_lines(law.params, exprs)
+            + coords_line(law.coords, exprs, law.t) + returns + "\n\n")
+
+
+def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) -> str:
+    """NumPy source of the physics functions the time-dependent families use."""
     prims = [w.name for w in law.prims]
-    grads = [g.name for g in law.grads]
     cons = [u.name for u in facts.cons_symbols]
-    first = prims[0]
-    out = ["# ---- physics, generated from the equation with SymPy ----\n"]
-    out.append("NVAR = %d\n\n" % law.nvar)
-    out.append("def to_conservative(W, prm):\n" + _unpack(prims, "W") + _params_lines(law)
-               + _ret(law.q, first) + "\n\n")
-    out.append("def to_primitive(U, prm):\n" + _unpack(cons, "U") + _params_lines(law)
-               + _ret(facts.to_prim, cons[0]) + "\n\n")
-    out.append("def flux(W, prm):\n" + _unpack(prims, "W") + _params_lines(law)
-               + _ret(law.flux, first) + "\n\n")
-    body = "def wave_speeds(W, prm):\n    \"\"\"Smallest and largest eigenvalue of dF/dU.\"\"\"\n"
-    body += _unpack(prims, "W") + _params_lines(law)
-    if facts.eigenvalues is not None:
-        lam = ", ".join(
-            npcode(e) if sp.sympify(e).free_symbols else f"np.full_like({first}, {npcode(e)})"
-            for e in facts.eigenvalues)
-        body += f"    lam = np.array(np.broadcast_arrays({lam}))\n"
-    else:
-        rows = ", ".join(
-            "[" + ", ".join(f"np.broadcast_to({npcode(facts.jacobian[i, j])}, {first}.shape)"
-                            for j in range(law.nvar)) + "]"
-            for i in range(law.nvar))
-        body += (f"    A = np.moveaxis(np.array([{rows}], dtype=float), (0, 1), (-2, -1))\n"
-                 "    lam = np.moveaxis(np.real(np.linalg.eigvals(A)), -1, 0)\n")
-    body += "    return lam.min(axis=0), lam.max(axis=0)\n\n\n"
-    out.append(body)
+    out = ["# ---- physics, generated from the equation with SymPy ----\n",
+           f"NVAR = {law.nvar}\nUNKNOWNS = {prims!r}\n\n"]
+    z = "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
+    zu = "    _zero = np.zeros_like(np.asarray(U[0], dtype=np.float64))\n"
+    out.append(_fn("to_conservative(W, prm)", "Conserved quantities from the unknowns.", law,
+                   law.q, unpack(prims, "W", law.q) + z, ret(law.q)))
+    out.append(_fn("to_primitive(U, prm)", "The unknowns from the conserved quantities.", law,
+                   facts.to_prim, unpack(cons, "U", facts.to_prim) + zu, ret(facts.to_prim)))
+    if law.has_flux:
+        out.append(_by_axis("flux(W, X, t, prm, axis)", "Inviscid flux F_axis(W).", law,
+                            law.flux, unpack(prims, "W", [e for r in law.flux for e in r]) + z))
+        out.append(_wave_speeds(law, facts, prims))
     if law.has_viscous:
-        out.append("def viscous_flux(W, Wx, prm):\n" + _unpack(prims, "W") + _unpack(grads, "Wx")
-                   + _params_lines(law) + _ret(law.viscous, first) + "\n\n")
-        dif = facts.diffusivity or [sp.Abs(e) for e in facts.diffusion_matrix]
-        terms = ", ".join(f"np.abs({npcode(e)})" for e in dif)
-        out.append("def max_diffusivity(W, prm):\n" + _unpack(prims, "W") + _params_lines(law)
-                   + f"    return max(float(np.max(np.broadcast_to(d, {first}.shape)))"
-                   f" for d in ({terms},))\n\n\n")
+        grads = [[g.name for g in row] for row in law.grads]
+        body = unpack(prims, "W", [e for r in law.viscous for e in r]) + z
+        out.append(_by_axis("viscous_flux(W, G, X, t, prm, axis)",
+                            "Viscous flux V_axis(W, G), G the gradients of W along the axis.",
+                            law, law.viscous, body, grads=grads))
+        out.append(_diffusivity(law, facts, prims))
+        if implicit and law.dim == 1:
+            out.append(_implicit_parts(law, facts, prims))
     if law.has_source:
-        out.append("def source(W, prm):\n" + _unpack(prims, "W") + _params_lines(law)
-                   + _ret(law.source, first) + "\n\n")
+        out.append(_fn("source(W, X, t, prm)", "Local source S(W, x, t).", law, law.source,
+                       unpack(prims, "W", law.source) + z, ret(law.source)))
     if facts.ode_solution is not None:
-        out.append("def source_exact(q0, tau, prm):\n    \"\"\"Exact solution of the local source"
-                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + _params_lines(law)
-                   + f"    return {npcode(facts.ode_solution)}\n\n\n")
+        e = facts.ode_solution
+        out.append("def source_exact(_q0, _tau, X, prm):\n    \"\"\"Exact solution of the local source"
+                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params, [e])
+                   + coords_line(law.coords, [e], law.t) + f"    return {npcode(e)}\n\n\n")
+    if not law.periodic:
+        out.append(boundary_source(law))
+    absent = {"flux": not law.has_flux, "wave_speeds": not law.has_flux,
+              "viscous_flux": not law.has_viscous, "diffusivity": not law.has_viscous,
+              "source": not law.has_source, "source_exact": facts.ode_solution is None,
+              "boundary_conditions": law.periodic}
+    for name in (n for n, missing in absent.items() if missing):
+        out.append(f"def {name}(*args):  # the equation has none: never called\n"
+                   "    raise NotImplementedError\n\n\n")
     return "".join(out)
 
 
-def linear_symbol_source(law: BalanceLaw) -> str | None:
-    """For a scalar linear constant-coefficient law, the Fourier symbol L(k) of u_t = L u.
-
-    Returns NumPy source of ``def symbol(k, dx, prm)`` using SYMBOL to choose the exact spectral
-    derivative (i k) or the second-order finite-difference one, or None when not applicable.
-    """
-    if law.nvar != 1 or not law.conservative_is_primitive:
-        return None
-    w, g = law.prims[0], law.grads[0]
-    f, v, s = law.flux[0], law.viscous[0], law.source[0]
-    a = sp.diff(f, w)
-    d = sp.diff(v, g)
-    c = sp.diff(s, w)
-    if any(e.has(w) or e.has(g) for e in (a, d, c)):
-        return None
-    if sp.simplify(f - a * w) != 0 or sp.simplify(v - d * g) != 0 or sp.simplify(s - c * w) != 0:
-        return None
-    return ("def symbol(k, dx, prm):\n    \"\"\"Fourier symbol of the linear operator: u_t = L u.\"\"\"\n"
-            + _params_lines(law)
-            + f"    a, d, c = {npcode(a)}, {npcode(d)}, {npcode(c)}\n"
-            + "    if SYMBOL == 'fd2':\n"
-            + "        ik = 1j * np.sin(k * dx) / dx\n"
-            + "        k2 = (2.0 - 2.0 * np.cos(k * dx)) / dx**2\n"
-            + "    else:\n"
-            + "        ik, k2 = 1j * k, k**2\n"
-            + "    return -a * ik - d * k2 + c\n\n\n")
+def _by_axis(head, doc, law, table, body, grads=None) -> str:
+    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body
+            + params_lines(law.params, [e for row in table for e in row]))
+    for a in range(law.dim):
+        exprs = table[a]
+        cond = "if" if a == 0 else "elif"
+        block = ""
+        if grads is not None:
+            block += unpack(grads[a], "G", exprs, "        ")
+        block += coords_line(law.coords, exprs, law.t, "        ")
+        block += "    " + ret(exprs)
+        text += (f"    {cond} axis == {a}:\n" + block) if law.dim > 1 else block.replace(
+            "        ", "    ")
+    if law.dim > 1:
+        text += "    raise ValueError(axis)\n"
+    return text + "\n\n"
 
 
-def diffusion_constant(law: BalanceLaw) -> sp.Expr | None:
-    """D for a scalar law whose viscous flux is D * w_x with constant D; else None."""
-    got = law.viscous_is_constant_linear()
-    return None if got is None else got[law.prims[0]]
+def _axis_function(head: str, doc: str, law, prims, body, exprs) -> str:
+    """A function of (W, X, t, prm, axis) whose per-axis part ``body(a, pad)`` is dispatched on
+    ``axis`` (no dispatch in 1D); ``exprs`` are the expressions it evaluates."""
+    text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + unpack(prims, "W", exprs)
+            + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
+            + params_lines(law.params, exprs))
+    for a in range(law.dim):
+        pad = "        " if law.dim > 1 else "    "
+        if law.dim > 1:
+            text += f"    {'if' if a == 0 else 'elif'} axis == {a}:\n"
+        text += body(a, pad)
+    if law.dim > 1:
+        text += "    raise ValueError(axis)\n"
+    return text + "\n\n"
+
+
+def _wave_speeds(law, facts: LawFacts, prims) -> str:
+    def body(a, pad):
+        if facts.eigenvalues[a] is not None:
+            ev = facts.eigenvalues[a]
+            text = coords_line(law.coords, ev, law.t, pad)
+            text += pad + "lam = np.array([" + ", ".join(f"({npcode(e)}) + _zero" for e in ev) + "])\n"
+        else:  # no closed form: eigenvalues of the Jacobian, numerically at every point
+            j = facts.jacobian[a]
+            text = coords_line(law.coords, list(j), law.t, pad)
+            rows = ", ".join("[" + ", ".join(f"({npcode(j[r, c])}) + _zero" for c in range(law.nvar))
+                             + "]" for r in range(law.nvar))
+            text += (pad + f"A = np.moveaxis(np.array([{rows}], dtype=float), (0, 1), (-2, -1))\n"
+                     + pad + "lam = np.moveaxis(np.real(np.linalg.eigvals(A)), -1, 0)\n")
+        return text + pad + "return lam.min(axis=0), lam.max(axis=0)\n"
+
+    exprs = [e for a in range(law.dim) for e in (facts.eigenvalues[a] or list(facts.jacobian[a]))]
+    return _axis_function("wave_speeds(W, X, t, prm, axis)",
+                          "Smallest and largest eigenvalue of dF_axis/dU.", law, prims, body, exprs)
+
+
+def _diffusivity(law, facts: LawFacts, prims) -> str:
+    def body(a, pad):
+        dif = facts.diffusivity[a] or [sp.Abs(e) for e in facts.diffusion_matrix[a]]
+        return (coords_line(law.coords, dif, law.t, pad) + pad + "return np.max(np.abs(np.array(["
+                + ", ".join(f"({npcode(e)}) + _zero" for e in dif) + "])), axis=0)\n")
+
+    exprs = [e for a in range(law.dim)
+             for e in (facts.diffusivity[a] or list(facts.diffusion_matrix[a]))]
+    return _axis_function("diffusivity(W, X, t, prm, axis)",
+                          "Largest |eigenvalue| of dV_axis/dU_x at every point.", law, prims, body,
+                          exprs)
+
+
+def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
+    """dV/d(w_j,x) and dw_g/dU for the unknowns whose gradients the viscous fluxes use (1D)."""
+    imp = facts.implicit
+    B = [[sp.diff(v, law.grads[0][j]) for j in imp] for v in law.viscous[0]]
+    J = [[facts.dwdq[g, i] for i in range(law.nvar)] for g in imp]
+    flat_b = [e for row in B for e in row]
+    z = "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
+    text = (f"IMPLICIT = {imp!r}  # unknowns whose gradients the viscous fluxes use\n\n\n"
+            "def viscous_matrix(W, X, t, prm):\n    \"\"\"B[i][k] = dV_i/d(w_IMPLICIT[k],x): the"
+            " viscous flux is linear in these gradients.\"\"\"\n" + unpack(prims, "W", flat_b) + z
+            + params_lines(law.params, flat_b) + coords_line(law.coords, flat_b, law.t)
+            + "    return [" + ", ".join("[" + ", ".join(f"({npcode(e)}) + _zero" for e in row) + "]"
+                                        for row in B) + "]\n\n\n")
+    text += ("def primitive_jacobian(W, prm):\n    \"\"\"J[k][i] = d w_IMPLICIT[k] / d U_i.\"\"\"\n"
+             + unpack(prims, "W", [e for row in J for e in row]) + z
+             + params_lines(law.params, [e for row in J for e in row])
+             + "    return [" + ", ".join("[" + ", ".join(f"({npcode(e)}) + _zero" for e in row) + "]"
+                                          for row in J) + "]\n\n\n")
+    return text
+
+
+def boundary_source(law: BalanceLaw) -> str:
+    """``boundary_conditions(t, prm)``: per unknown, (a, b, g) of a*w + b*dw/dx = g at x = lo and
+    x = hi (None where no condition is given: outflow, zero gradient)."""
+    axis = law.coords[0].name
+    rows = []
+    for n in law.names:
+        sides = []
+        for s in (0, 1):
+            c = law.boundary.condition(n, axis, s)
+            if c is None:
+                sides.append("None")
+            else:
+                sides.append(f"({float(c.a) if c.a.is_number else npcode(c.a)},"
+                             f" {float(c.b) if c.b.is_number else npcode(c.b)}, {npcode(c.g)})")
+        rows.append("[" + ", ".join(sides) + "]")
+    return ("def boundary_conditions(t, prm):\n    \"\"\"Per unknown, (a, b, g) of a*w + b*dw/dx = g"
+            " at x = lo and x = hi; None: outflow (zero gradient).\"\"\"\n"
+            + coords_line([], [c.g for c in law.boundary.conditions], law.t)
+            + params_lines(law.params, [e for c in law.boundary.conditions for e in (c.a, c.b, c.g)])
+            + "    return [" + ", ".join(rows) + "]\n\n\n")

@@ -321,6 +321,10 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     print(f"model calls:    {s['model_calls']}, tokens {s['tokens_in']}/{s['tokens_out']}, "
           f"${s['cost_usd']:.4f}")
     print(f"report:         {result.run_dir / 'report.md'}")
+    if result.best_id is None:  # nothing usable was produced: say so, exit non-zero
+        console.print(f"[red]no solver ran successfully[/] ({s.get('test_note', '')}); the run"
+                      f" is kept in {result.run_dir}")
+        return 1
     return 0
 
 

@@ -20,8 +20,11 @@ grid would force more than ~200 explicit steps), ETDRK4 with step doubling to a 
 Richardson error estimate. ``method="dop853"|"etdrk4"`` forces one.
 
 Supported: 1D and 2D, periodic boundaries, scalar equations or systems in which every equation
-has a time derivative. Not supported (a clear :class:`UnsupportedTask` error): steady problems
-(Darcy has its own generator), other boundary conditions, coefficient fields, constraints.
+has a time derivative (second time derivatives are rewritten as first-order systems, the
+velocity starting at zero unless the task declares it). 1D tasks with Dirichlet, Neumann or Robin
+boundaries go to the Chebyshev collocation generator :mod:`.generic_bounded`. Not supported (a
+clear :class:`UnsupportedTask` error): steady problems (Darcy has its own generator),
+non-periodic 2D problems, coefficient fields, constraints.
 """
 
 from __future__ import annotations
@@ -135,12 +138,18 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
     ``{unknown: [B, len(t_out), N...]}`` (float64) with frame 0 equal to the input. ``info``, if
     given, receives what the integrator did (method, steps, error estimate).
     """
+    if _bounded(task):
+        from pdesharp.data.generate.generic_bounded import simulate_bounded
+
+        return simulate_bounded(task, initial, t_out, rtol=rtol, info=info)
     system = compile_system(task)
     dim = system.dim
-    missing = [u for u in system.unknowns if u not in initial]
+    missing = [u for u in system.unknowns if u not in initial and u not in system.introduced]
     if missing:
         raise ValueError(f"initial data lacks unknowns {missing} of task {task.name!r}")
-    arrays = [np.asarray(initial[u], dtype=float) for u in system.unknowns]
+    first = np.asarray(next(iter(initial.values())), dtype=float)
+    arrays = [np.asarray(initial[u], dtype=float) if u in initial else np.zeros_like(first)
+              for u in system.unknowns]
     shape = arrays[0].shape
     if any(a.shape != shape for a in arrays) or len(shape) != dim + 1:
         raise ValueError(f"initial fields must all be [B, N{', N' if dim == 2 else ''}], got "
@@ -174,6 +183,10 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     else 101), ``x_key`` [N] and, in 2D, ``y-coordinate`` [N] (cell centres). Initial data are
     drawn analytically on the internal grid (:mod:`.generic_ic`), so no interpolation enters.
     """
+    if _bounded(task):
+        from pdesharp.data.generate.generic_bounded import generate_bounded
+
+        return generate_bounded(task, n_samples, seed, nx, n_frames, rtol=rtol, info=info)
     system = compile_system(task)
     dim = system.dim
     nx = int(nx or DEFAULT_NX[dim])
@@ -190,10 +203,12 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     t_out = np.linspace(float(t0), float(t1), n_frames)
     grid = _fine_grid(task, (nx,) * dim, factor)
     lo = [float(task.domain[a][0]) for a in task.equation.space]
-    init = random_fields(grid.points, lo, grid.lengths, system.unknowns, n_samples, seed,
+    drawn = [u for u in system.unknowns if u not in system.introduced]
+    init = random_fields(grid.points, lo, grid.lengths, drawn, n_samples, seed,
                          modes=modes, decay=spec.decay if spec else 2.0,
                          ranges=spec.ranges if spec else None)
-    u0 = np.stack([init[u] for u in system.unknowns], axis=1)
+    zero = np.zeros_like(init[drawn[0]])
+    u0 = np.stack([init.get(u, zero) for u in system.unknowns], axis=1)
     frames, what = _integrate(system, grid, u0, t_out, method=method, rtol=rtol, tol=tol)
     if info is not None:
         info.update(what, oversample=factor, internal_grid=list(grid.shape), nx=nx,
@@ -211,6 +226,11 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     if dim == 2:
         out["y-coordinate"] = coords[1]
     return out
+
+
+def _bounded(task: Task) -> bool:
+    """A time-dependent task whose boundary is not periodic: the Chebyshev generator's."""
+    return not task.steady and not task.boundary.strip().lower().startswith("periodic")
 
 
 def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = None,

@@ -191,6 +191,7 @@ class CompiledSystem:
     mass_is_identity: bool
     linear: list[list[tuple[float, tuple[int, ...]]]]
     ut_exprs: list[sp.Expr]
+    introduced: tuple[str, ...] = ()  # velocities of second-order equations (start at zero)
 
     def rhs(self, fields: list[np.ndarray], t: float, grid: SpectralGrid,
             dealias: bool = True) -> list[np.ndarray]:
@@ -214,17 +215,33 @@ class CompiledSystem:
         return out * grid.mask
 
 
-def check_supported(task: Task) -> None:
-    """Raise :class:`UnsupportedTask` naming why the generic generator cannot make ``task``."""
+def check_supported(task: Task, bounded: bool = False) -> None:
+    """Raise :class:`UnsupportedTask` naming why the generic generator cannot make ``task``.
+
+    ``bounded=True`` checks for the Chebyshev generator of 1D problems with Dirichlet, Neumann or
+    Robin boundaries (:mod:`.generic_bounded`) instead of the Fourier one."""
     eq = task.equation
     if task.steady:
         raise UnsupportedTask(
             f"task {task.name!r} is steady (equation.time is null): the generic generator handles "
             "time-dependent problems only (the darcy task has its own generator)")
-    if not task.boundary.strip().lower().startswith("periodic"):
+    periodic = task.boundary.strip().lower().startswith("periodic")
+    if bounded:
+        from pdesharp.boundary import BoundaryError, task_boundary
+
+        if len(eq.space) != 1:
+            raise UnsupportedTask(
+                f"task {task.name!r} has boundary {task.boundary!r} in {len(eq.space)}D: the "
+                "generic generator handles non-periodic boundaries in 1D only")
+        try:
+            task_boundary(task)
+        except BoundaryError as exc:
+            raise UnsupportedTask(f"task {task.name!r}: the boundary {task.boundary!r} cannot be"
+                                  f" read: {exc}") from None
+    elif not periodic:
         raise UnsupportedTask(
-            f"task {task.name!r} has boundary {task.boundary!r}: the generic generator is a "
-            "Fourier spectral method and supports periodic boundaries only")
+            f"task {task.name!r} has boundary {task.boundary!r}: the Fourier spectral generator "
+            "supports periodic boundaries only (1D non-periodic tasks use the Chebyshev one)")
     if len(eq.space) not in (1, 2):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.space)} space axes; supported: 1 or 2")
@@ -241,10 +258,19 @@ def check_supported(task: Task) -> None:
             f"task {task.name!r} has {len(eq.equations)} equations for {len(eq.unknowns)} unknowns")
 
 
-def compile_system(task: Task) -> CompiledSystem:
-    """Compile ``task``'s equations into u_t = −M(u)⁻¹ rest(u); raises :class:`UnsupportedTask`."""
-    check_supported(task)
-    system = task.system
+def compile_system(task: Task, bounded: bool = False) -> CompiledSystem:
+    """Compile ``task``'s equations into u_t = −M(u)⁻¹ rest(u); raises :class:`UnsupportedTask`.
+
+    Second time derivatives are first rewritten as a first-order system
+    (:mod:`pdesharp.time_order`); the velocities it introduces are listed in ``introduced``."""
+    from pdesharp.time_order import TimeOrderError, reduce_time_order
+
+    check_supported(task, bounded=bounded)
+    try:
+        reduction = reduce_time_order(task.system)
+    except TimeOrderError as exc:
+        raise UnsupportedTask(f"task {task.name!r}: {exc}") from None
+    system = reduction.system
     t = system.t
     coords = system.coords
     funcs = [system.function(n) for n in system.unknowns]
@@ -267,7 +293,7 @@ def compile_system(task: Task) -> CompiledSystem:
                 if any(isinstance(d, sp.Derivative) and t in d.variables
                        for d in term.atoms(sp.Derivative)):
                     raise UnsupportedTask(
-                        f"equation {i + 1} ({task.equation.equations[i]!r}): a "
+                        f"equation {i + 1} ({sp.sstr(system.exprs[i])!r}): a "
                         f"time derivative appears inside another expression in {term}; write the "
                         "equation as Σ c·dt(q) + rest")
                 rest += term
@@ -307,7 +333,8 @@ def compile_system(task: Task) -> CompiledSystem:
     linear = _linear_parts(mass, rests, funcs, ctx) if not mass.free_symbols \
         else [[] for _ in funcs]
     return CompiledSystem(unknowns=system.unknowns, dim=len(coords), rest=rest_nodes,
-                          ut_fn=ut_fn, mass_is_identity=identity, linear=linear, ut_exprs=ut)
+                          ut_fn=ut_fn, mass_is_identity=identity, linear=linear, ut_exprs=ut,
+                          introduced=reduction.introduced)
 
 
 def _linear_parts(mass: sp.Matrix, rests: list[sp.Expr], funcs: list[sp.Expr],

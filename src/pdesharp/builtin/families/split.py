@@ -1,0 +1,189 @@
+"""Strang splitting: exact diffusion, exact (or RK4) local source, explicit finite-volume flux.
+
+For a scalar law ``dt u + div F(u) = D lap(u) + S(u, x, t)`` with constant D on a periodic box
+(1D or 2D), each step is ``D(dt/2) R(dt) D(dt/2)`` with ``R = S(dt/2) H(dt) S(dt/2)``: the
+diffusion is solved exactly in Fourier space (with the spectral symbol k^2 or the central
+difference one), the local ODE ``du/dt = S(u, x)`` in closed form when SymPy finds one (RK4
+sub-steps otherwise, and always when S depends on t), and the flux by one explicit
+finite-volume step. Splitting error is O(dt^2); ``SPLIT_DT`` caps the step.
+
+Stability rule: the flux's CFL bound and, for a source without closed form, CFL / max|S'|;
+the diffusion is unconditionally stable.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.design import Axis, Design, Family, Problem
+from pdesharp.builtin.families.common import (EVOLVE, FOURIER, GRID, emit_number, fixed_axes,
+                                              problem_constants)
+from pdesharp.builtin.families.fv import (FLUX_AXES, FV_BLOCK, SPACE_ORDER, TIME_AXES,
+                                          flux_moves, flux_title, single_wave)
+from pdesharp.builtin.physics import params_lines, physics_source
+
+
+class SplitFamily(Family):
+    name = "split"
+    axes = FLUX_AXES + TIME_AXES + (
+        Axis("SYMBOL", "fd2", ("spectral", "fd2"),
+             "Fourier symbol of the exact diffusion: spectral (k^2) | fd2 (central differences)"),
+        Axis("SPLIT_DT", math.inf, (), "largest splitting step"),
+    )
+
+    def applies(self, p: Problem) -> bool:
+        law = p.struct
+        if not isinstance(law, BalanceLaw) or not law.periodic or law.nvar != 1 or law.has_high:
+            return False
+        if not law.conservative_is_primitive or law.scalar_diffusion() is None:
+            return False
+        stiff = p.facts.get("stiffness", 0.0) > 20.0
+        return law.has_source or (law.has_flux and stiff)
+
+    def _source_exact(self, p: Problem) -> bool:
+        return p.struct.has_source and p.law_facts.ode_solution is not None
+
+    def relevant(self, p: Problem) -> list[str]:
+        law = p.struct
+        out = ["SYMBOL", "SPLIT_DT"]
+        if law.has_flux:
+            out += ["RECONSTRUCTION", "LIMITER", "RIEMANN", "INTEGRATOR", "CFL"]
+        elif not self._source_exact(p):
+            out += ["CFL"]  # the RK4 source sub-steps follow CFL / max|S'|
+        return out
+
+    def active(self, d: Design, p: Problem) -> set[str]:
+        act = set(self.relevant(p))
+        if d["RECONSTRUCTION"] != "muscl":
+            act.discard("LIMITER")
+        if single_wave(p.struct):
+            act.discard("RIEMANN")
+        return act
+
+    def candidates(self, p: Problem) -> list[Design]:
+        out = [self.design(SYMBOL="fd2"), self.design(SYMBOL="spectral")]
+        if not p.struct.has_flux:  # only the splitting step and the symbol matter
+            dt = p.dt_output or 0.01
+            for frac in (4, 16):
+                out += [self.design(SYMBOL="fd2", SPLIT_DT=dt / frac),
+                        self.design(SYMBOL="spectral", SPLIT_DT=dt / frac)]
+        return out
+
+    def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
+        dt = d["SPLIT_DT"] if math.isfinite(d["SPLIT_DT"]) else (p.dt_output or 0.01)
+        shorter = ("SPLIT_DT", dt / 4, "shorter splitting steps (splitting error is O(dt^2))")
+        other = ("SYMBOL", "spectral" if d["SYMBOL"] == "fd2" else "fd2",
+                 "the other diffusion symbol")
+        if not p.struct.has_flux:
+            return [shorter, other] if strategy != "robust" else [other, shorter]
+        return [shorter, other] + flux_moves(d, strategy, failed) if strategy == "accuracy" \
+            else flux_moves(d, strategy, failed) + [shorter, other]
+
+    def repair(self, d: Design, p: Problem, status: str) -> dict:
+        dt = d["SPLIT_DT"] if math.isfinite(d["SPLIT_DT"]) else (p.dt_output or 0.01)
+        out = {"SPLIT_DT": dt / 4}
+        if p.struct.has_flux:
+            out["CFL"] = round(d["CFL"] / 2, 5)
+        return out
+
+    def title(self, d: Design, p: Problem) -> str:
+        law = p.struct
+        dt = "" if math.isinf(d["SPLIT_DT"]) else f", step <= {d['SPLIT_DT']:.3g}"
+        parts = [f"exact diffusion ({d['SYMBOL']} symbol)"]
+        if law.has_source:
+            parts.append("exact source step" if self._source_exact(p) else "RK4 source sub-steps")
+        if law.has_flux:
+            parts.append(flux_title(d))
+        return "Strang splitting: " + ", ".join(parts) + dt
+
+    def orders(self, d: Design, p: Problem):
+        law = p.struct
+        if law.has_flux:
+            space = SPACE_ORDER[d["RECONSTRUCTION"]]
+        else:
+            space = 8 if d["SYMBOL"] == "spectral" else 2
+        return (space, 2)
+
+    def cost(self, d: Design, p: Problem) -> float:
+        recon = 2.5 if d["RECONSTRUCTION"] == "weno5" else 1.0
+        return 0.5 * recon * (0.4 / d["CFL"]) if p.struct.has_flux else 0.3
+
+    def render(self, d: Design, p: Problem) -> str:
+        law = p.struct
+        D = law.scalar_diffusion()
+        flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": False,
+                 "HAS_SOURCE": law.has_source, "SOURCE_SPLIT": True,
+                 "SOURCE_EXACT": self._source_exact(p), "DT_MAX": math.inf,
+                 "CFL_DIFF": 0.4}  # read by the shared step-size rule, unused (exact diffusion)
+        code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
+        code += physics_source(law, p.law_facts)
+        code += ("def diffusion_coefficient(prm):\n    \"\"\"The constant D of the diffusion term.\"\"\"\n"
+                 + params_lines(law.params, [D]) + f"    return {emit_number(D)}\n\n\n")
+        return code + GRID + FOURIER + FV_BLOCK + SPLIT_DRIVER + EVOLVE
+
+
+SPLIT_DRIVER = '''
+# ---- block: Strang splitting (exact diffusion / exact or RK4 source / explicit flux) ----
+
+
+def _init_state(W0, prm):
+    grid = _grid(W0[0].shape[1:])
+    ks = _wavenumbers(grid["shape"])
+    k2 = 0.0
+    for k, h in zip(ks, grid["h"]):
+        k2 = k2 + (k**2 if SYMBOL == "spectral" else (2.0 - 2.0 * np.cos(k * h)) / h**2)
+    grid["k2"], grid["cache"] = k2, {}
+    return np.array(to_conservative(W0, prm)), grid
+
+
+def _output(U, grid, prm):
+    return to_primitive(U, prm)
+
+
+def _diffuse(U, tau, grid, prm):
+    """Exact solution of u_t = D lap(u) over tau on the periodic grid (SYMBOL: spectral or fd2)."""
+    key = round(tau, 14)
+    if key not in grid["cache"]:
+        grid["cache"][key] = np.exp(-diffusion_coefficient(prm) * grid["k2"] * tau)
+    axes = tuple(range(2, U.ndim))
+    return np.fft.irfftn(np.fft.rfftn(U, axes=axes) * grid["cache"][key], s=grid["shape"],
+                         axes=axes)
+
+
+def _react(U, t, tau, grid, prm):
+    if not HAS_SOURCE:
+        return U
+    if SOURCE_EXACT:
+        return np.array([source_exact(U[0], tau, grid["X"], prm)])
+    h = tau / 4
+    for m in range(4):  # four RK4 sub-steps of the local source ODE
+        s = t + m * h
+        k1 = np.array(source(U, grid["X"], s, prm))
+        k2 = np.array(source(U + 0.5 * h * k1, grid["X"], s + 0.5 * h, prm))
+        k3 = np.array(source(U + 0.5 * h * k2, grid["X"], s + 0.5 * h, prm))
+        k4 = np.array(source(U + h * k3, grid["X"], s + h, prm))
+        U = U + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return U
+
+
+def _advance_to(U, t0, t1, grid, prm):
+    """Strang steps D(dt/2) R(dt) D(dt/2), R = S(dt/2) H(dt) S(dt/2); the last lands on t1."""
+    t = t0
+    while t1 - t > 1e-12 * max(1.0, abs(t1)):
+        dt = min(_stable_dt(U, t, grid, prm, explicit_viscous=False), t1 - t, SPLIT_DT)
+        if not np.isfinite(dt):
+            dt = t1 - t
+        if dt <= 0.0 or not np.all(np.isfinite(U)):
+            return np.full_like(U, np.nan)
+        U = _diffuse(U, 0.5 * dt, grid, prm)
+        if HAS_FLUX:
+            U = _react(U, t, 0.5 * dt, grid, prm)
+            U = _explicit_step(U, t, dt, grid, prm, viscous=False)
+            U = _react(U, t + 0.5 * dt, 0.5 * dt, grid, prm)
+        else:
+            U = _react(U, t, dt, grid, prm)
+        U = _diffuse(U, 0.5 * dt, grid, prm)
+        t += dt
+    return U
+'''

@@ -1,0 +1,47 @@
+"""Why a task is outside the built-in analyst's catalogue, said so that a user can act on it."""
+
+from __future__ import annotations
+
+LLM_HINT = ("use a language model for it, e.g. `pdesharp solve TASK --model openai:gpt-4o`"
+            " (see docs/models.md)")
+
+
+class UnsupportedTask(ValueError):
+    """The task lies outside the built-in analyst's class.
+
+    ``reason`` names the construct (the term, the boundary, the dimension); ``hint`` is the
+    rewrite the catalogue supports, or "llm" when the only way forward is a language model.
+    """
+
+    def __init__(self, reason: str, hint: str = "llm"):
+        self.reason = reason.rstrip(".")
+        self.hint = hint
+        text = f"the built-in numerical analyst does not support {self.reason}."
+        if hint and hint != "llm":
+            text += f" It does support a rewrite: {hint.rstrip('.')}."
+            text += f" Otherwise {LLM_HINT}."
+        else:
+            text += f" To solve it, {LLM_HINT}."
+        super().__init__(text[0].upper() + text[1:])
+
+
+def notation(expr) -> str:
+    """An expression in the task's own notation: ``u`` for u(t, x), ``dx(u, 2)`` for the second
+    derivative, so a refusal quotes the term as the user wrote it."""
+    import sympy as sp
+    from sympy.core.function import AppliedUndef
+    from sympy.printing.str import StrPrinter
+
+    class _Printer(StrPrinter):
+        def _print_Derivative(self, e):
+            out = self._print(e.expr)
+            for v, n in e.variable_count:
+                out = f"d{v}({out}{', ' + str(n) if n > 1 else ''})"
+            return out
+
+        def _print_Function(self, e):
+            if isinstance(e, AppliedUndef):
+                return e.func.__name__
+            return super()._print_Function(e)
+
+    return _Printer().doprint(sp.sympify(expr))

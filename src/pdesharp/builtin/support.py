@@ -1,0 +1,46 @@
+"""Does the built-in analyst cover a task, and with what? Answered before any run
+(``pdesharp tasks check FILE``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pdesharp.task import Task
+
+
+@dataclass
+class Support:
+    supported: bool
+    reason: str = ""  # why not (the UnsupportedTask message: the construct and a rewrite)
+    kind: str = ""  # "balance law" or "elliptic problem"
+    route: str = ""
+    families: list[str] = field(default_factory=list)
+    designs: list[str] = field(default_factory=list)  # Genesis' first designs, best first
+    notes: list[str] = field(default_factory=list)  # rewrites and assumptions the analysis made
+
+
+def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Support:
+    """Structure, route and first designs of ``task``, or why the catalogue does not cover it."""
+    from pdesharp.builtin.analyst import BuiltinAnalyst
+    from pdesharp.builtin.author import design_facts, problem
+    from pdesharp.builtin.families import applicable, candidate_designs, family
+    from pdesharp.builtin.refusal import UnsupportedTask
+    from pdesharp.builtin.structure import EllipticProblem, structure
+
+    try:
+        struct = structure(task)
+        analysis = BuiltinAnalyst(data_dir=data_dir, dev_data=dev_data).analyse_sync(task)
+    except UnsupportedTask as exc:
+        return Support(supported=False, reason=str(exc))
+    p = problem(task, design_facts(analysis))
+    designs = candidate_designs(p)
+    if not designs:
+        return Support(supported=False, reason=(
+            "no scheme family of the catalogue applies to this structure; use a language model,"
+            " e.g. `pdesharp solve TASK --model openai:gpt-4o`"))
+    notes = list(analysis.key_facts[1:])
+    return Support(
+        supported=True,
+        kind="elliptic problem" if isinstance(struct, EllipticProblem) else "balance law",
+        route=analysis.route, families=[f.name for f in applicable(p)],
+        designs=[family(d.family).title(d, p) for d in designs[:n_designs]], notes=notes)

@@ -1,0 +1,165 @@
+"""The default path as users run it: `pdesharp solve TASK` with no model configured, through the
+real pipeline (analysis, Genesis, the tournament with the three built-in judges, the report) and
+the real sandboxed evaluator. Small sample counts and budgets keep each run to a few seconds;
+the long windows are measured in bench/ (bench/builtin_results.md)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import h5py
+import pytest
+
+from pdesharp.cli import main
+from pdesharp.task import load_task
+
+from builtin_helpers import EXAMPLES
+
+HERE = Path(__file__).resolve().parent
+
+
+def solve(tmp_path, monkeypatch, task: str, *extra: str, evals: int = 3) -> tuple[int, dict, Path]:
+    """``pdesharp solve TASK`` exactly as a user types it (no --model), in-process."""
+    monkeypatch.delenv("PDESHARP_MODEL", raising=False)
+    out = tmp_path / "runs"
+    argv = ["solve", task, "--out", str(out), "--run-id", "r", "--quiet", "--no-convergence",
+            "--candidates", "3", "--max-evals", str(evals), "--max-rounds", "1",
+            "--rejudge-cycles", "0", *extra]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # the CLI's clean error exit
+        code = exc.code
+    summary_path = out / "r" / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    return code, summary, out / "r"
+
+
+def standalone(path: Path) -> bool:
+    """The winning file imports NumPy/SciPy only: a user runs it without pdesharp."""
+    tree = ast.parse(path.read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    return names <= {"numpy", "scipy"}
+
+
+def short_copy(src: Path, dst: Path, task: str, frames: int, samples: int = 1) -> Path:
+    """The first ``samples`` samples and ``frames`` frames of a shared dev file: a user's own
+    (short) data file, passed with --dev-data."""
+    spec = load_task(task).data
+    with h5py.File(src, "r") as h5, h5py.File(dst, "w") as out:
+        for key in spec.fields.values():
+            out[key] = h5[key][:samples, :frames]
+        out["t-coordinate"] = h5["t-coordinate"][:frames]
+        out["x-coordinate"] = h5["x-coordinate"][:]
+    return dst
+
+
+# tolerance per built-in task on its window, with the reason (measured values in comments)
+BUILTIN = {
+    # exact shift 1.1e-3 against PDEBench's MUSCL reference, the MUSCL design 5e-6 (full window)
+    "advection": ([], 2e-3),
+    # 21 frames: pseudo-spectral 2.1e-4, MUSCL-mc 1.8e-5; the published best is 1.05e-4 on 201
+    "burgers": (["FRAMES", 21], 1e-3),
+    # full window: pseudo-spectral/exact-split designs 1e-5 to 1e-4; the published best is 2.3e-3
+    "reacdiff1d": ([], 2e-3),
+    # 6 frames of the (only) two-sample CNS file, implicit viscous step: ~2e-4
+    "cns1d": (["FRAMES", 6], 2e-3),
+    # one 421^2 sample: five-point on the cell centres 2.0e-4, on the spline node grid 2.5e-8
+    "darcy": ([], 1e-3),
+}
+
+
+@pytest.mark.parametrize("task", sorted(BUILTIN))
+def test_builtin_task_through_the_real_pipeline(task, tmp_path, monkeypatch, shared_data):
+    extra, tol = BUILTIN[task]
+    args = ["--max-samples", "1"]
+    if extra and extra[0] == "FRAMES":
+        dev = short_copy(shared_data / f"{task}_dev.hdf5", tmp_path / "dev.hdf5", task, extra[1])
+        args += ["--dev-data", str(dev)]
+    else:
+        args += ["--data-dir", str(shared_data)]
+    code, summary, run = solve(tmp_path, monkeypatch, task, *args,
+                               evals=2 if task in ("cns1d", "darcy") else 3)
+    assert code == 0, summary
+    assert summary["status"] in ("finished", "budget_stop")
+    assert summary["best_dev_score"] < tol
+    assert (run / "report.md").is_file() and standalone(run / "best_solver.py")
+
+
+# the issue's seven user PDEs and one example per new capability: example YAML, reference from
+# examples/tasks/make_reference.py (exact, manufactured or an independent generator), tolerance
+# with the reason (measured through this same path)
+EXAMPLE_TOLERANCE = {
+    # issue row 1: x- and t-forcing; pseudo-spectral ETDRK4 matches the 5x DOP853 run (9e-10)
+    "forced_burgers1d": (1e-6, 3),
+    # row 2: a two-point problem, variable conductivity, Robin end; second order at N = 128 (2.4e-4)
+    "poisson1d": (1e-3, 3),
+    # row 3: 2D steady, parameter kappa and constant c0, mixed sides; second order at N = 32 (2.4e-3)
+    "steady2d": (1e-2, 3),
+    # row 4: u_tt rewritten to a first-order system, exact Fourier matrix exponential (4e-12)
+    "wave1d": (1e-9, 3),
+    # row 5: fourth order, spectral family; a 2x internal grid keeps all the data's modes (1.1e-5)
+    "kuramoto_sivashinsky1d": (1e-4, 5),
+    # row 6: 2D heat, exact propagator (4e-16)
+    "heat2d": (1e-9, 3),
+    # row 7: Dirichlet walls, exact sine-series propagator (3e-16)
+    "heat_dirichlet1d": (1e-9, 3),
+    # time-dependent Dirichlet inflow + Neumann outflow, nonlinear flux, FV with ghost cells (2.6e-4)
+    "burgers_inflow1d": (2e-3, 3),
+    # Neumann and Robin ends, x-dependent source: FV, second order at N = 128 (1.2e-4)
+    "fisher_robin1d": (1e-3, 3),
+    # 2D Burgers, pseudo-spectral against the generator's 4x-grid spectral run (1.4e-4)
+    "burgers2d": (1e-3, 3),
+    # 2D reaction-diffusion, pseudo-spectral (3.7e-5)
+    "allen_cahn2d": (1e-3, 3),
+    # 2D advection-diffusion with forcing in x, y, t: exact with Duhamel's integral (6e-11)
+    "advection_diffusion2d": (1e-8, 3),
+    # the first-order wave system, exact matrix exponential per wavenumber (1.9e-14)
+    "wave_system1d": (1e-9, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_TOLERANCE))
+def test_example_task_through_the_real_pipeline(name, tmp_path, monkeypatch, example_data):
+    tol, evals = EXAMPLE_TOLERANCE[name]
+    code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / f"{name}.yaml"),
+                               "--dev-data", str(example_data / name / "dev.hdf5"), evals=evals)
+    assert code == 0, summary
+    assert summary["best_dev_score"] < tol, summary
+    assert standalone(run / "best_solver.py")
+
+
+def test_a_run_where_no_solver_runs_fails_honestly(tmp_path, monkeypatch, shared_data, capsys):
+    # every evaluation times out (0.05 s cannot even start the sandboxed child): nothing usable.
+    # The judges debug the failed exact propagator first (this once ended the run with a
+    # KeyError on a GRID constant the design does not have).
+    code, summary, run = solve(tmp_path, monkeypatch, "advection", "--data-dir", str(shared_data),
+                               "--max-samples", "1", "--timeout", "0.05", "--debug-attempts", "1",
+                               evals=3)
+    err = capsys.readouterr()
+    assert code == 1 and summary["debug_iterations"] >= 1
+    assert not (run / "logs" / "error.log").exists()
+    assert summary["status"] in ("failed", "budget_stop") and summary["best_id"] is None
+    assert "no solver executed successfully" in summary["test_note"]
+    assert "timeout" in summary["test_note"]
+    assert "no solver ran successfully" in err.err + err.out
+    assert not (run / "best_solver.py").exists()
+
+
+def test_an_unsupported_pde_is_refused_with_the_construct_named(tmp_path, monkeypatch, capsys,
+                                                                shared_data):
+    spec = load_task("burgers").model_dump(mode="json")
+    spec["name"] = "nonlinear_dispersion"
+    spec["equation"]["equations"] = ["dt(u) + u*dx(u, 3)"]
+    path = tmp_path / "nd.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(spec))
+    code, summary, _ = solve(tmp_path, monkeypatch, str(path), "--dev-data",
+                             str(shared_data / "burgers_dev.hdf5"))
+    err = capsys.readouterr().err
+    assert code not in (0, None) and not summary
+    assert "the term u*dx(u, 3) in equation 1" in err and "order 3" in err
+    assert "--model openai:gpt-4o" in err and "Traceback" not in err
