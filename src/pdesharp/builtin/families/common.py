@@ -7,9 +7,25 @@ import math
 
 import sympy as sp
 
-from pdesharp.builtin.design import Design, Family, Problem
+from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.physics import npcode
 from pdesharp.task import Task
+
+
+# Compiled kernels: a family that offers them has this axis; "numpy" renders the same design as
+# NumPy array passes (the reference the benchmark times the compiled path against). A solver
+# rendered with "numba" still runs where numba is not importable: NUMBA_IMPORT sets USE_NUMBA.
+KERNEL_AXIS = Axis("KERNEL", "numba", ("numba", "numpy"),
+                   "numba (compiled loops; NumPy if numba is not importable) | numpy")
+
+NUMBA_IMPORT = '''
+# ---- block: compiled kernels when numba is importable (the NumPy path otherwise) ----
+try:
+    import numba
+except ImportError:  # the pure-NumPy path runs instead
+    numba = None
+USE_NUMBA = KERNEL == "numba" and numba is not None
+'''
 
 
 def problem_constants(p: Problem, flags: dict) -> str:
