@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from pdesharp.evaluate.convergence import (analytic_ics, cell_centres, convergence_order,
                                            output_times, random_hd_ics)

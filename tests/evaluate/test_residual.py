@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from pdesharp.data.reference import ReferenceData
 from pdesharp.evaluate.residual import residual, spectral_derivative, time_derivative

@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 
-import pytest
 from test_pipeline import J, rules_for, run
 
 from pdesharp.facts import build_facts
@@ -321,7 +320,7 @@ def test_prompt_budget_bounds_judge_prompts_and_tokens_are_reported(tmp_path):
         "SELECT tag, MAX(prompt_tokens) FROM model_calls GROUP BY tag")}
     report = (store.dir / "report.md").read_text()
     assert "## Model calls" in report
-    assert f"| judge.nominate | 6 |" in report and f"/ {tokens['judge.nominate']} |" in report
+    assert "| judge.nominate | 6 |" in report and f"/ {tokens['judge.nominate']} |" in report
 
 
 # -- 6. hygiene ------------------------------------------------------------------------------

@@ -215,3 +215,29 @@ def test_refinement_report_diffs_each_program_against_its_closest_seed(tmp_path)
     # One diff, against the seed that differs only by the added line (s01, score 3e-3).
     assert text.count("→ r00") == 1 and "seed-s01 → r00 (baseline, closest of 3 parents" in text
     assert "hybrid of" not in text and "shown seed-" in text
+
+
+def test_reference_audit_shows_in_the_html_report(tmp_path):
+    """The audit block report.md prints (floor, best against the converged solution) is in the
+    HTML page too, with its code spans as code and nothing unescaped."""
+    run_dir = tournament_run(tmp_path)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["reference_audit"] = {
+        "status": "ok", "reference_error": 3.12e-4, "samples": 4, "float32_floor": 6.0e-8,
+        "audit": "<cache>/burgers-ab12.json", "best_nrmse": 2.9e-4,
+        "best_nrmse_vs_converged": 1.6e-8, "best_below_reference_error": True,
+        "stopped_at_floor": True, "floor": 3.37e-4}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    html = write_report(run_dir, plot=False).read_text()
+    p = check_structure(html)
+    assert "audit" in p.ids
+    text = " ".join("".join(p.text).split())
+    assert "Reference error of the dev data: 3.120e-04" in text
+    assert "Best solver against the converged solution: 1.600e-08" in text
+    assert "stopped at the reference floor" in text
+    assert "<code>&lt;cache&gt;/burgers-ab12.json</code>" in html
+
+
+def test_run_without_an_audit_has_no_audit_section(tmp_path):
+    html = write_report(tournament_run(tmp_path), plot=False).read_text()
+    assert 'id="audit"' not in html

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import jinja2
 
+from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.report.figures import pareto_svg, png_uri, round_bars, score_curves, svg_uri
 from pdesharp.report.pareto import objective_bar
 from pdesharp.report.runview import RunView, load_run
@@ -87,6 +88,13 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
     return png_uri(cached), "drawn for this report (cached in plots/winner-dev.png)"
 
 
+def audit_items(block: dict | None) -> list[list[tuple[str, bool]]]:
+    """The reference audit's report lines, each as (text, is_code) pieces: the same sentences
+    as report.md, with its `code` spans kept as code (Jinja2 escapes every piece)."""
+    return [[(part, k % 2 == 1) for k, part in enumerate(line.removeprefix("- ").split("`"))]
+            for line in audit_lines(block)]
+
+
 def render_run(run_dir: str | Path, *, plot: bool = True, data_dir=None,
                max_samples=None) -> str:
     view = load_run(run_dir)
@@ -105,7 +113,7 @@ def render_run(run_dir: str | Path, *, plot: bool = True, data_dir=None,
     return _env().get_template("run.html.j2").render(
         css=_css(), v=view, s=view.summary, curve_svg=curve_svg, rounds_svg=rounds_svg,
         plot_uri=plot_uri, plot_note=plot_note, pareto_uri=pareto_uri, metric=metric,
-        generated=_now())
+        audit=audit_items(view.summary.get("reference_audit")), generated=_now())
 
 
 def render_bench(bench_dir: str | Path) -> str:
