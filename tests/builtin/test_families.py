@@ -65,6 +65,45 @@ def test_split_family_with_a_source_in_x_or_t(equation, exact_step):
     assert nrmse(run(task, d, u0), ref) < 1e-6
 
 
+def test_richardson_splitting_is_fourth_order_where_strang_is_second():
+    # Fisher-KPP with the FD2 symbol: both designs converge to the method-of-lines system of the
+    # central-difference Laplacian, which scipy's DOP853 integrates independently (rtol 1e-12)
+    from scipy.integrate import solve_ivp
+
+    task = make("dt(u) - D*dx(u, 2) - r*u*(1 - u)", {"D": 0.02, "r": 3.0})
+    u0 = 0.5 + 0.4 * np.sin(2 * np.pi * X) + 0.05 * np.cos(6 * np.pi * X)
+    t = np.linspace(0, 0.25, 6)
+    lap = lambda u: (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * N**2  # noqa: E731
+    sol = solve_ivp(lambda _, u: 0.02 * lap(u) + 3.0 * u * (1 - u), (0, 0.25), u0,
+                    method="DOP853", t_eval=t, rtol=1e-12, atol=1e-13)
+    assert sol.success
+    ref = sol.y.T[None]
+    err = {}
+    for splitting in ("strang", "richardson"):
+        for dt in (0.05, 0.025):
+            d = family("split").design(SYMBOL="fd2", SPLIT_DT=dt, SPLITTING=splitting)
+            err[splitting, dt] = nrmse(run(task, d, u0)[None], ref)
+    # measured: Strang 2.4e-5 -> 6.1e-6 (x4 per halving), Richardson 2.7e-8 -> 1.7e-9 (x16)
+    assert 3.0 < err["strang", 0.05] / err["strang", 0.025] < 5.0, err
+    assert err["richardson", 0.05] / err["richardson", 0.025] > 10.0, err
+    assert err["richardson", 0.025] < 1e-3 * err["strang", 0.025], err
+
+
+def test_splitting_axis_is_a_design_choice_only_without_a_flux():
+    fam = family("split")
+    plain = problem(make("dt(u) - D*dx(u, 2) - r*u*(1 - u)", {"D": 0.02, "r": 3.0}))
+    code = render(plain.task, fam.design(SPLITTING="richardson", SPLIT_DT=0.01))
+    assert 'SPLITTING = "richardson"  # strang' in code.split("# ---- end of design axes")[0]
+    assert "Richardson" in fam.title(fam.design(SPLITTING="richardson"), plain)
+    moves = fam.moves(fam.design(), plain, "accuracy", False)
+    assert moves[0][:2] == ("SPLITTING", "richardson")  # order 4 first, then smaller steps
+    assert any(d["SPLITTING"] == "richardson" for d in fam.candidates(plain))
+    # with a limited flux step there is no smooth error expansion: the axis is fixed to strang
+    flux = problem(make("dt(u) + dx(u**2/2) - D*dx(u, 2) - r*u*(1 - u)", {"D": 0.02, "r": 3.0}))
+    assert "SPLITTING" not in fam.relevant(flux)
+    assert 'SPLITTING = "strang"  # fixed for this problem' in render(flux.task, fam.design())
+
+
 def test_fv_implicit_viscous_step_with_time_dependent_robin_data():
     # u = exp(-t) (1 + x^2) with the matching source and Robin/Neumann data (as in the generator
     # test): FV + TR-BDF2 is second order; the quadratic profile makes the stencil exact, so the
