@@ -7,7 +7,12 @@ side. Unknowns sit at the data points: cell centres (a wall half a cell away, gh
 ``u_g = alpha u_edge + beta`` that satisfy ``a u + b du/dn = g`` at the wall), or nodes (the
 wall on the boundary node: Dirichlet rows, centred ghost nodes for Neumann and Robin). For
 cell-centred data, ``GRID = "nodes"`` solves on a node grid and moves coefficients and solution
-with cubic splines.
+with cubic splines. ``SOLVER = "cg"`` (2D, divergence form, no convection) solves the symmetric
+system by conjugate gradients to ``CG_TOL``, preconditioned by the exact inverse of the
+constant-coefficient operator (geometric-mean conductivity per axis; a sine or cosine transform
+per axis after the side types), so the iteration count follows max K / min K, not the grid:
+~30 iterations at 1e-10 for a 12/3 coefficient on 421^2, against a sparse LU whose fill grows
+faster than the unknowns. Where the matrix is not symmetric and definite, it solves directly.
 
 Stability rule: none (no time stepping); with K > 0 the matrix is an M-matrix (central
 convection keeps it one while the cell Peclet number |b| h / K < 2; ``CONVECTION = "upwind"``
