@@ -168,6 +168,8 @@ def _output(U, grid, prm):
 
 def _diffuse(U, tau, grid, prm):
     """Exact solution of u_t = D lap(u) over tau on the periodic grid (SYMBOL: spectral or fd2)."""
+    if tau == 0.0:
+        return U
     key = round(tau, 14)
     if key not in grid["cache"]:
         if len(grid["cache"]) > 8:  # steps that follow the CFL bound vary: keep the cache small
@@ -194,10 +196,12 @@ def _react(U, t, tau, grid, prm):
     return U
 
 
-def _strang(U, t, dt, n, grid, prm):
-    """n Strang steps D(dt/2) R(dt) D(dt/2) from t, R = S(dt/2) H(dt) S(dt/2); the two diffusion
-    half steps between consecutive steps are one exact step D(dt) (one FFT pair per step)."""
-    U = _diffuse(U, 0.5 * dt, grid, prm)
+def _strang(U, t, dt, n, lead, close, grid, prm):
+    """n Strang steps D(dt/2) R(dt) D(dt/2) from t, R = S(dt/2) H(dt) S(dt/2). The diffusion
+    half steps between two steps are one exact step D(dt) (one FFT pair per step); ``lead`` is
+    the diffusion time before the first step (dt/2 plus any half step still owed), ``close``
+    whether the last half step is taken (else the caller owes it)."""
+    U = _diffuse(U, lead, grid, prm)
     for i in range(n):
         s = t + i * dt
         if HAS_FLUX:
@@ -206,16 +210,17 @@ def _strang(U, t, dt, n, grid, prm):
             U = _react(U, s + 0.5 * dt, 0.5 * dt, grid, prm)
         else:
             U = _react(U, s, dt, grid, prm)
-        U = _diffuse(U, dt if i < n - 1 else 0.5 * dt, grid, prm)
+        if i < n - 1 or close:
+            U = _diffuse(U, dt if i < n - 1 else 0.5 * dt, grid, prm)
     return U
 
 
 def _advance_to(U, t0, t1, grid, prm):
     """Equal Strang steps (at most SPLIT_DT and the explicit parts' stable step) from t0 to t1.
-    SPLITTING = "richardson" runs the interval with n and with 2n steps and combines them as
+    SPLITTING = "richardson" runs a span with n and with 2n steps and combines them as
     (4 S_2n - S_n) / 3: Strang's error expands in even powers of dt, so the dt^2 term cancels
     and the result is fourth order in time at three Strang steps per step."""
-    t = t0
+    t, owed = t0, 0.0  # owed: the last Strang step's closing diffusion half step
     while t1 - t > 1e-12 * max(1.0, abs(t1)):
         dt = min(_stable_dt(U, t, grid, prm, explicit_viscous=False), SPLIT_DT)
         if not np.all(np.isfinite(U)) or dt <= 0.0:
@@ -226,10 +231,13 @@ def _advance_to(U, t0, t1, grid, prm):
             span = t1 - t  # no step bound depends on U: the whole interval in equal steps
         n = max(1, int(np.ceil(span / dt - 1e-9))) if np.isfinite(dt) else 1
         if SPLITTING == "richardson":
-            U = (4.0 * _strang(U, t, span / (2 * n), 2 * n, grid, prm)
-                 - _strang(U, t, span / n, n, grid, prm)) / 3.0
+            h = span / n
+            U = (4.0 * _strang(U, t, 0.5 * h, 2 * n, owed + 0.25 * h, True, grid, prm)
+                 - _strang(U, t, h, n, owed + 0.5 * h, True, grid, prm)) / 3.0
+            owed = 0.0
         else:
-            U = _strang(U, t, span / n, n, grid, prm)
+            U = _strang(U, t, span / n, n, owed + 0.5 * span / n, False, grid, prm)
+            owed = 0.5 * span / n
         t += span
-    return U
+    return _diffuse(U, owed, grid, prm)
 '''
