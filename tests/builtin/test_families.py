@@ -77,7 +77,9 @@ def test_richardson_splitting_is_fourth_order_where_strang_is_second(rate, sourc
     task = make(f"dt(u) - D*dx(u, 2) - r*{rate}*u*(1 - u)", {"D": 0.02, "r": 3.0})
     u0 = 0.5 + 0.4 * np.sin(2 * np.pi * X) + 0.05 * np.cos(6 * np.pi * X)
     t = np.linspace(0, 0.25, 6)
-    lap = lambda u: (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * N**2  # noqa: E731
+    def lap(u):
+        return (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * N**2
+
     sol = solve_ivp(lambda s, u: 0.02 * lap(u) + 3.0 * source(s) * u * (1 - u), (0, 0.25), u0,
                     method="DOP853", t_eval=t, rtol=1e-12, atol=1e-13)
     assert sol.success
@@ -200,7 +202,7 @@ def test_elliptic_conjugate_gradients_agree_with_the_direct_solve(grid, boundary
     rng = np.random.default_rng(0)
     f = 1.0 + rng.random((1, n, n))
     ns: dict = {}
-    exec(render(task, fam.design(SOLVER="cg")), ns)
+    exec(render(task, fam.design(SOLVER="cg")), ns)  # noqa: S102 (our own generated solver)
     lay = ns["_layout"]((n, n), grid == "nodes")
     A, rhs, fixed, value = ns["_system"]({"f": f[0]}, lay, {"c": 0.5})
     J = (A + sps.diags(fixed.astype(float)) + 0.5 * sps.diags((~fixed).astype(float))).tocsr()
@@ -225,9 +227,9 @@ def test_elliptic_conjugate_gradients_fall_back_on_a_nonsymmetric_matrix():
     fam = family("elliptic")
     f = np.ones((1, 24, 24))
     ns: dict = {}
-    exec(render(task, fam.design(SOLVER="cg")), ns)
+    exec(render(task, fam.design(SOLVER="cg")), ns)  # noqa: S102 (our own generated solver)
     lay = ns["_layout"]((24, 24), True)
-    A, rhs, fixed, value = ns["_system"]({"f": f[0]}, lay, {})
+    A, rhs, fixed, _ = ns["_system"]({"f": f[0]}, lay, {})
     assert ns["_pcg"](A.tocsr(), rhs, fixed, np.zeros(len(rhs)), lay, {}) is None
     ref = {"tensor": np.zeros((1, 24, 24)), "f": f}
     a = run_solver(render(task, fam.design(SOLVER="cg")), task, ref)[0]

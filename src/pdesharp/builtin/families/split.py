@@ -10,7 +10,7 @@ finite-volume step. Splitting error is O(dt^2); ``SPLIT_DT`` caps the step. With
 the dt^2 term of Strang's even error expansion (order 4 at three times the work per step).
 Compositions of order > 2 with real coefficients (Yoshida, Suzuki) need a negative sub-step,
 i.e. backward diffusion, which multiplies the grid's highest mode by exp(D k_max^2 |tau|)
-(exp(~1e3) for D = 0.5, 1024 cells, tau = 1e-3): unusable for a parabolic part.
+(exp(~2e3) for D = 0.5, 1024 cells, tau = 1e-3): unusable for a parabolic part.
 
 Stability rule: the flux's CFL bound and, for a source without closed form, CFL / max|S'|;
 the diffusion is unconditionally stable.
