@@ -65,6 +65,54 @@ def test_split_family_with_a_source_in_x_or_t(equation, exact_step):
     assert nrmse(run(task, d, u0), ref) < 1e-6
 
 
+@pytest.mark.parametrize("rate,source", [
+    ("1", lambda s: 1.0),  # exact logistic step, whole output intervals in equal steps
+    ("(1 + sin(2*pi*t))", lambda s: 1.0 + np.sin(2 * np.pi * s)),  # RK4 sub-steps, step by step
+])
+def test_richardson_splitting_is_fourth_order_where_strang_is_second(rate, source):
+    # Fisher-KPP with the FD2 symbol: both designs converge to the method-of-lines system of the
+    # central-difference Laplacian, which scipy's DOP853 integrates independently (rtol 1e-12)
+    from scipy.integrate import solve_ivp
+
+    task = make(f"dt(u) - D*dx(u, 2) - r*{rate}*u*(1 - u)", {"D": 0.02, "r": 3.0})
+    u0 = 0.5 + 0.4 * np.sin(2 * np.pi * X) + 0.05 * np.cos(6 * np.pi * X)
+    t = np.linspace(0, 0.25, 6)
+    def lap(u):
+        return (np.roll(u, 1) - 2 * u + np.roll(u, -1)) * N**2
+
+    sol = solve_ivp(lambda s, u: 0.02 * lap(u) + 3.0 * source(s) * u * (1 - u), (0, 0.25), u0,
+                    method="DOP853", t_eval=t, rtol=1e-12, atol=1e-13)
+    assert sol.success
+    ref = sol.y.T[None]
+    err = {}
+    for splitting in ("strang", "richardson"):
+        for dt in (0.05, 0.025):
+            d = family("split").design(SYMBOL="fd2", SPLIT_DT=dt, SPLITTING=splitting)
+            err[splitting, dt] = nrmse(run(task, d, u0)[None], ref)
+    # measured: Strang 2.4e-5 -> 6.1e-6 (x4 per halving: order 2), Richardson 2.7e-8 -> 1.7e-9
+    # (x16: order 4); with the t-dependent rate (RK4 sub-steps) 6.8e-5 -> 1.7e-5 and 6.9e-8 ->
+    # 8.8e-9 (x7.9, still pre-asymptotic). Bounds: Strang's order in (1.6, 2.3), Richardson's
+    # above 2.5 (x5.7), and three orders of magnitude below Strang at the same step
+    assert 3.0 < err["strang", 0.05] / err["strang", 0.025] < 5.0, err
+    assert err["richardson", 0.05] / err["richardson", 0.025] > 5.7, err
+    assert err["richardson", 0.025] < 1e-3 * err["strang", 0.025], err
+
+
+def test_splitting_axis_is_a_design_choice_only_without_a_flux():
+    fam = family("split")
+    plain = problem(make("dt(u) - D*dx(u, 2) - r*u*(1 - u)", {"D": 0.02, "r": 3.0}))
+    code = render(plain.task, fam.design(SPLITTING="richardson", SPLIT_DT=0.01))
+    assert 'SPLITTING = "richardson"  # strang' in code.split("# ---- end of design axes")[0]
+    assert "Richardson" in fam.title(fam.design(SPLITTING="richardson"), plain)
+    moves = fam.moves(fam.design(), plain, "accuracy", False)
+    assert moves[0][:2] == ("SPLITTING", "richardson")  # order 4 first, then smaller steps
+    assert any(d["SPLITTING"] == "richardson" for d in fam.candidates(plain))
+    # with a limited flux step there is no smooth error expansion: the axis is fixed to strang
+    flux = problem(make("dt(u) + dx(u**2/2) - D*dx(u, 2) - r*u*(1 - u)", {"D": 0.02, "r": 3.0}))
+    assert "SPLITTING" not in fam.relevant(flux)
+    assert 'SPLITTING = "strang"  # fixed for this problem' in render(flux.task, fam.design())
+
+
 def test_fv_implicit_viscous_step_with_time_dependent_robin_data():
     # u = exp(-t) (1 + x^2) with the matching source and Robin/Neumann data (as in the generator
     # test): FV + TR-BDF2 is second order; the quadratic profile makes the stencil exact, so the
@@ -133,6 +181,60 @@ def test_elliptic_on_node_data_with_neumann_and_dirichlet_sides():
     pred = run(task, d, f=np.asarray(f)[None] * np.ones((1, N)))
     assert abs(pred[0, -1] - 2.0) < 1e-12  # the Dirichlet node holds its value exactly
     assert nrmse(pred, u[None]) < 1e-4  # second order on a quadratic with a linear K: ~exact
+
+
+@pytest.mark.parametrize("grid,boundary", [
+    ("cell_centres", "dirichlet: u = 0"),  # sine transforms (DST-II) per axis
+    ("cell_centres", "x = 0: dx(u) = 0; x = 1: u = 1; y = 0: u = 0; y = 1: dy(u) + u = 1"),  # mixed
+    ("nodes", "dirichlet: u = 0"),  # node grid: the boundary ring fixed, DST-I on the interior
+])
+def test_elliptic_conjugate_gradients_agree_with_the_direct_solve(grid, boundary):
+    import scipy.sparse as sps
+    from scipy.sparse.linalg import spsolve
+
+    task = make("-dx((1 + x*y)*dx(u)) - dy((2 + sin(3*x))*dy(u)) + c*u - f", {"c": 0.5}, boundary,
+                steady=True, grid=grid, space=("x", "y"))
+    p = problem(task)
+    fam = family("elliptic")
+    assert {"SOLVER", "CG_TOL"} <= set(fam.relevant(p))
+    assert candidate_designs(p)[0]["SOLVER"] == "cg"  # the faster solve first where it applies
+    n = 40
+    rng = np.random.default_rng(0)
+    f = 1.0 + rng.random((1, n, n))
+    ns: dict = {}
+    exec(render(task, fam.design(SOLVER="cg")), ns)  # noqa: S102 (our own generated solver)
+    lay = ns["_layout"]((n, n), grid == "nodes")
+    A, rhs, fixed, value = ns["_system"]({"f": f[0]}, lay, {"c": 0.5})
+    J = (A + sps.diags(fixed.astype(float)) + 0.5 * sps.diags((~fixed).astype(float))).tocsr()
+    res = rhs - J @ value
+    cg = ns["_pcg"](J, res, fixed, 0.5 * (~fixed), lay, {"c": 0.5})
+    assert cg is not None  # CG ran (symmetric, definite) rather than falling back
+    exact = spsolve(J.tocsc(), res)
+    # CG stops at a relative residual of 1e-10; with cond(J) ~ 1e3 at n = 40 the error is below
+    # 1e-7 in the worst case (measured ~1e-12)
+    assert np.abs(cg - exact).max() <= 1e-8 * np.abs(exact).max()
+    ref = {"tensor": np.zeros((1, n, n)), "f": f}
+    direct = run_solver(render(task, fam.design(SOLVER="direct")), task, ref)[0]
+    fast = run_solver(render(task, fam.design(SOLVER="cg")), task, ref)[0]
+    assert np.abs(fast - direct).max() <= 1e-8 * np.abs(direct).max()
+
+
+def test_elliptic_conjugate_gradients_fall_back_on_a_nonsymmetric_matrix():
+    # node grid with a Neumann side: its nodes are unknowns whose centred-ghost rows are not
+    # symmetric; the solver must notice and solve directly, as SOLVER = "direct" does
+    task = make("-dx(dx(u)) - dy(dy(u)) - f", {}, "x = 0: dx(u) = 0; x = 1: u = 0; y = 0: u = 0;"
+                " y = 1: u = 0", steady=True, grid="nodes", space=("x", "y"))
+    fam = family("elliptic")
+    f = np.ones((1, 24, 24))
+    ns: dict = {}
+    exec(render(task, fam.design(SOLVER="cg")), ns)  # noqa: S102 (our own generated solver)
+    lay = ns["_layout"]((24, 24), True)
+    A, rhs, fixed, _ = ns["_system"]({"f": f[0]}, lay, {})
+    assert ns["_pcg"](A.tocsr(), rhs, fixed, np.zeros(len(rhs)), lay, {}) is None
+    ref = {"tensor": np.zeros((1, 24, 24)), "f": f}
+    a = run_solver(render(task, fam.design(SOLVER="cg")), task, ref)[0]
+    b = run_solver(render(task, fam.design(SOLVER="direct")), task, ref)[0]
+    assert np.array_equal(a, b)
 
 
 def test_a_coefficient_in_x_in_front_of_a_derivative_in_every_time_family():

@@ -110,15 +110,18 @@ def test_exhausted_neighbours_switch_family_by_full_rewrite():
     task = load_task("darcy")
     analysis = BuiltinAnalyst().analyse_sync(task)
     judge = BuiltinJudge(name="judge-1")
+    cg = {"SOLVER": "cg"}  # the neighbourhood of e0: one change of each axis, all run
     pool = [entry(task, d, f"e{i}", 1e-3 * (i + 1)) for i, d in enumerate(
-        [D("elliptic"), D("elliptic", FACE_MEAN="harmonic"), D("elliptic", GRID="nodes")])]
+        [D("elliptic", **cg), D("elliptic", FACE_MEAN="harmonic", **cg),
+         D("elliptic", GRID="nodes", **cg), D("elliptic", SOLVER="direct"),
+         D("elliptic", CG_TOL=1e-12, **cg)])]
     with pytest.raises(ValueError, match="empty pool"):
         asyncio.run(judge.nominate(task, analysis, []))
     asyncio.run(judge.nominate(task, analysis, pool))
     prop = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
     assert prop.code is not None and prop.patch is None
-    assert read_design(prop.code) == D("elliptic", GRID="nodes", FACE_MEAN="harmonic")
-    pool.append(entry(task, read_design(prop.code), "e3", 5e-3))
+    assert read_design(prop.code) == D("elliptic", GRID="nodes", FACE_MEAN="harmonic", **cg)
+    pool.append(entry(task, read_design(prop.code), "e5", 6e-3))
     again = asyncio.run(judge.propose(task, pool[0], pool, "nrmse"))
     # nothing left: the judge declines (nothing is run) instead of resubmitting a solver
     assert again.declined and again.code is None and again.patch is None
