@@ -17,8 +17,9 @@ import math
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
-from pdesharp.builtin.families.common import (EVOLVE, GRID, REFINE, fixed_axes,
-                                              problem_constants)
+from pdesharp.builtin.families.common import (EVOLVE, GRID, KERNEL_AXIS, NUMBA_IMPORT, REFINE,
+                                              fixed_axes, problem_constants)
+from pdesharp.builtin.families.fv_kernels import compiled_block, compiled_supported
 from pdesharp.builtin.families.viscous_implicit import IMPLICIT_BLOCK
 from pdesharp.builtin.physics import physics_source
 
@@ -91,6 +92,7 @@ class FiniteVolumeFamily(Family):
         Axis("CFL_DIFF", 0.4, (), "explicit viscous step as a fraction of h^2/(2D)"),
         Axis("DT_MAX", math.inf, (), "largest step (when no CFL number limits it)"),
         Axis("REFINE", 1, (), "internal grid = REFINE x output grid, averaged back"),
+        KERNEL_AXIS,
     )
 
     def applies(self, p: Problem) -> bool:
@@ -111,6 +113,8 @@ class FiniteVolumeFamily(Family):
             out += ["DT_MAX"]
         if law.dim == 1 and law.periodic:
             out += ["REFINE"]
+        if compiled_supported(law, p.law_facts):
+            out += ["KERNEL"]
         return out
 
     def active(self, d: Design, p: Problem) -> set[str]:
@@ -216,12 +220,19 @@ class FiniteVolumeFamily(Family):
     def render(self, d: Design, p: Problem) -> str:
         law: BalanceLaw = p.struct
         implicit = law.has_viscous and law.dim == 1
+        compiled = compiled_supported(law, p.law_facts)
         flags = {"PERIODIC": law.periodic, "HAS_FLUX": law.has_flux,
                  "HAS_VISCOUS": law.has_viscous, "HAS_SOURCE": law.has_source,
-                 "SOURCE_SPLIT": False, "SOURCE_EXACT": False}
-        return (problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
+                 "SOURCE_SPLIT": False, "SOURCE_EXACT": False, "COMPILED": compiled}
+        if not compiled:  # NumPy only (fv_kernels says why): numba is not even imported
+            d = d.with_(KERNEL="numpy")
+        kernels = (NUMBA_IMPORT, compiled_block(law, p.law_facts)) if compiled else (
+            "\nUSE_NUMBA = False  # no compiled path for this problem (walls, 2D, numerical"
+            " eigenvalues)\nKERNEL_USED = \"numpy\"\n", "")
+        return (problem_constants(p, flags) + fixed_axes(self, d, p) + kernels[0] + "\n\n"
                 + physics_source(law, p.law_facts, implicit=implicit) + GRID + REFINE
-                + FV_BLOCK + FV_DRIVER + (IMPLICIT_BLOCK if implicit else NO_IMPLICIT) + EVOLVE)
+                + FV_BLOCK + FV_DRIVER + (IMPLICIT_BLOCK if implicit else NO_IMPLICIT)
+                + kernels[1] + EVOLVE)
 
 
 FV_BLOCK = '''
@@ -418,6 +429,10 @@ def _advance_to(U, t0, t1, grid, prm):
     the viscous part V is split off and solved implicitly, the order of V(dt) and the explicit
     part H(dt) alternating from step to step (second order over each pair, like Strang's
     V(dt/2) H(dt) V(dt/2), at half its implicit work)."""
+    if COMPILED and KERNEL_USED == "numba":
+        out = _advance_compiled(U, t0, t1, grid, prm)
+        if out is not None:
+            return out
     implicit = HAS_VISCOUS and DIM == 1 and VISCOUS != "explicit"
     explicit = HAS_FLUX or HAS_SOURCE
     t = t0
