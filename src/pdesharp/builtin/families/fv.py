@@ -29,6 +29,7 @@ STAGES = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}
 ORDER_UP = {"euler": "ssprk2", "ssprk2": "ssprk3", "rk2mid": "ssprk3", "ssprk3": "rk4"}
 ORDER_DOWN = {"rk4": "ssprk3", "ssprk3": "ssprk2", "ssprk2": "rk2mid", "rk2mid": "euler"}
 SHARPER = {"minmod": "van_leer", "van_leer": "mc", "mc": "van_leer", "none": "mc"}
+COMPILE_STAGES = 10_000  # below this many predicted stages the NumPy path is cheaper (kernel_for)
 SAFER = {"mc": "van_leer", "van_leer": "minmod", "none": "minmod", "minmod": "mc"}
 
 FLUX_AXES = (
@@ -152,7 +153,32 @@ class FiniteVolumeFamily(Family):
                     self.design(INTEGRATOR="rk4", DT_MAX=min(dt / 16, 0.5 * wave))]
         if law.has_viscous and law.dim == 1 and stiff_viscous(p):
             base = [b.with_(VISCOUS="trbdf2") for b in base] + [base[0]]
-        return base
+        return [b.with_(KERNEL=self.kernel_for(b, p)) for b in base]
+
+    def kernel_for(self, d: Design, p: Problem) -> str:
+        """Compiled kernels pay ~1-3 s of import and JIT compilation per evaluation, counted in
+        the solver's time; the NumPy path pays ~0.1-0.3 ms of array-pass overhead per Runge-Kutta
+        stage (batched). So NumPy stays the choice when the predicted number of stages is below
+        COMPILE_STAGES (advection: ~1,000 stages), numba otherwise (Burgers: ~67,000)."""
+        if not compiled_supported(p.struct, p.law_facts):
+            return "numpy"
+        stages = self.predicted_stages(d, p)
+        return "numpy" if stages is not None and stages < COMPILE_STAGES else "numba"
+
+    @staticmethod
+    def predicted_stages(d: Design, p: Problem) -> float | None:
+        """Runge-Kutta stages to the final time, from the analysis' step bounds (None: unknown)."""
+        f, span = p.facts, p.task.time_span
+        if span is None or "dt_advective" not in f:
+            return None
+        dt = min(d["DT_MAX"], d["CFL"] * f["dt_advective"])
+        if p.struct.has_viscous and d["VISCOUS"] == "explicit":
+            dt = min(dt, d["CFL_DIFF"] * f.get("dt_diffusive", math.inf))
+        if p.struct.has_source and math.isfinite(f.get("dt_source", math.inf)):
+            dt = min(dt, d["CFL"] * f["dt_source"])
+        if not math.isfinite(dt) or dt <= 0:
+            return None
+        return (span[1] - span[0]) / dt * STAGES[d["INTEGRATOR"]] * d["REFINE"]
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
         law: BalanceLaw = p.struct
