@@ -387,9 +387,7 @@ def _advance_compiled(U, t0, t1, grid, prm):
             t += dt
         return U
     except numba.core.errors.TypingError as exc:  # an expression numba cannot type
-        import warnings
-
-        warnings.warn(f"compiled kernels unavailable, NumPy path instead: {exc}".splitlines()[0])
+        print("compiled kernels unavailable, NumPy path instead:", str(exc).splitlines()[0])
         KERNEL_USED = "numpy"
         return None
 '''
