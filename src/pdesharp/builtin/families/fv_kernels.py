@@ -344,16 +344,18 @@ def _nb_finite(U):
 
 
 @_njit
-def _nb_advance(U, t0, t1, P, xc, xf, h):
-    """_advance_to of the NumPy path for explicit designs: every step in one compiled call."""
+def _nb_advance(U, t0, t1, P, xc, xf, h, viscous):
+    """_advance_to of the NumPy path for explicit designs: every step in one compiled call.
+    (viscous is an argument, always True: a literal True would compile a second specialisation
+    of every kernel it reaches.)"""
     t = t0
     while t1 - t > 1e-12 * max(1.0, abs(t1)):
-        dt = min(_nb_stable_dt(U, t, P, xc, h, True), t1 - t)
+        dt = min(_nb_stable_dt(U, t, P, xc, h, viscous), t1 - t)
         if not np.isfinite(dt):
             dt = t1 - t
         if dt <= 0.0 or not _nb_finite(U):
             return U, False  # blown up: the caller reports NaN
-        U = _nb_step(U, t, dt, P, xc, xf, h, True)
+        U = _nb_step(U, t, dt, P, xc, xf, h, viscous)
         t += dt
     return U, True
 
@@ -367,7 +369,7 @@ def _advance_compiled(U, t0, t1, grid, prm):
     U = np.ascontiguousarray(U, dtype=np.float64)
     try:
         if not (HAS_VISCOUS and VISCOUS != "explicit"):
-            U, ok = _nb_advance(U, float(t0), float(t1), P, xc, xf, h)
+            U, ok = _nb_advance(U, float(t0), float(t1), P, xc, xf, h, True)
             return U if ok else np.full_like(U, np.nan)
         explicit = HAS_FLUX or HAS_SOURCE  # the viscous part is split off: TR-BDF2
         t = t0
@@ -416,9 +418,13 @@ def _nb_gauss(M, R):
                 piv = r
         if piv != j:
             for c in range(G):
-                M[j, c], M[piv, c] = M[piv, c], M[j, c]
+                tmp = M[j, c]
+                M[j, c] = M[piv, c]
+                M[piv, c] = tmp
             for c in range(R.shape[1]):
-                R[j, c], R[piv, c] = R[piv, c], R[j, c]
+                tmp = R[j, c]
+                R[j, c] = R[piv, c]
+                R[piv, c] = tmp
         for r in range(j + 1, G):
             f = M[r, j] / M[j, j]
             for c in range(j, G):
@@ -515,7 +521,9 @@ def _nb_viscous_div(W0, Z, t, P, xf, h, W, out):
     """_viscous_divergence of one sample into out: the state W0 [var, n] with the implicit
     unknowns replaced by Z (W is scratch), periodic."""
     nv, n = W.shape
-    W[:, :] = W0
+    for k in range(nv):
+        for c in range(n):
+            W[k, c] = W0[k, c]
     for g in range(_IMPL.size):
         for c in range(n):
             W[_IMPL[g], c] = Z[g, c]
@@ -539,8 +547,8 @@ def _nb_viscous_implicit(U, t, tau, P, xf, h):
     """TR-BDF2 on frozen coefficients over tau, sample by sample; conservative update."""
     nv, B, n = U.shape
     G = _IMPL.size
-    gamma = 2.0 - np.sqrt(2.0)
-    diag, weight = gamma / 2.0, np.sqrt(2.0) / 4.0
+    gamma = 2.0 - 2.0 ** 0.5
+    diag, weight = gamma / 2.0, 2.0 ** 0.5 / 4.0
     out = np.empty_like(U)
     u, w = np.empty(nv), np.empty(nv)
     W0, W = np.empty((nv, n)), np.empty((nv, n))
@@ -562,12 +570,16 @@ def _nb_viscous_implicit(U, t, tau, P, xf, h):
             for k in range(nv):
                 w[k] = 0.5 * (W0[k, left] + W0[k, right])
             _k_vmat(w, xf[f], t, P, bm)
-            Bf[f] = bm
+            for k in range(nv):
+                for g in range(G):
+                    Bf[f, k, g] = bm[k, g]
         for c in range(n):
             for k in range(nv):
                 w[k] = W0[k, c]
             _k_pjac(w, P, jm)
-            J[c] = jm
+            for g in range(G):
+                for k in range(nv):
+                    J[c, g, k] = jm[g, k]
         for g in range(G):
             for k in range(G):
                 for c in range(n):
