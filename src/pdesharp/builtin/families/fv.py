@@ -21,7 +21,7 @@ from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.common import (EVOLVE, GRID, KERNEL_AXIS, NUMBA_IMPORT, REFINE,
                                               fixed_axes, problem_constants)
 from pdesharp.builtin.families.fv_kernels import compiled_block, compiled_supported
-from pdesharp.builtin.families.viscous_implicit import IMPLICIT_BLOCK
+from pdesharp.builtin.families.viscous_implicit import IMPLICIT_BLOCK, compiled_implicit
 from pdesharp.builtin.physics import physics_source
 
 SPACE_ORDER = {"first": 1, "muscl": 2, "weno5": 5}
@@ -256,7 +256,8 @@ class FiniteVolumeFamily(Family):
         # numba is imported only when the design asks for it (its import alone costs ~0.3 s)
         guarded = ('\nif KERNEL == "numba":' + textwrap.indent(NUMBA_IMPORT, "    ")
                    + 'else:\n    numba = None\n    USE_NUMBA = False\n')
-        kernels = (guarded, compiled_block(law, p.law_facts)) if compiled else (
+        kernels = (guarded, compiled_block(law, p.law_facts, compiled_implicit(
+            law, p.law_facts) if law.has_viscous else "")) if compiled else (
             "\nUSE_NUMBA = False  # no compiled path for this problem (walls, 2D, numerical"
             " eigenvalues)\nKERNEL_USED = \"numpy\"\n", "")
         return (problem_constants(p, flags) + fixed_axes(self, d, p) + kernels[0] + "\n\n"
