@@ -35,7 +35,7 @@ from pdesharp.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ("advection", "burgers", "reacdiff1d", "darcy", "cns1d")
-_KERNEL_LINE = re.compile(r'^KERNEL = "(\w+)"', re.M)
+_KERNEL_LINE = re.compile(r'^KERNEL = "(\w+)"', re.MULTILINE)
 
 
 def solve(task: str, args, out: Path) -> tuple[RunStore, dict, float]:

@@ -133,8 +133,10 @@ KERNEL_USED = "numba" if USE_NUMBA else "numpy"  # set to "numpy" if numba canno
 
 
 def _njit(f):
-    """Compiled lazily at the first call when the compiled path is on; else never called."""
-    return numba.njit(f) if USE_NUMBA else f
+    """Compiled lazily at the first call when the compiled path is on; else never called.
+    NumPy's error model: a division by zero gives inf/nan as on the NumPy path (which then
+    reports NaN), not a ZeroDivisionError."""
+    return numba.njit(f, error_model="numpy") if USE_NUMBA else f
 
 '''
 
