@@ -309,6 +309,47 @@ def _nb_viscous_div(W0, Z, t, P, xf, h, W, out):
 
 
 @_njit
+def _nb_operator(U, b, t, P, xf, h, W0, CL, CR):
+    """Sample b's primitive state into W0 and the frozen operator CL, CR of _viscous_operator."""
+    nv, n = W0.shape
+    G = _IMPL.size
+    u, w = np.empty(nv), np.empty(nv)
+    bl, br, jm = np.empty((nv, G)), np.empty((nv, G)), np.empty((G, nv))
+    for c in range(n):
+        for k in range(nv):
+            u[k] = U[k, b, c]
+        _k_prim(u, P, w)
+        for k in range(nv):
+            W0[k, c] = w[k]
+    for c in range(n):  # faces c (left of cell c) and c + 1, periodic
+        for k in range(nv):
+            w[k] = 0.5 * (W0[k, (c - 1) % n] + W0[k, c])
+        _k_vmat(w, xf[c], t, P, bl)
+        for k in range(nv):
+            w[k] = 0.5 * (W0[k, c] + W0[k, (c + 1) % n])
+        _k_vmat(w, xf[c + 1], t, P, br)
+        for k in range(nv):
+            w[k] = W0[k, c]
+        _k_pjac(w, P, jm)
+        for g in range(G):
+            for k in range(G):
+                sl, sr = 0.0, 0.0
+                for i in range(nv):
+                    sl += jm[g, i] * bl[i, k]
+                    sr += jm[g, i] * br[i, k]
+                CL[g, k, c] = sl / h ** 2
+                CR[g, k, c] = sr / h ** 2
+
+
+@_njit
+def _nb_combine(A, a, B, b, C, out):
+    """out = A + a * (b * B + C) elementwise (2D): the TR-BDF2 stage right-hand sides."""
+    for g in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[g, c] = A[g, c] + a * (b * B[g, c] + C[g, c])
+
+
+@_njit
 def _nb_viscous_implicit(U, t, tau, P, xf, h):
     """TR-BDF2 on frozen coefficients over tau, sample by sample; conservative update."""
     nv, B, n = U.shape
@@ -316,55 +357,21 @@ def _nb_viscous_implicit(U, t, tau, P, xf, h):
     gamma = 2.0 - 2.0 ** 0.5
     diag, weight = gamma / 2.0, 2.0 ** 0.5 / 4.0
     out = np.empty_like(U)
-    u, w = np.empty(nv), np.empty(nv)
     W0, W = np.empty((nv, n)), np.empty((nv, n))
-    Bf, J = np.empty((n + 1, nv, G)), np.empty((n, G, nv))
-    bm, jm = np.empty((nv, G)), np.empty((G, nv))
     CL, CR = np.empty((G, G, n)), np.empty((G, G, n))
     Z0, Zg, Z1 = np.empty((G, n)), np.empty((G, n)), np.empty((G, n))
-    f0, fg, R = np.empty((G, n)), np.empty((G, n)), np.empty((G, n))
+    f0, fg, R, zero = np.empty((G, n)), np.empty((G, n)), np.empty((G, n)), np.zeros((G, n))
     D0, Dg, D1 = np.empty((nv, n)), np.empty((nv, n)), np.empty((nv, n))
     for b in range(B):
-        for c in range(n):
-            for k in range(nv):
-                u[k] = U[k, b, c]
-            _k_prim(u, P, w)
-            for k in range(nv):
-                W0[k, c] = w[k]
-        for f in range(n + 1):
-            left, right = (f - 1) % n, f % n
-            for k in range(nv):
-                w[k] = 0.5 * (W0[k, left] + W0[k, right])
-            _k_vmat(w, xf[f], t, P, bm)
-            for k in range(nv):
-                for g in range(G):
-                    Bf[f, k, g] = bm[k, g]
-        for c in range(n):
-            for k in range(nv):
-                w[k] = W0[k, c]
-            _k_pjac(w, P, jm)
-            for g in range(G):
-                for k in range(nv):
-                    J[c, g, k] = jm[g, k]
+        _nb_operator(U, b, t, P, xf, h, W0, CL, CR)
         for g in range(G):
-            for k in range(G):
-                for c in range(n):
-                    sl, sr = 0.0, 0.0
-                    for i in range(nv):
-                        sl += J[c, g, i] * Bf[c, i, k]
-                        sr += J[c, g, i] * Bf[c + 1, i, k]
-                    CL[g, k, c], CR[g, k, c] = sl / h ** 2, sr / h ** 2
             for c in range(n):
                 Z0[g, c] = W0[_IMPL[g], c]
         _nb_apply(CL, CR, Z0, f0)
-        for g in range(G):
-            for c in range(n):
-                R[g, c] = Z0[g, c] + diag * tau * f0[g, c]
+        _nb_combine(Z0, diag * tau, f0, 1.0, zero, R)
         _nb_cyclic_solve(CL, CR, diag * tau, R, Zg)
         _nb_apply(CL, CR, Zg, fg)
-        for g in range(G):
-            for c in range(n):
-                R[g, c] = Z0[g, c] + weight * tau * (f0[g, c] + fg[g, c])
+        _nb_combine(Z0, weight * tau, f0, 1.0, fg, R)
         _nb_cyclic_solve(CL, CR, diag * tau, R, Z1)
         _nb_viscous_div(W0, Z0, t, P, xf, h, W, D0)
         _nb_viscous_div(W0, Zg, t + gamma * tau, P, xf, h, W, Dg)
