@@ -6,6 +6,14 @@ Robin conditions in 1D through ghost cells. A stiff viscous part is not sub-cycl
 off (Strang) and integrated implicitly with TR-BDF2 (:mod:`.viscous_implicit`), so the step is
 set by the advective CFL number alone.
 
+Kernels (axis KERNEL): in 1D periodic boxes the solver can run compiled Numba loops
+(:mod:`.fv_kernels`, the same formulas in the same order, so both paths agree to round-off);
+walls and 2D keep the NumPy array passes (the reason is in fv_kernels' docstring). Genesis picks
+NumPy when the analysis predicts few Runge-Kutta stages, where Numba's import and compilation
+(2-8 s per evaluation on this 2-core machine, counted in the solver's time) would cost more than they save
+(:meth:`FiniteVolumeFamily.kernel_for`). The judges get no KERNEL move: it cannot change the
+nRMSE, and the header line stays editable.
+
 Stability rule: dt <= CFL / sum_a(max|lambda_a| / h_a) for the flux (lambda the eigenvalues of
 dF_a/dU), CFL_DIFF / sum_a(2 max D_a / h_a^2) for an explicit viscous part, CFL / max|dS/dU| for
 the source, and DT_MAX.
@@ -157,7 +165,7 @@ class FiniteVolumeFamily(Family):
         return [b.with_(KERNEL=self.kernel_for(b, p)) for b in base]
 
     def kernel_for(self, d: Design, p: Problem) -> str:
-        """Compiled kernels pay ~1-3 s of import and JIT compilation per evaluation, counted in
+        """Compiled kernels pay ~2-8 s of import and JIT compilation per evaluation, counted in
         the solver's time; the NumPy path pays ~0.1-0.3 ms of array-pass overhead per Runge-Kutta
         stage (batched). So NumPy stays the choice when the predicted number of stages is below
         COMPILE_STAGES (advection: ~1,000 stages), numba otherwise (Burgers: ~67,000)."""
