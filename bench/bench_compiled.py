@@ -15,6 +15,7 @@ counted), divided by the samples.
     python bench/bench_compiled.py --tasks advection cns1d
     python bench/bench_compiled.py --tasks burgers --samples 4 --no-floor-saturation
     python bench/bench_compiled.py --tasks cns1d --out DIR --reuse    # re-time a finished run
+    python bench/bench_compiled.py --tasks cns1d --out DIR --reuse --rerender  # with new kernels
 """
 
 from __future__ import annotations
@@ -98,6 +99,14 @@ def kernel_subject(store: RunStore, best_id: str | None) -> tuple[str | None, st
     return cid, cands.get(cid)
 
 
+def rerender(task: str, code: str) -> str:
+    from pdesharp.builtin.author import problem, render
+    from pdesharp.task import load_task
+
+    t = load_task(task)
+    return render(t, read_design(code), problem(t))
+
+
 def time_kernels(task: str, code: str, args) -> dict:
     """Evaluate the winner as rendered with each kernel, one after the other, sandboxed."""
     from pdesharp.evaluate import Evaluator
@@ -128,6 +137,9 @@ def main() -> None:
     ap.add_argument("--data-dir", default=str(REPO.parent / "shared" / "data" / "pdebench"))
     ap.add_argument("--out", default=None, help="runs folder (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="reuse finished runs found in --out")
+    ap.add_argument("--rerender", action="store_true",
+                    help="time the timed design as the current catalogue renders it (not the"
+                         " run's stored code: after a change to the kernels)")
     ap.add_argument("--no-floor-saturation", action="store_true",
                     help="passed to pdesharp solve: do not stop at the reference's floor")
     args = ap.parse_args()
@@ -141,6 +153,8 @@ def main() -> None:
         first = dev_result(store, "g0")
         code = next((c.code for c in store.candidates() if c.id == best_id), None)
         timed_id, timed = kernel_subject(store, best_id)
+        if timed and args.rerender:  # the same design as the current catalogue renders it
+            timed = rerender(task, timed)
         kernels = time_kernels(task, timed, args) if timed else {}
         d = read_design(timed) if timed else None
         nb, npy = kernels.get("numba", {}), kernels.get("numpy", {})

@@ -149,12 +149,14 @@ def _nb_slope(dl, dr):
         return 0.5 * (dl + dr)
     if not dl * dr > 0.0:
         return 0.0
+    # dl and dr are nonzero with one sign here, so the sign is +-1 (np.sign is a ufunc, slower
+    # to compile)
     if _LIMIT == 0:
-        return np.sign(dl) * min(abs(dl), abs(dr))
+        return (1.0 if dl > 0.0 else -1.0) * min(abs(dl), abs(dr))
     if _LIMIT == 1:
         return 2.0 * dl * dr / (dl + dr)
     dc = 0.5 * (dl + dr)
-    return np.sign(dc) * min(abs(dc), 2.0 * min(abs(dl), abs(dr)))
+    return (1.0 if dc > 0.0 else -1.0) * min(abs(dc), 2.0 * min(abs(dl), abs(dr)))
 
 
 @_njit
@@ -324,8 +326,9 @@ def _nb_step(U, t, dt, P, xc, xf, h, viscous):
 
 @_njit
 def _nb_finite(U):
+    """np.all(np.isfinite(U)); x - x is 0 unless x is inf or nan (no ufunc to compile)."""
     for x in U.reshape(U.size):
-        if not np.isfinite(x):
+        if not x - x == 0.0:
             return False
     return True
 
@@ -338,7 +341,7 @@ def _nb_advance(U, t0, t1, P, xc, xf, h, viscous):
     t = t0
     while t1 - t > 1e-12 * max(1.0, abs(t1)):
         dt = min(_nb_stable_dt(U, t, P, xc, h, viscous), t1 - t)
-        if not np.isfinite(dt):
+        if not dt - dt == 0.0:  # not finite
             dt = t1 - t
         if dt <= 0.0 or not _nb_finite(U):
             return U, False  # blown up: the caller reports NaN
