@@ -71,10 +71,10 @@ def test_compiled_scalar_law_with_flux_viscosity_and_a_source_in_x_and_t():
 
 def test_compiled_euler_system_with_the_implicit_viscous_step():
     # compressible Navier-Stokes (3 unknowns, parameters in the conserved map): WENO5 + Rusanov
-    # + SSP-RK3 with the viscous part split off and solved by TR-BDF2
+    # + SSP-RK3 with the viscous part split off and solved by TR-BDF2, on a 2x internal grid
     task = load_task("cns1d")
     d = family("fv").design(RECONSTRUCTION="weno5", RIEMANN="rusanov", INTEGRATOR="ssprk3",
-                            CFL=0.4, VISCOUS="trbdf2")
+                            CFL=0.4, VISCOUS="trbdf2", REFINE=2)
     x = np.linspace(-1.0, 1.0, N, endpoint=False) + 1.0 / N
     rho = np.stack([1.0 + 0.2 * np.sin(np.pi * x), 1.0 + 0.1 * np.cos(np.pi * x)])
     u0 = {"rho": rho, "v": 0.3 * np.sin(np.pi * x) * np.ones((2, 1)),
