@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import numpy as np
+from builtin_helpers import run_solver
 from test_families import make
 
 from pdesharp.builtin.author import problem, render
@@ -27,20 +28,12 @@ REL = 1e-10
 
 
 def _solve(code: str, task, u0: dict, t):
-    """Run a rendered solver in-process; returns (outputs, the kernel it actually used)."""
+    """Run a rendered solver in-process; returns (outputs, the kernel it actually used, its
+    globals)."""
     ns: dict = {}
-    exec(compile(code, "<fv solver>", "exec"), ns)
-    kw = {}
-    for a in task.solver.args:
-        if a.kind == "initial":
-            kw[a.name] = u0[a.field]
-        elif a.kind == "time":
-            kw[a.name] = t
-        else:
-            kw[a.name] = task.parameters[a.field or a.name]
-    out = ns[task.solver.name](**kw)
-    out = out if isinstance(out, tuple) else (out,)
-    return np.stack([np.asarray(o) for o in out], -1), ns["KERNEL_USED"], ns
+    ref = {task.data.fields[f]: v[:, None] for f, v in u0.items()}
+    pred, _ = run_solver(code, task, ref, t, ns=ns)
+    return pred, ns["KERNEL_USED"], ns
 
 
 def _both(task, design, u0, t):
@@ -124,9 +117,11 @@ def test_kernel_axis_only_where_the_compiled_path_exists_and_chosen_by_predicted
         code = render(task, fam.design(), problem(task))
         assert 'KERNEL = "numpy"  # fixed for this problem' in code
         assert "import numba" not in code and "USE_NUMBA = False" in code
-    # the analysis' step bound decides: few stages -> NumPy (compilation would dominate)
+    # the analysis' step bound and cell size decide: little work -> NumPy (the compilation would
+    # be most of the time)
     d = fam.design(CFL=0.5, INTEGRATOR="rk2mid")
-    few = problem(periodic, {"dt_advective": 1e-2})  # 1 / (0.5 * 1e-2) * 2 = 400 stages
-    many = problem(periodic, {"dt_advective": 1e-5})  # 400,000 stages
+    few = problem(periodic, {"dt_advective": 1e-2, "h": [1 / 64]})  # 400 stages x 64 cells
+    many = problem(periodic, {"dt_advective": 1e-4, "h": [1 / 1024]})  # 40,000 x 1024
     assert fam.kernel_for(d, few) == "numpy" and fam.kernel_for(d, many) == "numba"
+    assert fam.kernel_for(d.with_(REFINE=64), few) == "numba"  # 64x the cells, 64x the stages
     assert fam.kernel_for(d, problem(periodic)) == "numba"  # no analysis: the axis' default

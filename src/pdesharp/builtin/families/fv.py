@@ -9,8 +9,8 @@ set by the advective CFL number alone.
 Kernels (axis KERNEL): in 1D periodic boxes the solver can run compiled Numba loops
 (:mod:`.fv_kernels`, the same formulas in the same order, so both paths agree to round-off);
 walls and 2D keep the NumPy array passes (the reason is in fv_kernels' docstring). Genesis picks
-NumPy when the analysis predicts few Runge-Kutta stages, where Numba's import and compilation
-(2-8 s per evaluation on this 2-core machine, counted in the solver's time) would cost more than they save
+NumPy when the analysis predicts little work (cells x stages), where Numba's import and compilation
+(3-8 s per evaluation on this 2-core machine, counted in the solver's time) would cost more than they save
 (:meth:`FiniteVolumeFamily.kernel_for`). The judges get no KERNEL move: it cannot change the
 nRMSE, and the header line stays editable.
 
@@ -38,7 +38,8 @@ STAGES = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}
 ORDER_UP = {"euler": "ssprk2", "ssprk2": "ssprk3", "rk2mid": "ssprk3", "ssprk3": "rk4"}
 ORDER_DOWN = {"rk4": "ssprk3", "ssprk3": "ssprk2", "ssprk2": "rk2mid", "rk2mid": "euler"}
 SHARPER = {"minmod": "van_leer", "van_leer": "mc", "mc": "van_leer", "none": "mc"}
-COMPILE_STAGES = 10_000  # below this many predicted stages the NumPy path is cheaper (kernel_for)
+# below this many predicted cell-stages per sample the NumPy path is cheaper (kernel_for)
+COMPILE_WORK = 5e5
 SAFER = {"mc": "van_leer", "van_leer": "minmod", "none": "minmod", "minmod": "mc"}
 
 FLUX_AXES = (
@@ -165,14 +166,21 @@ class FiniteVolumeFamily(Family):
         return [b.with_(KERNEL=self.kernel_for(b, p)) for b in base]
 
     def kernel_for(self, d: Design, p: Problem) -> str:
-        """Compiled kernels pay ~2-8 s of import and JIT compilation per evaluation, counted in
-        the solver's time; the NumPy path pays ~0.1-0.3 ms of array-pass overhead per Runge-Kutta
-        stage (batched). So NumPy stays the choice when the predicted number of stages is below
-        COMPILE_STAGES (advection: ~1,000 stages), numba otherwise (Burgers: ~67,000)."""
+        """Compiled kernels pay ~3-8 s of import and JIT compilation per evaluation, counted in
+        the solver's time, and then save ~150 ns per cell and Runge-Kutta stage against the NumPy
+        passes (measured on MUSCL and WENO5 designs, bench/bench_compiled.py). The batch size is
+        not known when the solver is written; for batches of ~20 samples (the benchmarks' dev
+        splits) compiling pays from ~1e6 cell-stages per sample (advection: 1,024 stages x 1,024
+        cells, 20% faster compiled). So NumPy below COMPILE_WORK cell-stages per sample (small
+        user problems, where the compile would be most of the time), numba above."""
         if not compiled_supported(p.struct, p.law_facts):
             return "numpy"
-        stages = self.predicted_stages(d, p)
-        return "numpy" if stages is not None and stages < COMPILE_STAGES else "numba"
+        stages, h = self.predicted_stages(d, p), p.facts.get("h")
+        if stages is None or not h:
+            return "numba"
+        cells = math.prod((p.task.domain[a][1] - p.task.domain[a][0]) / ha
+                          for a, ha in zip(p.task.equation.space, h))
+        return "numpy" if stages * cells * d["REFINE"] < COMPILE_WORK else "numba"
 
     @staticmethod
     def predicted_stages(d: Design, p: Problem) -> float | None:
