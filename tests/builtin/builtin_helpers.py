@@ -24,10 +24,12 @@ def nrmse(pred: np.ndarray, ref: np.ndarray) -> float:
     return float(np.mean(np.sqrt(np.mean((p - r) ** 2, 1)) / np.sqrt(np.mean(r**2, 1))))
 
 
-def run_solver(code: str, task: Task, ref: dict[str, np.ndarray], t: np.ndarray | None = None):
-    """Execute ``code`` and call its solver on the reference's initial data; returns the stacked
-    prediction and reference ([B, T, N, fields] or [B, N, N])."""
-    ns: dict = {}
+def run_solver(code: str, task: Task, ref: dict[str, np.ndarray], t: np.ndarray | None = None,
+               ns: dict | None = None):
+    """Execute ``code`` (in ``ns`` if given, to look at the solver's globals afterwards) and call
+    its solver on the reference's initial data; returns the stacked prediction and reference
+    ([B, T, N, fields] or [B, N, N])."""
+    ns = {} if ns is None else ns
     exec(compile(code, f"<{task.name} solver>", "exec"), ns)
     kw = {}
     for a in task.solver.args:
