@@ -19,12 +19,15 @@ KERNEL_AXIS = Axis("KERNEL", "numba", ("numba", "numpy"),
                    "numba (compiled loops; NumPy if numba is not importable) | numpy")
 
 NUMBA_IMPORT = '''
-# ---- block: compiled kernels when numba is importable (the NumPy path otherwise) ----
-try:
-    import numba
-except ImportError:  # the pure-NumPy path runs instead
+# ---- block: compiled kernels when the design asks for them and numba is importable ----
+if KERNEL == "numba":  # numba is imported only then (its import alone costs ~0.3 s)
+    try:
+        import numba
+    except ImportError:  # the pure-NumPy path runs instead
+        numba = None
+else:
     numba = None
-USE_NUMBA = KERNEL == "numba" and numba is not None
+USE_NUMBA = numba is not None
 '''
 
 

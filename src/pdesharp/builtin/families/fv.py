@@ -11,7 +11,7 @@ Kernels (axis KERNEL): in 1D periodic boxes the solver can run compiled Numba lo
 walls and 2D keep the NumPy array passes (the reason is in fv_kernels' docstring). Genesis picks
 NumPy when the analysis predicts little work (cells x stages), where Numba's import and compilation
 (3-8 s per evaluation on this 2-core machine, counted in the solver's time) would cost more than they save
-(:meth:`FiniteVolumeFamily.kernel_for`). The judges get no KERNEL move: it cannot change the
+(:func:`.fv_kernels.kernel_for`). The judges get no KERNEL move: it cannot change the
 nRMSE, and the header line stays editable.
 
 Stability rule: dt <= CFL / sum_a(max|lambda_a| / h_a) for the flux (lambda the eigenvalues of
@@ -22,13 +22,12 @@ the source, and DT_MAX.
 from __future__ import annotations
 
 import math
-import textwrap
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.common import (EVOLVE, GRID, KERNEL_AXIS, NUMBA_IMPORT, REFINE,
                                               fixed_axes, problem_constants)
-from pdesharp.builtin.families.fv_kernels import compiled_block, compiled_supported
+from pdesharp.builtin.families.fv_kernels import compiled_block, compiled_supported, kernel_for
 from pdesharp.builtin.families.viscous_implicit import IMPLICIT_BLOCK, compiled_implicit
 from pdesharp.builtin.physics import physics_source
 
@@ -38,8 +37,6 @@ STAGES = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}
 ORDER_UP = {"euler": "ssprk2", "ssprk2": "ssprk3", "rk2mid": "ssprk3", "ssprk3": "rk4"}
 ORDER_DOWN = {"rk4": "ssprk3", "ssprk3": "ssprk2", "ssprk2": "rk2mid", "rk2mid": "euler"}
 SHARPER = {"minmod": "van_leer", "van_leer": "mc", "mc": "van_leer", "none": "mc"}
-# below this many predicted cell-stages per sample the NumPy path is cheaper (kernel_for)
-COMPILE_WORK = 5e5
 SAFER = {"mc": "van_leer", "van_leer": "minmod", "none": "minmod", "minmod": "mc"}
 
 FLUX_AXES = (
@@ -166,36 +163,9 @@ class FiniteVolumeFamily(Family):
         return [b.with_(KERNEL=self.kernel_for(b, p)) for b in base]
 
     def kernel_for(self, d: Design, p: Problem) -> str:
-        """Compiled kernels pay ~3-8 s of import and JIT compilation per evaluation, counted in
-        the solver's time, and then save ~150 ns per cell and Runge-Kutta stage against the NumPy
-        passes (measured on MUSCL and WENO5 designs, bench/bench_compiled.py). The batch size is
-        not known when the solver is written; for batches of ~20 samples (the benchmarks' dev
-        splits) compiling pays from ~1e6 cell-stages per sample (advection: 1,024 stages x 1,024
-        cells, 20% faster compiled). So NumPy below COMPILE_WORK cell-stages per sample (small
-        user problems, where the compile would be most of the time), numba above."""
-        if not compiled_supported(p.struct, p.law_facts):
-            return "numpy"
-        stages, h = self.predicted_stages(d, p), p.facts.get("h")
-        if stages is None or not h:
-            return "numba"
-        cells = math.prod((p.task.domain[a][1] - p.task.domain[a][0]) / ha
-                          for a, ha in zip(p.task.equation.space, h))
-        return "numpy" if stages * cells * d["REFINE"] < COMPILE_WORK else "numba"
-
-    @staticmethod
-    def predicted_stages(d: Design, p: Problem) -> float | None:
-        """Runge-Kutta stages to the final time, from the analysis' step bounds (None: unknown)."""
-        f, span = p.facts, p.task.time_span
-        if span is None or "dt_advective" not in f:
-            return None
-        dt = min(d["DT_MAX"], d["CFL"] * f["dt_advective"])
-        if p.struct.has_viscous and d["VISCOUS"] == "explicit":
-            dt = min(dt, d["CFL_DIFF"] * f.get("dt_diffusive", math.inf))
-        if p.struct.has_source and math.isfinite(f.get("dt_source", math.inf)):
-            dt = min(dt, d["CFL"] * f["dt_source"])
-        if not math.isfinite(dt) or dt <= 0:
-            return None
-        return (span[1] - span[0]) / dt * STAGES[d["INTEGRATOR"]] * d["REFINE"]
+        """numba where compiling pays for itself, NumPy where the analysis predicts little work
+        (:func:`.fv_kernels.kernel_for`, which says why and where the threshold comes from)."""
+        return kernel_for(d, p, STAGES[d["INTEGRATOR"]])
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
         law: BalanceLaw = p.struct
@@ -269,10 +239,7 @@ class FiniteVolumeFamily(Family):
                  "SOURCE_SPLIT": False, "SOURCE_EXACT": False, "COMPILED": compiled}
         if not compiled:  # NumPy only (fv_kernels says why): numba is not even imported
             d = d.with_(KERNEL="numpy")
-        # numba is imported only when the design asks for it (its import alone costs ~0.3 s)
-        guarded = ('\nif KERNEL == "numba":' + textwrap.indent(NUMBA_IMPORT, "    ")
-                   + 'else:\n    numba = None\n    USE_NUMBA = False\n')
-        kernels = (guarded, compiled_block(law, p.law_facts, compiled_implicit(
+        kernels = (NUMBA_IMPORT, compiled_block(law, p.law_facts, compiled_implicit(
             law, p.law_facts) if law.has_viscous else "")) if compiled else (
             "\nUSE_NUMBA = False  # no compiled path for this problem (walls, 2D, numerical"
             " eigenvalues)\nKERNEL_USED = \"numpy\"\n", "")

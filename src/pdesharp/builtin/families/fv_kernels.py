@@ -23,9 +23,12 @@ runs the NumPy path and says so in ``KERNEL_USED``.
 
 from __future__ import annotations
 
+import math
+
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.design import Design, Problem
 from pdesharp.builtin.physics import LawFacts, npcode, safe
 
 
@@ -33,6 +36,43 @@ def compiled_supported(law: BalanceLaw, facts: LawFacts) -> bool:
     """Whether the compiled path covers this law (see the module docstring for why not all)."""
     return (law.dim == 1 and law.periodic and not law.has_high
             and (not law.has_flux or facts.eigenvalues[0] is not None))
+
+
+# below this many predicted cell-stages per sample the NumPy path is cheaper (kernel_for)
+COMPILE_WORK = 5e5
+
+
+def kernel_for(d: Design, p: Problem, stages_per_step: int) -> str:
+    """Compiled kernels pay ~3-8 s of import and JIT compilation per evaluation, counted in
+    the solver's time, and then save ~150 ns per cell and Runge-Kutta stage against the NumPy
+    passes (measured on MUSCL and WENO5 designs, bench/bench_compiled.py). The batch size is
+    not known when the solver is written; for batches of ~20 samples (the benchmarks' dev
+    splits) compiling pays from ~1e6 cell-stages per sample (advection: 1,024 stages x 1,024
+    cells, 20% faster compiled). So NumPy below COMPILE_WORK cell-stages per sample (small
+    user problems, where the compile would be most of the time), numba above."""
+    if not compiled_supported(p.struct, p.law_facts):
+        return "numpy"
+    stages, h = predicted_stages(d, p, stages_per_step), p.facts.get("h")
+    if stages is None or not h:
+        return "numba"
+    cells = math.prod((p.task.domain[a][1] - p.task.domain[a][0]) / ha
+                      for a, ha in zip(p.task.equation.space, h))
+    return "numpy" if stages * cells * d["REFINE"] < COMPILE_WORK else "numba"
+
+
+def predicted_stages(d: Design, p: Problem, stages_per_step: int) -> float | None:
+    """Runge-Kutta stages to the final time, from the analysis' step bounds (None: unknown)."""
+    f, span = p.facts, p.task.time_span
+    if span is None or "dt_advective" not in f:
+        return None
+    dt = min(d["DT_MAX"], d["CFL"] * f["dt_advective"])
+    if p.struct.has_viscous and d["VISCOUS"] == "explicit":
+        dt = min(dt, d["CFL_DIFF"] * f.get("dt_diffusive", math.inf))
+    if p.struct.has_source and math.isfinite(f.get("dt_source", math.inf)):
+        dt = min(dt, d["CFL"] * f["dt_source"])
+    if not math.isfinite(dt) or dt <= 0:
+        return None
+    return (span[1] - span[0]) / dt * stages_per_step * d["REFINE"]
 
 
 # ---- physics as scalar kernels ------------------------------------------------------------------
