@@ -70,7 +70,8 @@ def test_report_failure_leaves_run_resumable_and_resume_redoes_only_the_end(tmp_
     assert store.summary()["status"] == "finished" and (store.dir / "report.md").is_file()
 
 
-def test_resume_accepts_a_finished_run_without_its_report(tmp_path, capsys):
+def test_resume_accepts_a_finished_run_without_its_report(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PDESHARP_DATA", str(tmp_path / "no-data"))  # whatever the caller exports
     config = SolveConfig(task="advection", model="scripted:/nonexistent.yaml", out=str(tmp_path))
     store = RunStore.create(tmp_path, task=load_task("advection"), config=dump_config(config),
                             run_id="f")
