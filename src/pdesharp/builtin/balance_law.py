@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from pdesharp.boundary import BoundaryError, BoundarySpec, task_boundary
-from pdesharp.builtin.refusal import UnsupportedTask, notation
+from pdesharp.boundary import BoundarySpec
+from pdesharp.builtin.refusal import UnsupportedTask, boundary_or_refuse, notation
 from pdesharp.task import Task
 from pdesharp.time_order import TimeOrderError, reduce_time_order
 
@@ -128,10 +128,7 @@ def balance_law(task: Task) -> BalanceLaw:
             " time-dependent problem",
             hint="write the coefficient as an expression of x (and y, t), e.g."
                  " a: 1 + 0.5*sin(2*pi*x), which the built-in analyst supports")
-    try:
-        bc = task_boundary(task)
-    except BoundaryError as exc:
-        raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
+    bc = boundary_or_refuse(task)
     if not bc.all_periodic and len(system.space) > 1:
         raise UnsupportedTask(
             f"non-periodic boundaries ({task.boundary!r}) in a time-dependent 2D problem (the"

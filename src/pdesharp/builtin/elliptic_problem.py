@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from pdesharp.boundary import BoundaryError, BoundarySpec, task_boundary
+from pdesharp.boundary import BoundarySpec
 from pdesharp.builtin.balance_law import additive_terms
-from pdesharp.builtin.refusal import UnsupportedTask, notation
+from pdesharp.builtin.refusal import UnsupportedTask, boundary_or_refuse, notation
 from pdesharp.task import Task
 
 
@@ -66,10 +66,7 @@ def elliptic_problem(task: Task) -> EllipticProblem:
             "a steady task whose solver takes no coefficient field (it could not know the grid)",
             hint="pass the forcing (or another coefficient) as a coefficient field, e.g."
                  " coefficients: [f] with a solver argument of kind 'coefficient'")
-    try:
-        bc = task_boundary(task)
-    except BoundaryError as exc:
-        raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
+    bc = boundary_or_refuse(task)
     if bc.periodic:
         raise UnsupportedTask(
             f"periodic boundaries in a steady problem ({task.boundary!r})",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pdesharp.boundary import BoundaryError, task_boundary
+
 LLM_HINT = ("use a language model for it, e.g. `pdesharp solve TASK --model openai:gpt-4o`"
             " (see docs/models.md)")
 
@@ -23,6 +25,14 @@ class UnsupportedTask(ValueError):
         else:
             text += f" To solve it, {LLM_HINT}."
         super().__init__(text[0].upper() + text[1:])
+
+
+def boundary_or_refuse(task):
+    """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error."""
+    try:
+        return task_boundary(task)
+    except BoundaryError as exc:
+        raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
 
 
 def notation(expr) -> str:
