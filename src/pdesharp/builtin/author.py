@@ -43,8 +43,10 @@ def render(task: Task, design: Design, p: Problem | None = None) -> str:
               "(the same computation in NumPy otherwise).\n" if design.get("KERNEL") == "numba"
               else "Self-contained: NumPy/SciPy only.\n")
            + '"""\n\nimport numpy as np\n\n')
-    return (doc + header(fam, design, p) + fam.render(design, p) + "\n\n"
-            + entry_point(task, names))
+    body = header(fam, design, p) + fam.render(design, p) + "\n\n" + entry_point(task, names)
+    if "scipy.special." in body:  # a special function of the equation (physics.npcode)
+        doc += "import scipy.special\n\n"
+    return doc + body
 
 
 def title(task: Task, design: Design, p: Problem | None = None) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.numpy import SciPyPrinter
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.refusal import UnsupportedTask
@@ -27,14 +27,53 @@ RESERVED = {"np", "W", "U", "X", "G", "T", "prm", "axis", "fields", "lam", "A", 
             "scipy"} | set(keyword.kwlist) | set(dir(__builtins__))
 
 
-class _Printer(NumPyPrinter):
-    """NumPy printer that writes ``np.`` instead of ``numpy.``."""
+class _Printer(SciPyPrinter):
+    """NumPy printer that writes ``np.`` for ``numpy.``, special functions (erf, gamma, Bessel
+    functions...) as ``scipy.special`` ufuncs (SymPy's NumPy printer writes ``math.erf``, which
+    takes no arrays), and Min/Max as nested ``np.minimum``/``np.maximum`` (elementwise, no
+    ``functools``; Numba compiles them too). The solver imports ``scipy.special`` only when its
+    code names it (:func:`pdesharp.builtin.author.render`)."""
 
     def __init__(self):
         super().__init__({"fully_qualified_modules": True})
 
     def _module_format(self, fqn, register=True):
         return super()._module_format(fqn, register).replace("numpy.", "np.")
+
+    # SciPy's printer takes these from scipy.constants, which the solvers do not import
+    def _print_Pi(self, expr):
+        return "np.pi"
+
+    def _print_GoldenRatio(self, expr):
+        return repr(float(expr))
+
+    def _nested(self, fn, args):
+        out = self._print(args[0])
+        for a in args[1:]:
+            out = f"{fn}({out}, {self._print(a)})"
+        return out
+
+    def _print_Max(self, expr):
+        return self._nested("np.maximum", expr.args)
+
+    def _print_Min(self, expr):
+        return self._nested("np.minimum", expr.args)
+
+
+def unprintable(expr) -> str | None:
+    """The first function in ``expr`` the generated code cannot evaluate (no NumPy or SciPy
+    equivalent), in the task's notation; None when every one prints."""
+    from sympy.core.function import AppliedUndef
+    from sympy.printing.codeprinter import PrintMethodNotImplementedError
+
+    for f in sorted(sp.sympify(expr).atoms(sp.Function), key=str):
+        if isinstance(f, AppliedUndef):
+            continue  # the unknowns and coefficient fields: the solver's own arrays
+        try:  # the function alone: its arguments (the unknowns u(t, x)...) print elsewhere
+            _Printer().doprint(f.func(*[sp.Symbol(f"a{k}", real=True) for k in range(len(f.args))]))
+        except PrintMethodNotImplementedError:
+            return str(f.func)
+    return None
 
 
 def safe(name: str) -> str:

@@ -18,6 +18,7 @@ def structure(task: Task) -> BalanceLaw | EllipticProblem:
     key = task.model_dump_json()
     if key not in _CACHE:
         try:
+            _refuse_unprintable(task)
             _CACHE[key] = elliptic_problem(task) if task.steady else balance_law(task)
         except UnsupportedTask as exc:
             _CACHE[key] = exc
@@ -25,3 +26,14 @@ def structure(task: Task) -> BalanceLaw | EllipticProblem:
     if isinstance(got, UnsupportedTask):
         raise UnsupportedTask(got.reason, got.hint)
     return got
+
+
+def _refuse_unprintable(task: Task) -> None:
+    """A function the generated NumPy/SciPy code cannot evaluate is refused before any design."""
+    from pdesharp.builtin.physics import unprintable
+
+    for expr in task.system.exprs:
+        name = unprintable(expr)
+        if name:
+            raise UnsupportedTask(f"the function {name}(...) in the equation: the generated "
+                                  "solvers evaluate NumPy and scipy.special functions only")
