@@ -20,6 +20,10 @@ import sympy as sp
 from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 
 SPACE_AXES = ("x", "y", "z")
+# modules for sympy.lambdify of an equation's terms on arrays: special functions (erf, gamma,
+# Bessel...) as scipy.special ufuncs; with "numpy" alone SymPy falls back to math.erf, which
+# takes no arrays
+ARRAY_MODULES = ["scipy", "numpy"]
 
 
 class EquationError(ValueError):

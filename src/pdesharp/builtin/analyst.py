@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
+from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
@@ -135,7 +136,7 @@ def _max_abs(exprs, law: BalanceLaw, task: Task, pts: dict) -> float:
     args = list(pts)
     best = 0.0
     for e in exprs:
-        fn = sp.lambdify(args, sp.sympify(e).subs(subs), "numpy")
+        fn = sp.lambdify(args, sp.sympify(e).subs(subs), ARRAY_MODULES)
         with np.errstate(all="ignore"):
             val = np.abs(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(
                 len(next(iter(pts.values()))))
@@ -152,7 +153,7 @@ def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
     mat = facts.source_jacobian - sum((4 * facts.diffusion_matrix[a] / h[a] ** 2
                                        for a in range(law.dim)), sp.zeros(law.nvar, law.nvar))
     args = list(pts)
-    fn = sp.lambdify(args, mat.subs(subs), "numpy")
+    fn = sp.lambdify(args, mat.subs(subs), ARRAY_MODULES)
     n = len(next(iter(pts.values())))
     with np.errstate(all="ignore"):
         vals = np.array([[np.broadcast_to(np.asarray(e, dtype=complex), (n,)) for e in row]

@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
+from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.refusal import UnsupportedTask
 
@@ -240,7 +241,7 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
     probes += [(q, 1e3) for q in (0.3, 1.0, 1.7)]  # overflow check of growing exponentials
     for cand in candidates:
         try:
-            fn = sp.lambdify((q0, tau), cand.subs(values), "numpy")
+            fn = sp.lambdify((q0, tau), cand.subs(values), ARRAY_MODULES)
             with np.errstate(all="ignore"):
                 ok = all(np.isfinite(complex(fn(q, t))) and abs(complex(fn(q, t)).imag) < 1e-12
                          for q, t in probes)
@@ -249,7 +250,7 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
         if ok:
             # check it really solves the ODE (guards against a wrong branch)
             resid = sp.diff(cand, tau) - S.subs(w, cand)
-            r = sp.lambdify((q0, tau), resid.subs(values), "numpy")
+            r = sp.lambdify((q0, tau), resid.subs(values), ARRAY_MODULES)
             with np.errstate(all="ignore"):
                 if all(abs(complex(r(q, t))) < 1e-6 for q, t in probes if t < 10):
                     return cand

@@ -27,6 +27,7 @@ import sympy as sp
 from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
+from pdesharp.equation import ARRAY_MODULES
 from pdesharp.boundary import task_boundary
 from pdesharp.data.generate.generic_ic import random_fields
 from pdesharp.data.generate.generic_symbolic import UnsupportedTask, compile_system
@@ -109,7 +110,7 @@ class _Boundary:
                     row.append(None)
                     continue
                 a, b = (float(sp.sympify(e).subs(values)) for e in (c.a, c.b))
-                g = sp.lambdify(t, sp.sympify(c.g).subs(values), "numpy")
+                g = sp.lambdify(t, sp.sympify(c.g).subs(values), ARRAY_MODULES)
                 row.append((a, b, g))
             self.conds.append(row)
 
