@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sympy as sp
 
 from pdesharp.data.paths import DataNotFound, resolve_split
@@ -31,6 +32,12 @@ def test_allen_cahn_example_parses_to_the_intended_pde(tmp_path):
     try:
         resolve_split(task, "dev", data_dir_override=tmp_path)
     except DataNotFound as exc:
-        assert "--dev-data" in str(exc)
+        # a user task's data are made from its YAML file; `data download` knows only published
+        # files and `data generate NAME` only built-in names
+        assert "pdesharp data generate TASK.yaml" in str(exc) and "--dev-data FILE" in str(exc)
+        assert "data download" not in str(exc) and f"data generate {task.name}" not in str(exc)
     else:
         raise AssertionError("expected DataNotFound")
+    with pytest.raises(DataNotFound, match=r"`pdesharp data download burgers` or `pdesharp data "
+                                           r"generate burgers`"):
+        resolve_split(load_task("burgers"), "dev", data_dir_override=tmp_path)

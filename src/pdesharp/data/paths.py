@@ -47,12 +47,25 @@ def resolve_split(
             if path.is_file():
                 return path
             tried.append(str(path))
-    hint = (
-        f"get it with `pdesharp data download {task.name}` or `pdesharp data generate {task.name}`,"
-        f" point --data-dir/$PDESHARP_DATA at a folder that has it, or pass --{split}-data FILE"
-    )
+    hint = _how_to_get(task, split)
     if not tried:
         raise DataNotFound(f"task {task.name!r} declares no {split} split; pass --{split}-data FILE")
     raise DataNotFound(
         f"no {split} data for task {task.name!r}; tried:\n  " + "\n  ".join(tried) + f"\n{hint}"
     )
+
+
+def _how_to_get(task: Task, split: Split) -> str:
+    """How to make or fetch the data: a built-in task by name; a user task's data are generated
+    from its YAML file (``data download`` knows only published files)."""
+    from pdesharp.task import builtin_task_names
+
+    elsewhere = "point --data-dir/$PDESHARP_DATA at a folder that has it"
+    if task.name not in builtin_task_names():
+        return (f"make it from the task's YAML file with `pdesharp data generate TASK.yaml"
+                f" --samples N --seed S --out FILE` and pass --{split}-data FILE, or {elsewhere}")
+    dl = task.data.download
+    published = any((dl.codepde_dev, dl.codepde_test, dl.pdebench_file, dl.pdebench_url))
+    get = (f"`pdesharp data download {task.name}` or " if published else "") + \
+        f"`pdesharp data generate {task.name}`"
+    return f"get it with {get}, {elsewhere}, or pass --{split}-data FILE"
