@@ -117,3 +117,19 @@ class MarkerEvaluator:
         return EvalResult(status="ok", split=split, feedback=feedback, n_samples=2,
                           nrmse=err if feedback == "nrmse" else None,
                           residual=err if feedback == "residual" else None, solver_seconds=0.01)
+
+
+def calls(store, tag: str) -> list[list[dict]]:
+    """The messages of every recorded model call with ``tag``, in call order."""
+    return [json.loads(m) for (m,) in store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
+
+
+def prompts(store, tag: str) -> list[str]:
+    """The last message (the prompt) of every call with ``tag``, in call order."""
+    return [c[-1]["content"] for c in calls(store, tag)]
+
+
+def systems(store, tag: str) -> list[str]:
+    """The first message (the system prompt) of every call with ``tag``, in call order."""
+    return [c[0]["content"] for c in calls(store, tag)]

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pipeline_scripts import prompts
 from test_bridge_replay import BridgeReplies, RecordedEvaluator
 
 from pdesharp.facts import TaskFacts
@@ -61,11 +62,6 @@ def test_default_rule_does_not_decide_by_a_gap_inside_the_timing_margin(tmp_path
         "one evaluator timing (not re-timed: --retime 0")
 
 
-def last_messages(store, tag):
-    return [json.loads(m)[-1]["content"] for (m,) in store.db.execute(
-        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
-
-
 def test_replay_reproduces_the_run(replayed):
     store, result, replies, evaluator = replayed
     assert result.status == "finished"
@@ -94,19 +90,19 @@ def test_replay_reproduces_the_run(replayed):
 
 def test_prompts_of_the_reviewed_run_carry_the_facts(replayed):
     store, _, _, _ = replayed
-    first = last_messages(store, "analysis.classification")[0]
+    first = prompts(store, "analysis.classification")[0]
     task = load_task_file(FIXTURE / "task.yaml")
     assert f"Reference data: {task.reference}" in first  # the review's first finding
     assert "`u0_batch`: float64 array of shape [4, 256]" in first
-    assert "umax = 0.7079 in the development inputs" in last_messages(store,
+    assert "umax = 0.7079 in the development inputs" in prompts(store,
                                                                        "analysis.stability")[0]
-    g1, g2, g3 = last_messages(store, "genesis")
+    g1, g2, g3 = prompts(store, "genesis")
     assert "later ones are shown your design" in g1
     assert "- g1: Fourier pseudo-spectral ETDRK4" in g2 and "- g2: Method of lines" in g3
-    nominate = last_messages(store, "judge.nominate")
+    nominate = prompts(store, "judge.nominate")
     assert "Nothing has been executed yet" in nominate[0]
     assert any("5 evaluations used, 3 left of 8" in p for p in nominate)
-    reporter = last_messages(store, "reporter")[0]
+    reporter = prompts(store, "reporter")[0]
     for cid in ("c0r2-j3", "c0r1-j2", "g1", "g2", "g3"):
         assert re.search(rf"- #\d {cid} ", reporter), cid
     assert "cycle 1, round 1: ran nothing new" in reporter

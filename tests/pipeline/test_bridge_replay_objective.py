@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_scripts import prompts, systems
 from test_bridge_replay import BridgeReplies, RecordedEvaluator
 
 from pdesharp.facts import TaskFacts
@@ -60,11 +61,6 @@ def replayed(tmp_path_factory):
     return store, result, replies, evaluator
 
 
-def prompts(store, tag):
-    return [json.loads(m) for (m,) in store.db.execute(
-        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
-
-
 def test_replay_reproduces_the_run_and_its_retiming(replayed):
     _, result, replies, evaluator = replayed
     assert result.status == "finished"
@@ -86,13 +82,13 @@ def test_replay_reproduces_the_run_and_its_retiming(replayed):
 
 def test_judges_see_eligibility_and_the_eligible_solvers_first(replayed):
     store, _, _, _ = replayed
-    propose = prompts(store, "judge.propose")[0][-1]["content"]
+    propose = prompts(store, "judge.propose")[0]
     # round 1 under the bar 1.22e-05: g2 (eligible, slower) is listed above g3 (not eligible)
     assert propose.index("### Solver g2") < propose.index("### Solver g3")
     assert "(rank 1 of 3, eligible)" in propose
     assert "(rank 3 of 3, not eligible: above the bar)" in propose
     assert "eligible scores now up to 1.221e-05" in propose
-    system = prompts(store, "judge.nominate")[0][0]["content"]
+    system = systems(store, "judge.nominate")[0]
     assert "counted evaluations, within the budget" in system
     assert "at most 10 × the lowest score" in system
 

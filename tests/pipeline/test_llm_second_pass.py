@@ -20,18 +20,7 @@ from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import listing
 from pdesharp.task import load_task
 
-from pipeline_scripts import MarkerEvaluator, js, nominate, patch, shift
-
-
-def prompts(store, tag: str) -> list[str]:
-    """The last message of every call with ``tag``, in call order."""
-    return [json.loads(m)[-1]["content"] for (m,) in store.db.execute(
-        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
-
-
-def systems(store, tag: str) -> list[str]:
-    return [json.loads(m)[0]["content"] for (m,) in store.db.execute(
-        "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
+from pipeline_scripts import MarkerEvaluator, js, nominate, patch, prompts, shift, systems
 
 
 def everything(store) -> str:
