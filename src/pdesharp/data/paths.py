@@ -8,7 +8,7 @@ from pathlib import Path
 import platformdirs
 
 from pdesharp.records import Split
-from pdesharp.task import Task
+from pdesharp.task import Task, builtin_task_names
 
 
 class DataNotFound(FileNotFoundError):
@@ -58,8 +58,6 @@ def resolve_split(
 def _how_to_get(task: Task, split: Split) -> str:
     """How to make or fetch the data: a built-in task by name; a user task's data are generated
     from its YAML file (``data download`` knows only published files)."""
-    from pdesharp.task import builtin_task_names
-
     elsewhere = "point --data-dir/$PDESHARP_DATA at a folder that has it"
     if task.name not in builtin_task_names():
         return (f"make it from the task's YAML file with `pdesharp data generate TASK.yaml"

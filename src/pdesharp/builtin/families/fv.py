@@ -237,16 +237,19 @@ class FiniteVolumeFamily(Family):
         flags = {"PERIODIC": law.periodic, "HAS_FLUX": law.has_flux,
                  "HAS_VISCOUS": law.has_viscous, "HAS_SOURCE": law.has_source,
                  "SOURCE_SPLIT": False, "SOURCE_EXACT": False, "COMPILED": compiled}
-        if not compiled:  # NumPy only (fv_kernels says why): numba is not even imported
+        if compiled:
+            imports = NUMBA_IMPORT
+            kernels = compiled_block(law, p.law_facts, compiled_implicit(law, p.law_facts)
+                                     if law.has_viscous else "")
+        else:  # NumPy only (fv_kernels says why): numba is not even imported
             d = d.with_(KERNEL="numpy")
-        kernels = (NUMBA_IMPORT, compiled_block(law, p.law_facts, compiled_implicit(
-            law, p.law_facts) if law.has_viscous else "")) if compiled else (
-            "\nUSE_NUMBA = False  # no compiled path for this problem (walls, 2D, numerical"
-            " eigenvalues)\nKERNEL_USED = \"numpy\"\n", "")
-        return (problem_constants(p, flags) + fixed_axes(self, d, p) + kernels[0] + "\n\n"
+            imports = ("\nUSE_NUMBA = False  # no compiled path for this problem (walls, 2D,"
+                       " numerical eigenvalues)\nKERNEL_USED = \"numpy\"\n")
+            kernels = ""
+        return (problem_constants(p, flags) + fixed_axes(self, d, p) + imports + "\n\n"
                 + physics_source(law, p.law_facts, implicit=implicit) + GRID + REFINE
                 + FV_BLOCK + FV_DRIVER + (IMPLICIT_BLOCK if implicit else NO_IMPLICIT)
-                + kernels[1] + EVOLVE)
+                + kernels + EVOLVE)
 
 
 FV_BLOCK = '''
