@@ -10,7 +10,9 @@ first Genesis candidate that has one), and the row says so. Printed: the winner'
 time per sample against the first Genesis design's (g0) from the run store, and for the timed
 design its nRMSE and solver time per sample with each kernel and their ratio. Solver time per sample is the evaluator's: wall
 time of the solver from before its module's import (so Numba's import and JIT compilation are
-counted), divided by the samples.
+counted), divided by the samples. The last column is the floor under every such time: the
+evaluator's time per sample for a solver that does no work (returns its initial fields repeated
+over the frames), measured the same way.
 
     python bench/bench_compiled.py --tasks advection cns1d
     python bench/bench_compiled.py --tasks burgers --samples 4 --no-floor-saturation
@@ -124,6 +126,42 @@ def time_kernels(task: str, code: str, args) -> dict:
     return out
 
 
+def idle_solver(task) -> str:
+    """A solver that does no work: every returned field is its initial field repeated over the
+    frames (or zeros shaped like the first input, for a stationary task). Its evaluator time is
+    the floor under any solver's: passing the inputs in, the call, writing and checking the
+    output, which no scheme can undercut."""
+    args = task.solver.args
+    names = [a.name for a in args]
+    initial = {a.field: a.name for a in args if a.kind == "initial"}
+    time = next((a.name for a in args if a.kind == "time"), None)
+    body = []
+    for field in task.solver.returns:
+        if time and field in initial:
+            body.append(f"np.repeat(np.asarray({initial[field]})[:, None], len({time}), axis=1)")
+        else:
+            body.append(f"np.zeros_like(np.asarray({names[0]}), dtype=float)")
+    ret = body[0] if len(body) == 1 else "(" + ", ".join(body) + ")"
+    return (f"import numpy as np\n\n\ndef {task.solver.name}({', '.join(names)}):\n"
+            f"    return {ret}\n")
+
+
+def time_idle(task: str, args) -> float | None:
+    """The evaluator's time per sample for :func:`idle_solver` (median of three)."""
+    from pdesharp.evaluate import Evaluator
+    from pdesharp.task import load_task
+
+    t = load_task(task)
+    ev = Evaluator(t, data_dir=args.data_dir, convergence=False, max_samples=args.samples,
+                   residual=False)
+    times = []
+    for _ in range(3):
+        r = ev.evaluate_sync(idle_solver(t), split="dev", feedback="nrmse", label=f"{task}-idle")
+        if r.status == "ok" and r.seconds_per_sample is not None:
+            times.append(r.seconds_per_sample)
+    return sorted(times)[len(times) // 2] if times else None
+
+
 def fmt(v, spec=".2e"):
     return "–" if v is None else format(v, spec)
 
@@ -169,6 +207,7 @@ def main() -> None:
             "numba_nrmse": nb.get("nrmse"), "numba_per_sample": nb.get("per_sample"),
             "numpy_nrmse": npy.get("nrmse"), "numpy_per_sample": npy.get("per_sample"),
             "first_per_sample": per_sample(first), "solve_wall": wall,
+            "idle_per_sample": time_idle(task, args),
             "design": (code or "").split("\n", 1)[0].split(": ", 1)[-1].rstrip("."),
         }
         rows.append(row)
@@ -177,8 +216,9 @@ def main() -> None:
           f" runs in {out}\n")
     print("| task | samples | winner nRMSE | winner s/sample (in the run) | first design"
           " s/sample | winner / first | winning design | timed with both kernels (its KERNEL) |"
-          " nRMSE numba / numpy | numba s/sample | numpy s/sample | numpy / numba |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " nRMSE numba / numpy | numba s/sample | numpy s/sample | numpy / numba |"
+          " idle solver s/sample |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         nb, npy = r["numba_per_sample"], r["numpy_per_sample"]
         ratio = npy / nb if nb and npy else None
@@ -188,7 +228,8 @@ def main() -> None:
         print(f"| {r['task']} | {r['samples']} | {fmt(r['winner_nrmse'])} | {fmt(w, '.3g')} |"
               f" {fmt(f, '.3g')} | {fmt(w / f if w and f else None, '.2f')} | {r['design']} |"
               f" {timed} | {fmt(r['numba_nrmse'])} / {fmt(r['numpy_nrmse'])} |"
-              f" {fmt(nb, '.3g')} | {fmt(npy, '.3g')} | {fmt(ratio, '.2f')} |")
+              f" {fmt(nb, '.3g')} | {fmt(npy, '.3g')} | {fmt(ratio, '.2f')} |"
+              f" {fmt(r['idle_per_sample'], '.2g')} |")
 
 
 if __name__ == "__main__":
