@@ -40,7 +40,7 @@ def render(task: Task, design: Design, p: Problem | None = None) -> str:
            + "".join(f"    {e}\n" for e in task.equation.equations)
            + "".join(f"Note: {n}\n" for n in getattr(p.struct, "notes", []))
            + ("Self-contained: NumPy and SciPy, with Numba kernels where numba is importable\n"
-              "(the same computation in NumPy otherwise).\n" if design.get("KERNEL") == "numba"
+              "(the same computation in NumPy otherwise).\n" if design.get("KERNEL") in ("numba", "auto")
               else "Self-contained: NumPy/SciPy only.\n")
            + '"""\n\nimport numpy as np\n\n')
     body = header(fam, design, p) + fam.render(design, p) + "\n\n" + entry_point(task, names)

@@ -15,8 +15,9 @@ from pdesharp.task import Task
 # Compiled kernels: a family that offers them has this axis; "numpy" renders the same design as
 # NumPy array passes (the reference the benchmark times the compiled path against). A solver
 # rendered with "numba" still runs where numba is not importable: NUMBA_IMPORT sets USE_NUMBA.
-KERNEL_AXIS = Axis("KERNEL", "numba", ("numba", "numpy"),
-                   "numba (compiled loops; NumPy if numba is not importable) | numpy")
+KERNEL_AXIS = Axis("KERNEL", "auto", ("auto", "numba", "numpy"),
+                   "auto (numba when the first call's predicted work pays for compiling, else"
+                   " NumPy) | numba (compiled loops; NumPy if numba is not importable) | numpy")
 
 NUMBA_IMPORT = '''
 # ---- block: compiled kernels when the design asks for them and numba is importable ----
@@ -25,7 +26,7 @@ if KERNEL == "numba":  # numba is imported only then (its import alone costs ~0.
         import numba
     except ImportError:  # the pure-NumPy path runs instead
         numba = None
-else:
+else:  # "auto" imports it at the first call, if the predicted work pays for compiling
     numba = None
 USE_NUMBA = numba is not None
 '''
@@ -103,6 +104,7 @@ def _evolve(W0, t_coordinate, prm):
     W0 = [np.asarray(w, dtype=np.float64) for w in W0]
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
     state, grid = _init_state(W0, prm)
+    grid["t_end"] = float(t_coordinate[-1])  # the work ahead (a KERNEL = "auto" choice reads it)
     out = [np.empty((w.shape[0], len(t_coordinate)) + w.shape[1:]) for w in W0]
     for k, w in enumerate(W0):
         out[k][:, 0] = w

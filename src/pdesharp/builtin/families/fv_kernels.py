@@ -23,8 +23,6 @@ runs the NumPy path and says so in ``KERNEL_USED``.
 
 from __future__ import annotations
 
-import math
-
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
@@ -38,41 +36,21 @@ def compiled_supported(law: BalanceLaw, facts: LawFacts) -> bool:
             and (not law.has_flux or facts.eigenvalues[0] is not None))
 
 
-# below this many predicted cell-stages per sample the NumPy path is cheaper (kernel_for)
-COMPILE_WORK = 5e5
+# What compiling costs and saves (bench/bench_compiled.py, this 2-core machine): numba's import
+# and the JIT of an fv solver's kernels take ~3 s per evaluation (~8 s with the compiled TR-BDF2
+# viscous step: more kernels), counted in the solver's time; the compiled loops then save ~150 ns
+# per cell and Runge-Kutta stage against the NumPy passes. The rendered solver (KERNEL = "auto")
+# compares the two at its first call, when the batch and the time span are known.
+COMPILE_SECONDS = {"explicit": 3.0, "implicit": 8.0}
+SAVED_PER_CELL_STAGE = 150e-9
 
 
 def kernel_for(d: Design, p: Problem, stages_per_step: int) -> str:
-    """Compiled kernels pay ~3-8 s of import and JIT compilation per evaluation, counted in
-    the solver's time, and then save ~150 ns per cell and Runge-Kutta stage against the NumPy
-    passes (measured on MUSCL and WENO5 designs, bench/bench_compiled.py). The batch size is
-    not known when the solver is written; for batches of ~20 samples (the benchmarks' dev
-    splits) compiling pays from ~1e6 cell-stages per sample (advection: 1,024 stages x 1,024
-    cells, 20% faster compiled). So NumPy below COMPILE_WORK cell-stages per sample (small
-    user problems, where the compile would be most of the time), numba above."""
-    if not compiled_supported(p.struct, p.law_facts):
-        return "numpy"
-    stages, h = predicted_stages(d, p, stages_per_step), p.facts.get("h")
-    if stages is None or not h:
-        return "numba"
-    cells = math.prod((p.task.domain[a][1] - p.task.domain[a][0]) / ha
-                      for a, ha in zip(p.task.equation.space, h))
-    return "numpy" if stages * cells * d["REFINE"] < COMPILE_WORK else "numba"
-
-
-def predicted_stages(d: Design, p: Problem, stages_per_step: int) -> float | None:
-    """Runge-Kutta stages to the final time, from the analysis' step bounds (None: unknown)."""
-    f, span = p.facts, p.task.time_span
-    if span is None or "dt_advective" not in f:
-        return None
-    dt = min(d["DT_MAX"], d["CFL"] * f["dt_advective"])
-    if p.struct.has_viscous and d["VISCOUS"] == "explicit":
-        dt = min(dt, d["CFL_DIFF"] * f.get("dt_diffusive", math.inf))
-    if p.struct.has_source and math.isfinite(f.get("dt_source", math.inf)):
-        dt = min(dt, d["CFL"] * f["dt_source"])
-    if not math.isfinite(dt) or dt <= 0:
-        return None
-    return (span[1] - span[0]) / dt * stages_per_step * d["REFINE"]
+    """"auto" where the compiled path covers the problem: the solver decides at its first call
+    (``_auto_kernel``), because whether compiling pays depends on the batch, which is not known
+    when the solver is written (a 2-sample split and a 100-sample one differ 50x in work), and
+    on the first state's stable step. "numpy" where there is no compiled path."""
+    return "auto" if compiled_supported(p.struct, p.law_facts) else "numpy"
 
 
 # ---- physics as scalar kernels ------------------------------------------------------------------
@@ -170,13 +148,44 @@ _LIMIT = ("minmod", "van_leer", "mc", "none").index(LIMITER)
 _HLL = RIEMANN == "hll"
 _RK = ("euler", "rk2mid", "ssprk2", "ssprk3", "rk4").index(INTEGRATOR)
 KERNEL_USED = "numba" if USE_NUMBA else "numpy"  # set to "numpy" if numba cannot compile
+_KERNELS = []  # names of the functions below that compile (for _use_numba)
 
 
 def _njit(f):
     """Compiled lazily at the first call when the compiled path is on; else never called.
     NumPy's error model: a division by zero gives inf/nan as on the NumPy path (which then
     reports NaN), not a ZeroDivisionError."""
+    _KERNELS.append(f.__name__)
     return numba.njit(f, error_model="numpy") if USE_NUMBA else f
+
+
+def _use_numba():
+    """Turn the compiled path on after import (KERNEL = "auto"): import numba and replace each
+    kernel by its lazily compiled version. Numba resolves a kernel's calls to other kernels
+    through this module's globals when it compiles, so they reach the compiled versions."""
+    global numba, USE_NUMBA, KERNEL_USED
+    try:
+        import numba as _numba
+    except ImportError:
+        return False
+    numba = _numba
+    for name in _KERNELS:
+        globals()[name] = numba.njit(globals()[name], error_model="numpy")
+    USE_NUMBA, KERNEL_USED = True, "numba"
+    return True
+
+
+def _auto_kernel(U, t0, grid, prm):
+    """KERNEL = "auto": compile when the predicted work saves more than compiling costs.
+    Work: cell-stages to the last output time at the first state's stable step, over the whole
+    batch (the step shrinks as the solution steepens, so this errs towards NumPy)."""
+    implicit = HAS_VISCOUS and VISCOUS != "explicit"
+    dt = _stable_dt(U, t0, grid, prm, explicit_viscous=not implicit)
+    span = grid.get("t_end", t0) - t0
+    stages = {"euler": 1, "rk2mid": 2, "ssprk2": 2, "ssprk3": 3, "rk4": 4}[INTEGRATOR]
+    work = span / dt * stages * np.asarray(U)[0].size if np.isfinite(dt) and dt > 0 else np.inf
+    cost = COMPILE_SECONDS["implicit" if implicit else "explicit"]
+    return "numba" if work * SAVED_PER_CELL_STAGE > cost and _use_numba() else "numpy"
 
 '''
 
@@ -420,4 +429,6 @@ def compiled_block(law: BalanceLaw, facts: LawFacts, implicit: str = "") -> str:
     is the compiled TR-BDF2 block when the law has viscous terms."""
     implicit = implicit or ("\n\ndef _nb_viscous_implicit(*args):  # no viscous terms: never"
                             " called\n    raise NotImplementedError\n")
-    return NJIT + numba_physics(law, facts) + KERNELS + implicit
+    costs = (f"COMPILE_SECONDS = {COMPILE_SECONDS!r}  # numba import + JIT per run (measured)\n"
+             f"SAVED_PER_CELL_STAGE = {SAVED_PER_CELL_STAGE!r}  # compiled vs NumPy (measured)\n")
+    return NJIT + costs + numba_physics(law, facts) + KERNELS + implicit
