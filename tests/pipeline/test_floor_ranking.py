@@ -263,3 +263,12 @@ def test_a_resumed_run_ranks_as_it_started(tmp_path, audit_of, monkeypatch):  # 
     new, res = _run_with_first_lookup(tmp_path / "new", {**common, "ranking_floor": floor})
     assert res.best_id == "c0r1-j2"
     assert load_run(tmp_path / "new" / "run").rule.floor == pytest.approx(floor)
+
+
+def test_the_pareto_figure_draws_the_floor_bar_only_when_it_is_in_force():
+    from pdesharp.report import pareto
+
+    view = pareto.pareto([c for c, _ in ADVECTION], {c.id: r for c, r in ADVECTION}, "E")
+    assert pareto.objective_bar(view, rule()) is None  # accuracy, no floor: no bar
+    assert pareto.objective_bar(view, rule(floor=FLOOR)) == FLOOR
+    assert pareto.objective_bar(view, rule(floor=9.0e-4)) is None  # below the lowest score
