@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from pdesharp.facts import FactsLevel
 from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, GenesisMode, static_check
 from pdesharp.audit.runs import attach as reference_audit
-from pdesharp.audit.runs import closest_to_converged, judges_note
+from pdesharp.audit.runs import closest_to_converged, judges_note, ranking_floor
 from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.llm.presets import BUILTIN, is_builtin
@@ -134,6 +134,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     analysis: Analysis | None = None
     tournament: Tournament | None = None
     audit, audit_reason, floor = None, "the search stopped before the audit was looked up", None
+    rank_floor = None  # the floor in the ranking (the same switch as floor saturation)
     budget_stop = ""
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
@@ -159,9 +160,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         progress(stage="genesis", written=len(candidates))
 
         # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,
-        #    stopped early at the reference floor when an audit of the dev data gives one.
+        #    stopped early at the reference floor when an audit of the dev data gives one;
+        #    below that floor, time decides between solvers (pdesharp.synthesis.ranking).
         audit, audit_reason, floor = await reference_audit(task, config, evaluator, store,
                                                            progress)
+        rank_floor = ranking_floor(store.events("reference_audit"))  # as the run started
         settings = TournamentSettings(
             feedback=config.feedback, max_rounds=config.max_rounds,
             rejudge_cycles=config.rejudge_cycles, saturation_factor=config.saturation_factor,
@@ -172,7 +175,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             max_evals=config.max_evals, objective=Objective.parse(config.objective),
             time_margin=config.time_margin,
             retime=retime_runs(Objective.parse(config.objective), config.retime),
-            floor=floor, judge_reference_note=judges_note(config, store))
+            floor=floor, ranking_floor=rank_floor,
+            judge_reference_note=judges_note(config, store))
         tournament = Tournament(task, analysis, roles.judges, store, evaluator, settings,
                                 progress)
         await tournament.run(candidates)
@@ -237,25 +241,30 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
              "best_solver_seconds": best[1].solver_seconds if best else None,
              "best_seconds_per_sample": best[1].seconds_per_sample if best else None,
              "objective": config.objective,
-             "objective_words": Objective.parse(config.objective).words(
-                 "nRMSE" if config.feedback == "nrmse" else "score"),
+             "objective_words": _objective_words(config, tournament),
              "winner_time": settlement.describe(*best) if best else {},
              "isolation": getattr(evaluator, "isolation", None)}
     lowest = tournament.lowest() if tournament is not None else None
     if best is not None and lowest is not None and lowest[0].id != best[0].id:
         # the winner is not the lowest score (a tie won on time, or a time objective): say so
         key = "tie_break" if config.objective == "accuracy" else "objective_pick"
+        if tournament.floor_decides():  # below the reference floor, time decided
+            key = "floor_pick"
         final[key] = {"lowest_id": lowest[0].id, "lowest_score": lowest[1].score,
                       "lowest_seconds": lowest[1].solver_seconds,
                       "best_seconds": best[1].solver_seconds,
                       "lowest_per_sample": lowest[1].seconds_per_sample,
                       "best_per_sample": best[1].seconds_per_sample,
                       "tie_tolerance": config.tie_tolerance}
+        if key == "floor_pick":
+            final[key].update(floor=rank_floor, lowest_vs_converged=lowest[1].nrmse_converged,
+                              best_vs_converged=best[1].nrmse_converged)
     final["reference_audit"] = audit_summary(
         audit, audit_reason, best[1] if best else None, floor=floor,
         stopped_at_floor=any(e.get("floor") is not None for e in store.events("saturation")),
         closest=closest_to_converged(store, config.feedback) if audit else None,
-        best_id=best[0].id if best else None)
+        best_id=best[0].id if best else None, ranking=rank_floor,
+        ranked_below_floor=bool(lowest and tournament.rule.below_floor(lowest[1].score)))
     progress(stage="report")
     try:
         await write_report(task, store, analysis, config,
@@ -270,6 +279,15 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     return SolveResult(run_dir=store.dir, status=status, best_id=final["best_id"],
                        best_dev_score=final["best_dev_score"], test_nrmse=test_nrmse,
                        stop_reason=stop_reason, summary=summary)
+
+
+def _objective_words(config: SolveConfig, tournament: Tournament | None) -> str:
+    """The objective in words, with the reference floor's rule when it is in force."""
+    metric = "nRMSE" if config.feedback == "nrmse" else "score"
+    low = tournament.lowest() if tournament is not None else None
+    if low is None:
+        return Objective.parse(config.objective).words(metric)
+    return tournament.rule.words(metric, low[1].score)
 
 
 async def cross_check(task: Task, analysis: Analysis, store: RunStore, config: SolveConfig) -> None:

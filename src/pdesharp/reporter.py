@@ -15,6 +15,7 @@ never part of the narrative prompt: no model ever sees it.
 from __future__ import annotations
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
+from pdesharp.audit.runs import ranking_floor
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import analysis_context, ask, render, shorten
@@ -86,7 +87,8 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     """The objective, how the winner's time was established, and why the winner is not the
     lowest score (a tie won on time, or a time objective)."""
     lines = []
-    if rule.objective.by_time:
+    below = (final.get("reference_audit") or {}).get("ranked_below_floor")
+    if rule.objective.by_time or below:
         lines.append(f"- Objective: {final.get('objective_words') or rule.objective.words(metric)}"
                      f"; time decides only past a {100 * rule.time_margin:g} % margin")
     timed = final.get("winner_time") or {}
@@ -99,7 +101,21 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
                      f"({_fmt(pick['lowest_score'])} in {_sps(pick.get('lowest_per_sample'))} per "
                      f"sample); under the objective the winner is the fastest eligible solver "
                      f"({_sps(pick.get('best_per_sample'))} per sample)")
+    floor = final.get("floor_pick")
+    if floor:
+        lines.append(
+            f"- Decided below the reference floor: `{floor['lowest_id']}` scored lowest "
+            f"({_fmt(floor['lowest_score'])} in {_sps(floor.get('lowest_per_sample'))} per "
+            f"sample{_conv(floor.get('lowest_vs_converged'))}); {metric}s at or below the "
+            f"floor {_fmt(floor['floor'])} are within the data's own error of the PDE, so the "
+            f"fastest of them wins (the winner: {_sps(floor.get('best_per_sample'))} per "
+            f"sample{_conv(floor.get('best_vs_converged'))}); `--no-floor-saturation` ranks "
+            "by the lowest score alone")
     return lines
+
+
+def _conv(v) -> str:
+    return "" if v is None else f", {v:.3e} from the converged solution"
 
 
 def settings_line(config) -> str:
@@ -138,7 +154,7 @@ def analysis_lines(analysis: Analysis) -> list[str]:
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
-    rule = Rule.of(config)
+    rule = Rule.of(config, floor=ranking_floor(store.events("reference_audit")))
     metric = "nRMSE" if feedback == "nrmse" else f"{feedback} score"
     cands, results, rows, rounds = _tables(store, feedback, rule)
     best = results.get(final.get("best_id") or "")
@@ -183,18 +199,23 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                       for d in disagreements]
             lines.append("")
 
+    conv = tables.any_converged(rows)  # the audit's converged solution: its own column
     lines += ["## Tournament", "",
               "Every solver that ran, in the round it ran in (Genesis candidates in the round "
-              "they were first nominated), ranked by the tournament's rule:", "",
+              "they were first nominated), ranked by the tournament's rule"
+              + (" (vs converged: nRMSE against the audit's converged solution of the PDE, "
+                 "never shown to a judge)" if conv else "") + ":", "",
               f"| cycle | round | solver | origin | parents | judge | change | {feedback} | "
-              "s/sample | rank |", "|---|---|---|---|---|---|---|---|---|---|"]
+              + ("vs converged | " if conv else "") + "s/sample | rank |",
+              "|---|---|---|---|---|---|---|---|" + ("---|" if conv else "") + "---|---|"]
     for row in rows:
         c = row.cand
         score = _fmt(row.score) if row.score is not None else row.status
         lines.append(f"| {row.cycle} | {row.round} | `{c.id}` | {c.origin} | "
                      f"{', '.join(c.parents)} | {c.judge or ''} | "
-                     f"{_cell(c.title or c.justification)} | {score} | {_sps(row.per_sample)} | "
-                     f"{row.rank or '–'} |")
+                     f"{_cell(c.title or c.justification)} | {score} | "
+                     + (f"{_fmt(row.vs_converged)} | " if conv else "")
+                     + f"{_sps(row.per_sample)} | {row.rank or '–'} |")
     genesis = [c for c in cands if c.origin == "genesis"]
     never = [c.id for c in genesis if c.id not in results and c.static_check == "ok"]
     lines += ["", f"Genesis wrote {len(genesis)} candidates "
@@ -291,7 +312,8 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     cfg = store.config
     prompt = render("reporter", title=task.title, **analysis_context(analysis),
                     rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
-                    tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=Rule.of(cfg),
+                    tie_tolerance=cfg.get("tie_tolerance", 0.01),
+                    rule=Rule.of(cfg, floor=ranking_floor(store.events("reference_audit"))),
                     objective_words=final.get("objective_words") or "",
                     winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",

@@ -84,6 +84,8 @@ class RoundInfo(BaseModel):
     leader: str | None = None  # the objective's pick so far, its score and time per sample
     leader_score: float | None = None
     leader_per_sample: float | None = None
+    # the reference floor in the ranking (ranking.Rule.floor; --floor-saturation): None: none
+    ranking_floor: float | None = None
 
     @property
     def evals_left(self) -> int | None:

@@ -12,6 +12,11 @@ started with ``--audit compute``), a run
   counts as improving when it cuts the best score by the saturation factor, and from within
   ``1/saturation_factor`` of the reference error any such cut lands below the reference's own
   error, which a solver can only reach by reproducing the reference's errors;
+* with the floor on, ranks by it (:class:`pdesharp.synthesis.ranking.Rule`): once the best score
+  is at or below the floor, every solver at or below it is eligible and time decides among them,
+  so the fast exact design beats a slower one that only matches the reference's own
+  discretisation error more closely. The same switch: both say "below the floor the score no
+  longer measures the PDE", and with the floor off the ranking is the paper's lowest score;
 * optionally tells LLM judges the reference error (off by default, as in the paper's setup).
 
 Looking up an audit costs one hash of the data file (~30 ms for a 9 MB file) and reading the
@@ -123,7 +128,8 @@ def closest_to_converged(store, feedback: str) -> tuple[str, Any] | None:
 
 def summary(audit: RunAudit | None, reason: str, best_result, *, floor: float | None,
             stopped_at_floor: bool, closest: tuple[str, Any] | None = None,
-            best_id: str | None = None) -> dict:
+            best_id: str | None = None, ranking: float | None = None,
+            ranked_below_floor: bool = False) -> dict:
     """The ``reference_audit`` block of ``summary.json`` (also what the report prints)."""
     if audit is None:
         return {"status": "none", "reason": reason}
@@ -136,7 +142,8 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, floor: float | 
         "converged_solution": r.method,
         "converged_error_estimate": r.convergence.estimated_error if r.convergence else None,
         "best_nrmse": score, "best_nrmse_vs_converged": vs_converged,
-        "floor": floor, "stopped_at_floor": stopped_at_floor,
+        "floor": floor, "stopped_at_floor": stopped_at_floor, "ranking_floor": ranking,
+        "ranked_below_floor": ranked_below_floor,
         "best_below_reference_error": bool(score is not None and score < audit.reference_error),
     }
     if r.time_shift is not None:
@@ -212,11 +219,19 @@ async def attach(task: Task, config, evaluator, store, progress=None
     floor = None
     if config.feedback == "nrmse" and floor_saturation_enabled(config):
         floor = audit.floor(floor_factor(config))
-    if first is None:
+    if first is None:  # ranking_floor: the floor the ranking uses (runs before it had none)
         store.event("reference_audit", status="ok", audit=audit.path,
-                    reference_error=audit.reference_error, floor=floor,
+                    reference_error=audit.reference_error, floor=floor, ranking_floor=floor,
                     judges_told=bool(config.judges_see_reference_error))
     return audit, "", floor
+
+
+def ranking_floor(events: list[dict]) -> float | None:
+    """The floor a run ranks by, as its first reference-audit lookup recorded it (``events``:
+    the run's ``reference_audit`` events, or all of them); None for runs without a floor and
+    for runs made before the floor entered the ranking, which thus rank as they did."""
+    first = next((e for e in events if e.get("kind") == "reference_audit"), None)
+    return None if first is None else first.get("ranking_floor")
 
 
 def judges_note(config, store) -> str:

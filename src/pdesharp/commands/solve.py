@@ -80,10 +80,14 @@ def register(sub) -> None:
     floor = p.add_mutually_exclusive_group()
     floor.add_argument("--floor-saturation", dest="floor_saturation", action="store_true",
                        default=None,
-                       help="stop the tournament once the best score is within --floor-factor "
-                            "of the audit's reference error (default: on for the built-in "
-                            "analyst, off for LLM roles)")
-    floor.add_argument("--no-floor-saturation", dest="floor_saturation", action="store_false")
+                       help="use the reference floor (--floor-factor x the audit's reference "
+                            "error): stop the tournament once the best score reaches it, and "
+                            "rank every solver at or below it as equally accurate, so the "
+                            "fastest of them wins (default: on for the built-in analyst, off "
+                            "for LLM roles)")
+    floor.add_argument("--no-floor-saturation", dest="floor_saturation", action="store_false",
+                       help="no floor: search on, and rank by the lowest score alone (the "
+                            "paper's ranking)")
     p.add_argument("--floor-factor", type=float, default=None,
                    help="the floor is this times the reference error (default: "
                         "1/saturation-factor, so any further counted improvement would land "
@@ -306,14 +310,21 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     print(f"run:            {result.run_dir}")
     print(f"best solver:    {s.get('best_solver') or 'none'}")
     print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")
-    if config.objective != "accuracy":
+    audit = s.get("reference_audit") or {}
+    if config.objective != "accuracy" or audit.get("ranked_below_floor"):
         print(f"objective:      {s.get('objective_words') or config.objective}")
+    floor_pick = s.get("floor_pick")
+    if floor_pick:  # the floor changed the pick: name what the lowest score alone would take
+        t = floor_pick.get("lowest_per_sample")
+        print(f"lowest score:   {floor_pick['lowest_id']} {_fmt(floor_pick['lowest_score'])}, "
+              + (f"{t:.3g} s per sample" if t is not None else "time unknown")
+              + " (not picked: at or below the reference floor the fastest wins; "
+              "--no-floor-saturation ranks by score alone)")
     timed = s.get("winner_time") or {}
     if timed.get("per_sample") is not None:
         print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({s['test_note']})" if s.get("test_note") else ""))
-    audit = s.get("reference_audit") or {}
     if audit.get("status") == "ok":
         print(f"reference err:  {_fmt(audit['reference_error'])} (dev data against a converged "
               f"solution; best solver against it: {_fmt(audit.get('best_nrmse_vs_converged'))})")

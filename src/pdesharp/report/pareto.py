@@ -71,10 +71,14 @@ def pareto(cands: list[Candidate], results: dict[str, EvalResult],
 
 
 def objective_bar(view: ParetoView, rule) -> float | None:
-    """A time objective's highest eligible score over the final pool (drawn in the figure)."""
-    if not rule.objective.by_time or not view.points:
+    """The highest eligible score over the final pool (drawn in the figure) under a time
+    objective, or when the reference floor is in force (pdesharp.synthesis.ranking)."""
+    if not view.points:
         return None
-    return rule.bar(min(p.score for p in view.points))
+    low = min(p.score for p in view.points)
+    if not (rule.objective.by_time or rule.below_floor(low)):
+        return None
+    return rule.bar(low)
 
 
 def markdown(view: ParetoView, metric: str, figure: str | None = None) -> list[str]:

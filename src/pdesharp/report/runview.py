@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from pdesharp.audit.runs import ranking_floor
 from pdesharp.records import Analysis, Candidate, EvalResult
 from pdesharp.report.pareto import ParetoView, pareto
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, call_rows,
@@ -187,7 +188,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     for c in cands:
         parent = next((p for p in c.parents if p in nodes and p != c.id), None)
         (nodes[parent].children if parent else roots).append(nodes[c.id])
-    rule = Rule.of(config)
+    rule = Rule.of(config, floor=ranking_floor(events))
     rows = solver_rows(cands, results, events, rule) \
         if any(c.origin in ("genesis", "patch") for c in cands) else []
     narrative = (run_dir / "narrative.md").read_text() \

@@ -51,6 +51,17 @@ class SolverRow:
     def per_sample(self) -> float | None:
         return seconds_per_sample(self.result)
 
+    @property
+    def vs_converged(self) -> float | None:
+        """nRMSE against the converged solution of a reference audit (pdesharp.audit), if any."""
+        return self.result.nrmse_converged if self.result is not None and self.result.ok \
+            else None
+
+
+def any_converged(rows: list[SolverRow]) -> bool:
+    """Does the table need a column for the distance to the converged solution?"""
+    return any(row.vs_converged is not None for row in rows)
+
 
 @dataclass
 class RoundRow:

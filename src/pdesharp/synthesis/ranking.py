@@ -22,6 +22,16 @@ the lower score wins (then the earlier entry: deterministic). A time that rests 
 (the median of a re-timed solver, :mod:`pdesharp.synthesis.timing`) gets the margin divided by
 sqrt(k): a median of three is trusted more than one run. Unknown time counts as slowest.
 
+The reference floor (``Rule.floor``; :mod:`pdesharp.audit.runs`: the audit's reference error
+times the floor factor, set only when floor saturation is on). Once the lowest score is at or
+below it, every solver at or below the floor is eligible too: the objective's bar becomes
+max(bar, floor). Below the floor a lower score measures how closely a solver reproduces the
+reference's own discretisation error, not how well it solves the PDE, so time decides among
+them, by the same time rule. Above the floor, and with no floor, nothing changes (the
+paper-comparable ranking is the plain lowest score). For ``fastest-within`` and
+``fastest-below`` the floor only widens the bar: a target below the floor asks for fitting the
+reference's errors, which the floor says cannot be told apart from solving the PDE.
+
 Saturation under an objective (:func:`improved`): a round improves if the lowest score fell by the
 saturation factor (as in the paper), or, under a time objective, if the objective's pick got
 faster by the saturation factor *and* by more than the timing margin (less is timing noise). For
@@ -32,7 +42,7 @@ time counts (a better score below the target is not what was asked for).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeVar
 
 from pdesharp.records import EvalResult
@@ -115,6 +125,12 @@ class Objective:
 ACCURACY = Objective()
 
 
+def floor_words(floor: float, metric: str = "score") -> str:
+    """The floor's rule in words (the report, the summary and the judges say it)."""
+    return (f"{metric}s at or below the reference floor {floor:.3e} are within the data's own "
+            f"error of the PDE: the fastest of them wins")
+
+
 @dataclass(frozen=True)
 class Rule:
     """The objective and its two tolerances: everything a ranking depends on."""
@@ -122,26 +138,52 @@ class Rule:
     objective: Objective = ACCURACY
     tie_tolerance: float = 0.01  # relative score gap counted as a tie (accuracy objective)
     time_margin: float = 0.3  # relative time gap within which one timing cannot tell apart
+    # the reference floor: once the lowest score is at or below it, every score at or below it
+    # is eligible (see the module docstring); None: no floor
+    floor: float | None = None
 
     @classmethod
-    def of(cls, config) -> Rule:
-        """The rule of a run from its config (a SolveConfig, TournamentSettings or the
-        ``config.json`` dict); absent fields take the defaults (older runs)."""
+    def of(cls, config, floor: float | None = None) -> Rule:
+        """The rule of a run from its config (a SolveConfig, TournamentSettings, RoundInfo or
+        the ``config.json`` dict); absent fields take the defaults (older runs). The floor is
+        ``floor`` if given, else the config's ``ranking_floor``: a run folder records it in its
+        first ``reference_audit`` event (:func:`pdesharp.audit.runs.ranking_floor`)."""
         get = config.get if isinstance(config, dict) else (lambda k: getattr(config, k, None))
         tie, margin = get("tie_tolerance"), get("time_margin")
+        floor = get("ranking_floor") if floor is None else floor
         return cls(Objective.parse(get("objective")), 0.01 if tie is None else float(tie),
-                   0.3 if margin is None else float(margin))
+                   0.3 if margin is None else float(margin),
+                   None if floor is None else float(floor))
+
+    def below_floor(self, lowest: float) -> bool:
+        """Is the floor in force (known, and the lowest score at or below it)?"""
+        return self.floor is not None and lowest <= self.floor
 
     def bar(self, lowest: float) -> float | None:
         """The highest score that is eligible, given the lowest score; None when the target of
-        ``fastest-below`` is not reached (the accuracy rule applies)."""
+        ``fastest-below`` is not reached (the accuracy rule applies, with the floor)."""
         tie = lowest + abs(lowest) * self.tie_tolerance
         o = self.objective
         if o.kind == "fastest-within":
-            return max(tie, lowest + abs(lowest) * (o.value - 1.0))
-        if o.kind == "fastest-below":
-            return o.value if lowest <= o.value else None
-        return tie
+            bar = max(tie, lowest + abs(lowest) * (o.value - 1.0))
+        elif o.kind == "fastest-below":
+            if lowest > o.value:
+                return None
+            bar = o.value
+        else:
+            bar = tie
+        return max(bar, self.floor) if self.below_floor(lowest) else bar
+
+    def unfloored(self) -> Rule:
+        """The same rule without the floor (what the run would have picked without it)."""
+        return replace(self, floor=None)
+
+    def words(self, metric: str = "score", lowest: float | None = None) -> str:
+        """The objective in one sentence, plus the floor's rule when it is in force."""
+        text = self.objective.words(metric)
+        if lowest is not None and self.below_floor(lowest):
+            text += "; " + floor_words(self.floor, metric)
+        return text
 
     def margin(self, timings: int = 1) -> float:
         """The time margin for a time resting on ``timings`` runs (a median of k)."""
@@ -168,7 +210,7 @@ def eligible(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
     lowest = min(r.score for _, r in scored)
     cap = rule.bar(lowest)
     if cap is None:  # fastest-below with the target not reached: the accuracy rule
-        cap = Rule(tie_tolerance=rule.tie_tolerance).bar(lowest)
+        cap = Rule(tie_tolerance=rule.tie_tolerance, floor=rule.floor).bar(lowest)
     return [i for i, (_, r) in enumerate(scored) if r.score <= cap]
 
 
@@ -225,6 +267,13 @@ def lowest(scored: list[tuple[T, EvalResult]]) -> tuple[T, EvalResult]:
 def decided_by_time(scored: list[tuple[T, EvalResult]], rule: Rule) -> bool:
     """Does the pick depend on time? (Two or more eligible solvers with a known time.)"""
     return sum(not math.isinf(seconds(scored[i][1])) for i in eligible(scored, rule)) >= 2
+
+
+def decided_by_floor(scored: list[tuple[T, EvalResult]], rule: Rule) -> bool:
+    """Did the floor change the pick? (The rule without its floor picks another solver.)"""
+    if not scored or rule.floor is None:
+        return False
+    return _best_index(scored, rule) != _best_index(scored, rule.unfloored())
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,9 @@ class TournamentSettings:
     # see pdesharp.audit.runs; accuracy objective only: a time objective can still get faster
     # at the floor); None: no floor
     floor: float | None = None
+    # the floor in the ranking (ranking.Rule.floor): scores at or below it are eligible once the
+    # lowest is, and time decides among them; None: no floor (LLM default, paper-comparable)
+    ranking_floor: float | None = None
     judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
     objective: Objective = Objective()  # what the ranking picks (pdesharp.synthesis.ranking)
     time_margin: float = 0.3  # relative time gap one timing cannot tell apart
@@ -78,7 +81,7 @@ class Tournament:
         self.pool: list[Candidate] = []
         self.known: dict[str, EvalResult] = {}
         self.rule = Rule(Objective.parse(settings.objective), settings.tie_tolerance,
-                         settings.time_margin)
+                         settings.time_margin, settings.ranking_floor)
         # finalists' results with their settled (median) time, once the search is over
         self.settled: dict[str, EvalResult] = {}
         self.settlement = Settlement(note="the search did not end normally")
@@ -144,6 +147,10 @@ class Tournament:
         fresh = [e for e in entries if e.result is None]
         failed = [e for e in entries if e.result is not None and not e.result.ok]
         return [e for e, _ in rank(scored, self.rule)] + unscored + fresh + failed
+
+    def floor_decides(self) -> bool:
+        """Did the reference floor change the pick (:func:`ranking.decided_by_floor`)?"""
+        return ranking.decided_by_floor(self._scored(), self.rule)
 
     def best_score(self) -> float | None:
         """The lowest score so far (what the judges are told as the best score; saturation
@@ -234,6 +241,7 @@ class Tournament:
                          best_score=self.best_score(), executed=len(self.known),
                          debug_attempts=self.s.debug_attempts,
                          tie_tolerance=self.s.tie_tolerance, feedback=self.s.feedback,
+                         ranking_floor=self.rule.floor,
                          reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:
