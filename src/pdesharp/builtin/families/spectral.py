@@ -99,13 +99,15 @@ class GridRatio(Axis):
         return int(v) if v.is_integer() else v
 
 
-# Internal grids coarser than the data's, coarsest first. 1/8 would leave too few modes on
-# the small grids tests and users run (128 points -> 16).
-COARSE = (0.25, 0.5)
+# Internal grids coarser than the data's, coarsest first (3/8: 384 points for 1024, an FFT-friendly
+# 3 x 2^7). Coarser than 1/4 leaves too few modes on the small grids tests and users run.
+COARSE = (0.25, 0.375, 0.5)
 # Largest cell Peclet number (the analysis': max|lambda| h / max D) of a coarse internal grid.
-# Measured on CNS (eta = zeta = 0.1, data Pe 0.074): the 1/4 grid (internal Pe 0.30) is 8.6e-4
-# from the converged solution, 1/8 (0.59) 4.1e-3, the data's own float32 error being 5.0e-3.
-COARSE_PECLET = 0.5
+# Measured on CNS (eta = zeta = 0.1, data Pe 0.074; the data's own float32 error is 5.0e-3), error
+# against the converged solution by internal Pe: 0.15 (1/2) 9.9e-5, 0.20 (3/8) 1.5e-4, 0.30 (1/4)
+# 8.6e-4, 0.59 (1/8) 4.1e-3. The cliff between 0.2 and 0.3 is the spectrum's exponential tail
+# reaching the 2/3-rule cut-off; 0.25 sits in it.
+COARSE_PECLET = 0.25
 COARSE_CFL = 0.8  # 60% of RK4's imaginary-axis limit 2.8 / (k_max h) = 1.34 on the 2/3-rule grid
 
 
@@ -247,10 +249,18 @@ def remainder_source(law: BalanceLaw, prim: PrimitiveForm) -> str:
     body = unpack([w.name for w in law.prims], "W", used)
     for a, row in enumerate(law.grads):
         body += unpack([g.name for g in row], f"WX[{a}]", used)
-    body += "    _zero = np.zeros_like(W[0])\n"
     body += params_lines(law.params, used) + coords_line(law.coords, used, law.t)
     body += "".join(f"    {safe(s.name)} = {npcode(e)}\n" for s, e in subs)
-    ret = ", ".join(f"({npcode(e)}) + _zero" for e in reduced)
+    # "+ _zero" broadcasts only the entries that are not already [B, N...] arrays (a constant, 0,
+    # a function of x alone)
+    arrays = set(law.prims) | {g for row in law.grads for g in row}
+    for sym, e in subs:
+        if e.free_symbols & arrays:
+            arrays.add(sym)
+    full = [any(s in arrays for s in e.free_symbols) for e in reduced]
+    if not all(full):
+        body += "    _zero = np.zeros_like(W[0])\n"
+    ret = ", ".join(npcode(e) if f else f"({npcode(e)}) + _zero" for e, f in zip(reduced, full))
     return ("def remainder(W, WX, X, t, prm):\n    \"\"\"dt w minus its constant diagonal linear"
             " part, in primitive variables (derived\n    with SymPy from the conservation law);"
             " WX[axis][j] = d w_j / d axis.\"\"\"\n" + body + f"    return [{ret}]\n\n\n")
