@@ -1,4 +1,5 @@
-"""The primitive-variable (quasi-linear) form of a balance law, split for an exponential integrator.
+"""The primitive-variable (quasi-linear) form of a balance law, split for an exponential integrator,
+and the NumPy source of its explicit remainder.
 
 From ``dt q(w) + sum_a da F_a(w, x, t) = sum_a da V_a(w, da w, x, t) + S(w, x, t)`` the chain rule
 gives ``M(w) dt w = b(w, da w, da^2 w, x, t)`` with ``M = dq/dw``, so
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.physics import coords_line, npcode, params_lines, safe, unpack
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,29 @@ def primitive_form(law: BalanceLaw) -> PrimitiveForm | None:
             return None
         N.append(rem)
     return PrimitiveForm(advection=A, diffusion=D, reaction=c, remainder=N)
+
+
+def remainder_source(law: BalanceLaw, prim: PrimitiveForm) -> str:
+    """``remainder(W, WX, X, t, prm)``: the explicit part N of the primitive form, WX[axis][j] the
+    spectral derivative of w_j along the axis; common subexpressions computed once."""
+    exprs = prim.remainder
+    subs, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_s"))
+    used = exprs
+    body = unpack([w.name for w in law.prims], "W", used)
+    for a, row in enumerate(law.grads):
+        body += unpack([g.name for g in row], f"WX[{a}]", used)
+    body += params_lines(law.params, used) + coords_line(law.coords, used, law.t)
+    body += "".join(f"    {safe(s.name)} = {npcode(e)}\n" for s, e in subs)
+    # "+ _zero" broadcasts only the entries that are not already [B, N...] arrays (a constant, 0,
+    # a function of x alone)
+    arrays = set(law.prims) | {g for row in law.grads for g in row}
+    for sym, e in subs:
+        if e.free_symbols & arrays:
+            arrays.add(sym)
+    full = [any(s in arrays for s in e.free_symbols) for e in reduced]
+    if not all(full):
+        body += "    _zero = np.zeros_like(W[0])\n"
+    ret = ", ".join(npcode(e) if f else f"({npcode(e)}) + _zero" for e, f in zip(reduced, full))
+    return ("def remainder(W, WX, X, t, prm):\n    \"\"\"dt w minus its constant diagonal linear"
+            " part, in primitive variables (derived\n    with SymPy from the conservation law);"
+            " WX[axis][j] = d w_j / d axis.\"\"\"\n" + body + f"    return [{ret}]\n\n\n")

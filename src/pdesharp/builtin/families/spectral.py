@@ -42,9 +42,8 @@ from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.exact import linear_system
 from pdesharp.builtin.families.common import (EVOLVE, FOURIER, GRID, fixed_axes,
                                               problem_constants)
-from pdesharp.builtin.physics import (coords_line, npcode, params_lines, physics_source, safe,
-                                      unpack)
-from pdesharp.builtin.primitive_form import PrimitiveForm, primitive_form
+from pdesharp.builtin.physics import npcode, params_lines, physics_source
+from pdesharp.builtin.primitive_form import PrimitiveForm, primitive_form, remainder_source
 
 
 def linear_parts(law: BalanceLaw):
@@ -108,11 +107,11 @@ class GridRatio(Axis):
 # 3 x 2^7). Coarser than 1/4 leaves too few modes on the small grids tests and users run.
 COARSE = (0.25, 0.375, 0.5)
 # Largest cell Peclet number (the analysis': max|lambda| h / max D) of a coarse internal grid.
-# Measured on CNS (eta = zeta = 0.1, data Pe 0.074; the data's own float32 error is 5.0e-3), error
-# against the converged solution by internal Pe: 0.15 (1/2) 9.9e-5, 0.20 (3/8) 1.5e-4, 0.30 (1/4)
-# 8.6e-4, 0.59 (1/8) 4.1e-3. The cliff between 0.2 and 0.3 is the spectrum's exponential tail
-# reaching the 2/3-rule cut-off; 0.25 sits in it.
-COARSE_PECLET = 0.25
+# Calibrated on CNS (eta = zeta = 0.1, data Pe 0.074; the data's own float32 error is 5.0e-3):
+# error against the converged solution by internal Pe: 0.15 (1/2) 9.8e-5, 0.20 (3/8) 1.1e-4,
+# 0.30 (1/4) 2.3e-4, 0.39 (3/16) 5.0e-4, 0.59 (1/8) 1.0e-3. 0.35 keeps the coarse grid's own
+# error below a tenth of such data's (5.025e-3 on dev at 1/4 against 5.021e-3 on the data grid).
+COARSE_PECLET = 0.35
 COARSE_CFL = 0.8  # 60% of RK4's imaginary-axis limit 2.8 / (k_max h) = 1.34 on the 2/3-rule grid
 
 
@@ -226,7 +225,7 @@ class SpectralFamily(Family):
         else:
             A, D, c, high = linear_parts(law)
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": law.has_viscous,
-                 "HAS_SOURCE": law.has_source}
+                 "HAS_SOURCE": law.has_source, "PRIMITIVE_FORM": prim is not None}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += physics_source(law, p.law_facts)
         row = lambda r: "[" + ", ".join(f"float({npcode(e)})" for e in r) + "]"  # noqa: E731
@@ -243,32 +242,6 @@ class SpectralFamily(Family):
             return (code + remainder_source(law, prim) + GRID + FOURIER + GRID_TRANSFER
                     + PRIMITIVE_RHS + INTEGRATOR_BLOCK + EVOLVE)
         return code + GRID + FOURIER + GRID_TRANSFER + CONSERVATIVE_RHS + INTEGRATOR_BLOCK + EVOLVE
-
-
-def remainder_source(law: BalanceLaw, prim: PrimitiveForm) -> str:
-    """``remainder(W, WX, X, t, prm)``: the explicit part N of the primitive form, WX[axis][j] the
-    spectral derivative of w_j along the axis; common subexpressions computed once."""
-    exprs = prim.remainder
-    subs, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_s"))
-    used = exprs
-    body = unpack([w.name for w in law.prims], "W", used)
-    for a, row in enumerate(law.grads):
-        body += unpack([g.name for g in row], f"WX[{a}]", used)
-    body += params_lines(law.params, used) + coords_line(law.coords, used, law.t)
-    body += "".join(f"    {safe(s.name)} = {npcode(e)}\n" for s, e in subs)
-    # "+ _zero" broadcasts only the entries that are not already [B, N...] arrays (a constant, 0,
-    # a function of x alone)
-    arrays = set(law.prims) | {g for row in law.grads for g in row}
-    for sym, e in subs:
-        if e.free_symbols & arrays:
-            arrays.add(sym)
-    full = [any(s in arrays for s in e.free_symbols) for e in reduced]
-    if not all(full):
-        body += "    _zero = np.zeros_like(W[0])\n"
-    ret = ", ".join(npcode(e) if f else f"({npcode(e)}) + _zero" for e, f in zip(reduced, full))
-    return ("def remainder(W, WX, X, t, prm):\n    \"\"\"dt w minus its constant diagonal linear"
-            " part, in primitive variables (derived\n    with SymPy from the conservation law);"
-            " WX[axis][j] = d w_j / d axis.\"\"\"\n" + body + f"    return [{ret}]\n\n\n")
 
 
 # ---- the blocks: internal grid, the two forms of the right-hand side, the integrator ----
@@ -321,7 +294,13 @@ def _init_state(W0, prm):
     grid["cache"] = {}
     vh = np.fft.rfftn(np.array(W0), axes=grid["axes"])
     # a coarser internal grid keeps the data's modes |m| < n_inner / 2 (Fourier restriction)
-    return (_resize(vh, data, inner) if inner != data else vh), grid
+    vh = _resize(vh, data, inner) if inner != data else vh
+    if PRIMITIVE_FORM:
+        # all transport is in the explicit (masked) remainder: modes outside the 2/3 mask would
+        # keep their initial values, not move; density and pressure (no viscosity) never lose
+        # them (CNS on 256 points: 8.6e-4 from the converged solution kept, 2.3e-4 dropped)
+        vh = vh * grid["mask"]
+    return vh, grid
 
 
 def _physical(vh, grid):
