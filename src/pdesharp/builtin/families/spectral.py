@@ -14,11 +14,11 @@ Only where the solution is smooth: the cell Peclet number is below 2, else shock
 finite-volume families take the problem.
 
 The internal grid is a design axis: REFINE x the data grid, finer (2, 4...) or coarser (1/4, 3/8,
-1/2) where the viscous length spans several coarse cells (internal cell Peclet number <= 0.25,
+1/2) where the viscous length spans several coarse cells (internal cell Peclet number <= 0.35,
 :meth:`SpectralFamily.coarse_ratio`); the data's high modes are restored by zero padding at
 output. With a viscous length of many data cells the solution has next to no content in the
-data's top modes, so the coarse grid loses no accuracy the data can show (CNS: 384 points for
-1024, 1.5e-4 from the converged solution against the data's own 5.0e-3), and both the step
+data's top modes, so the coarse grid loses no accuracy the data can show (CNS: 256 points for
+1024, 2.3e-4 from the converged solution against the data's own 5.0e-3), and both the step
 (~ h / |lambda|) and the transforms shrink with it.
 
 Stability rule: dt <= CFL / sum_a(max|lambda_a| / h_a) for the nonlinear flux and CFL / max|dN/dw|
@@ -122,8 +122,8 @@ class SpectralFamily(Family):
              "etdrk4 (exponential time differencing) | if_rk4 (integrating factor)"),
         Axis("CFL", 0.4, (), "Courant number of the nonlinear part"),
         GridRatio("REFINE", 1, (), "internal grid = REFINE x data grid (Fourier interpolation);"
-                                   " > 1 keeps every data mode under the 2/3 rule, < 1 (0.5,"
-                                   " 0.25) is coarser where viscosity leaves the top modes empty"),
+                                   " > 1 keeps every data mode under the 2/3 rule, < 1 (1/2,"
+                                   " 3/8, 1/4) is coarser where viscosity empties the top modes"),
     )
 
     def applies(self, p: Problem) -> bool:
