@@ -199,3 +199,23 @@ def test_coarse_grid_transfer_is_exact_on_band_limited_data():
         assert need <= k <= max(1.25 * need, np.ceil(need)) + 1e-9, (need, k)
         assert ns["_steps"](1.0, 1.0 / need, True) == np.ceil(need - 1e-9)
     assert [ns["_steps"](1.0, 1.0 / m, False) for m in (9, 17, 25, 31)] == [10, 20, 28, 32]
+
+
+def test_the_tournament_reaches_the_coarse_grids_and_reads_them_back():
+    from pdesharp.builtin.judge import constant_patch, read_design
+
+    task = load_task("cns1d")
+    p = analysed(task, {"rho": (1.34, 5.67), "v": (-1.46, 0.69), "p": (14.6, 43.8)}, 1024)
+    fam = family("spectral")
+    coarse = candidate_designs(p)[0]
+    code = render(task, coarse, p)
+    assert "REFINE = 0.25  #" in code and read_design(code) == coarse  # the header round trip
+    assert "\nREFINE = 0.5  # internal grid" in constant_patch(code, {"REFINE": 0.5})
+    # accuracy: a finer grid from the coarse one; speed: a coarser grid from the data grid,
+    # never below the rule's 1/4
+    assert ("REFINE", 0.5) in [m[:2] for m in fam.moves(coarse, p, "accuracy", False)]
+    assert ("REFINE", 0.5) in [m[:2] for m in fam.moves(fam.design(), p, "speed", False)]
+    assert all(m[0] != "REFINE" for m in fam.moves(coarse, p, "speed", False))
+    # the cost model ranks the coarse design cheapest of the family
+    assert fam.cost(coarse, p) < min(fam.cost(d, p) for d in candidate_designs(p)[1:]
+                                     if d.family == "spectral")
