@@ -65,7 +65,9 @@ BUILTIN = {
     "burgers": (["FRAMES", 21], 1e-3),
     # full window: pseudo-spectral/exact-split designs 1e-5 to 1e-4; the published best is 2.3e-3
     "reacdiff1d": ([], 2e-3),
-    # 6 frames of the (only) two-sample CNS file, implicit viscous step: ~2e-4
+    # 6 frames of the (only) two-sample CNS file: pseudo-spectral in primitive variables 5.5e-4
+    # (1/4 grid) and 4.1e-4 (data grid), the finite-volume design with an implicit viscous step
+    # ~2e-4 (the data were made by a MUSCL scheme in float32: 5.0e-3 from the PDE over 101 frames)
     "cns1d": (["FRAMES", 6], 2e-3),
     # one 421^2 sample: five-point on the cell centres 2.0e-4, on the spline node grid 2.5e-8
     "darcy": ([], 1e-3),
