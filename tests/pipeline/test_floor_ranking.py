@@ -178,6 +178,8 @@ def test_judges_are_told_the_floor_rule_when_the_floor_is_on(tmp_path, audit_of)
     systems = _systems(store)
     assert systems and all("Reference floor: 1.111e-01" in s for s in systems)
     assert all("time decides among them" in s for s in systems)
+    # the goal line agrees with the rule: at the floor the fastest wins, not the best score
+    assert all("the fastest solver at or below the floor" in " ".join(s.split()) for s in systems)
     (event,) = store.events("reference_audit")
     assert event["ranking_floor"] == pytest.approx(1e-1 / 0.9)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
