@@ -296,10 +296,15 @@ def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, met
 
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
+    cfg = store.config
+    rule = Rule.of(cfg, floor=ranking_floor(store.events("reference_audit")))
+    scores = [r.score for r in rows if r.score is not None]
+    in_force = bool(scores) and rule.below_floor(min(scores))
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,
              "parents": r.cand.parents, "judge": r.cand.judge or "", "score": _fmt(r.score),
              "per_sample": _sps(r.per_sample), "cycle": r.cycle, "round": r.round,
-             "status": r.status}
+             "status": r.status,
+             "below_floor": in_force and r.score is not None and r.score <= rule.floor}
             for r in sorted(rows, key=lambda r: (r.rank is None, r.rank or 0))]
     never = [f"{c.id} ({c.title})" if c.title else c.id for c in store.candidates("genesis")
              if c.code.strip() and store.result_for(c.id, "dev", store.config.get(
@@ -309,11 +314,10 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                 for e in sorted(store.events("no_change"),  # not completion order: replay
                                 key=lambda e: (e.get("cycle", 0), e.get("round", 0),
                                                str(e.get("judge"))))]
-    cfg = store.config
     prompt = render("reporter", title=task.title, **analysis_context(analysis),
                     rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
-                    tie_tolerance=cfg.get("tie_tolerance", 0.01),
-                    rule=Rule.of(cfg, floor=ranking_floor(store.events("reference_audit"))),
+                    tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
+                    floor_in_force=in_force,
                     objective_words=final.get("objective_words") or "",
                     winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",

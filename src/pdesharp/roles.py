@@ -92,6 +92,12 @@ class RoundInfo(BaseModel):
         return None if self.eval_limit is None else max(0, self.eval_limit - self.evals_used)
 
     @property
+    def floor_reached(self) -> bool:
+        """Is the reference floor in force (known, and the lowest score at or below it)?"""
+        return (self.ranking_floor is not None and self.best_score is not None
+                and self.best_score <= self.ranking_floor)
+
+    @property
     def objective_kind(self) -> str:
         return self.objective.partition(":")[0]
 

@@ -217,9 +217,13 @@ class LLMJudge:
                 self._shown[c.id] = c.code
             rank = (f"rank {executed.index(c.id) + 1} of {len(executed)}"
                     if c.id in executed else "")
-            if rank and self.info.bar is not None and self.info.objective != "accuracy":
+            if rank and self.info.bar is not None and (self.info.objective_kind != "accuracy"
+                                                       or self.info.floor_reached):
                 eligible = e.result.score <= self.info.bar  # the objective's bar this round
-                rank += ", eligible" if eligible else ", not eligible: above the bar"
+                floor = self.info.floor_reached and self.info.bar == self.info.ranking_floor
+                rank += ", eligible" if eligible else (
+                    ", not eligible: above the reference floor" if floor
+                    else ", not eligible: above the bar")
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),

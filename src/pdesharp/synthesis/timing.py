@@ -25,7 +25,7 @@ from typing import Any
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult
 from pdesharp.store import RunStore, code_sha256
-from pdesharp.synthesis.ranking import Rule, eligible, pick_best, seconds
+from pdesharp.synthesis.ranking import Rule, decided_by_time, eligible, pick_best, seconds
 
 MAX_FINALISTS = 3
 RETIME_RUNS = 2  # extra runs per finalist under a time objective (``--retime`` default)
@@ -117,7 +117,9 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     out = Settlement(repeats=0)
     chosen = finalists(scored, rule)
     if not chosen:
-        out.note = "time did not decide between close candidates"
+        out.note = ("not re-timed: time decided by more than the timing noise"
+                    if decided_by_time(scored, rule)
+                    else "not re-timed: time did not decide (one eligible solver)")
         return {}, out
     out.finalists = [c.id for c in chosen]
     if repeats <= 0:

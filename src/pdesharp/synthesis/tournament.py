@@ -226,9 +226,12 @@ class Tournament:
     def info(self, cycle: int, rnd: int, stale: int) -> RoundInfo:
         """The rules and the state a judge is told at the start of a round."""
         scored, pick = self._scored(), self.best()
-        bar = self.rule.bar(ranking.lowest(scored)[1].score) if scored else None
+        low = ranking.lowest(scored)[1].score if scored else None
+        bar = self.rule.bar(low) if scored else None
+        # the bar is news under a time objective, and under accuracy once the floor is in force
+        told = self.rule.objective.by_time or (low is not None and self.rule.below_floor(low))
         return RoundInfo(objective=str(self.rule.objective), time_margin=self.rule.time_margin,
-                         retime=self.s.retime, bar=bar if self.rule.objective.by_time else None,
+                         retime=self.s.retime, bar=bar if told else None,
                          leader=pick[0].id if pick and scored else None,
                          leader_score=pick[1].score if pick and scored else None,
                          leader_per_sample=pick[1].seconds_per_sample if pick and scored

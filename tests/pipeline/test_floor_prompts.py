@@ -1,0 +1,151 @@
+"""What the judges and the reporter are told once the reference floor is in force.
+
+Found by playing the model through the bridge (../shared/tools/llm_bridge.py) on advection with
+--floor-saturation: after round 1's nominees ran, both were below the floor and the exact
+propagator (400x the lowest score, 5x faster) was ranked first, yet the propose prompt asked the
+judges to "improve its score", the listing said only "rank 1 of 2", the state line gave the best
+score without saying the floor was reached, and the rule said the search ends "as soon as" the
+floor is reached although that round's modifications still ran. Expected texts and labels are
+derived by hand from the rule in pdesharp/synthesis/ranking.py's docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from test_floor_ranking import ADVECTION, FLOOR
+
+from pdesharp.prompting import analysis_context, render
+from pdesharp.records import Analysis, Classification
+from pdesharp.roles import RoundInfo
+from pdesharp.store import RunStore
+from pdesharp.synthesis.judges import LLMJudge
+from pdesharp.synthesis.ranking import Objective, Rule
+from pdesharp.synthesis.timing import settle
+from pdesharp.synthesis.tournament import Tournament, TournamentSettings
+from pdesharp.task import load_task
+
+
+def _info(best, objective="accuracy", floor=FLOOR, bar=None, leader="E"):
+    return RoundInfo(cycle=0, round=1, max_rounds=2, cycles=1, best_score=best,
+                     ranking_floor=floor, objective=objective, bar=bar, leader=leader,
+                     leader_score=1.088e-3, leader_per_sample=0.005)
+
+
+def _flat(text):
+    return re.sub(r"\s+", " ", text)
+
+
+def _propose(info):
+    return _flat(render("judge_propose", info=info, base_id="W", base_title="", base_code="x",
+                        base_shown=True, base_result="nRMSE 9.9e-4", entries=[]))
+
+
+@pytest.mark.parametrize("best, floor, reached", [
+    (9.70e-4, FLOOR, True), (FLOOR, FLOOR, True),  # at or below: in force
+    (1.3e-3, FLOOR, False), (9.70e-4, None, False), (None, FLOOR, False)])
+def test_floor_reached_is_the_lowest_score_at_or_below_the_floor(best, floor, reached):
+    assert _info(best, floor=floor).floor_reached is reached
+
+
+def test_once_the_floor_is_reached_judges_are_asked_for_speed_not_score():
+    text = _propose(_info(9.70e-4, bar=FLOOR))
+    assert "The reference floor is reached" in text
+    assert "make it faster while its score stays at or below the floor" in text
+    assert "expect to improve its score" not in text
+    assert "no modification of W to improve it under this rule" in text
+    state = _flat(render("_state", info=_info(9.70e-4, bar=FLOOR)))
+    assert "the lowest score is at or below the reference floor 1.210e-03" in state
+    assert "every solver at or below the floor is eligible" in state
+    assert "the pick so far: E (1.088e-03, 0.005 s per sample)" in state
+    assert "the search ends after this round" in state
+    # above the floor (and without one) the accuracy prompt is as before
+    for info in (_info(1.3e-3), _info(9.70e-4, floor=None)):
+        assert "expect to improve its score" in _propose(info)
+        assert "reference floor" not in _flat(render("_state", info=info))
+
+
+def test_under_a_time_objective_the_state_gives_the_wider_bar_and_does_not_end_the_search():
+    # fastest-within:2 with lowest 9.7e-4: bar 1.94e-3 > floor, so the bar is what is eligible
+    state = _flat(render("_state", info=_info(9.70e-4, "fastest-within:2", bar=1.94e-3)))
+    assert "every solver with a score up to 1.940e-03 is eligible" in state
+    assert "the search ends" not in state
+
+
+def test_the_rule_says_the_search_ends_after_the_round_not_at_once():
+    system = _flat(render("_rule", info=_info(None)))
+    assert "The search ends at the end of the round in which the lowest score reaches the floor" \
+        in system
+    assert "as soon as" not in system
+
+
+def _tournament(tmp_path, objective="accuracy", floor=FLOOR):
+    task = load_task("advection")
+    store = RunStore.create(tmp_path, task=task, config={}, run_id="t")
+    t = Tournament(task, None, [], store, None, TournamentSettings(
+        objective=Objective.parse(objective), ranking_floor=floor))
+    for c, r in ADVECTION:
+        t.pool.append(c)
+        t.known[c.id] = r
+    return t, store
+
+
+def test_the_listing_marks_who_is_eligible_below_the_floor(tmp_path):
+    t, store = _tournament(tmp_path)
+    info = t.info(0, 1, 0)
+    # lowest 9.7e-4 <= floor 1.21e-3: the bar is the floor (the 1 % tie is below it)
+    assert info.floor_reached and info.bar == pytest.approx(FLOOR)
+    judge = LLMJudge(None, "judge-1")
+    judge.observe(info)
+    entries = t.ranked([t.entry(c) for c in t.pool])
+    ranks = {e["id"]: e["rank"] for e in judge._entries(entries, full_first=[])}
+    # E is 50x faster than W and C: first; F (1.674e-3) is above the floor
+    assert ranks == {"E": "rank 1 of 4, eligible", "C": "rank 2 of 4, eligible",
+                     "W": "rank 3 of 4, eligible",
+                     "F": "rank 4 of 4, not eligible: above the reference floor"}
+    store.close()
+
+
+def test_without_the_floor_in_force_accuracy_listings_carry_no_eligibility(tmp_path):
+    for floor in (None, 9.0e-4):  # no floor; a floor below the lowest score
+        t, store = _tournament(tmp_path / str(floor), floor=floor)
+        info = t.info(0, 1, 0)
+        assert info.bar is None and not info.floor_reached
+        judge = LLMJudge(None, "judge-1")
+        judge.observe(info)
+        entries = t.ranked([t.entry(c) for c in t.pool])
+        assert all("eligible" not in e["rank"] for e in judge._entries(entries, full_first=[]))
+        store.close()
+
+
+def test_the_winner_time_note_says_whether_time_decided(tmp_path):
+    store = RunStore.create(tmp_path, task=load_task("advection"), config={}, run_id="t")
+    # below the floor E is 50x faster than the others: time decided, clearly
+    _, clear = asyncio.run(settle(store, None, ADVECTION, Rule(floor=FLOOR), 0))
+    assert clear.note == "not re-timed: time decided by more than the timing noise"
+    # no floor: C alone is eligible (W is 2 % above it)
+    _, alone = asyncio.run(settle(store, None, ADVECTION, Rule(), 0))
+    assert alone.note == "not re-timed: time did not decide (one eligible solver)"
+    store.close()
+
+
+def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
+    pool = [{"rank": 1, "id": "E", "title": "", "origin": "genesis", "parents": [], "judge": "",
+             "score": "1.088e-03", "per_sample": "0.005 s", "cycle": 0, "round": 1,
+             "status": "ok", "below_floor": True},
+            {"rank": 2, "id": "F", "title": "", "origin": "genesis", "parents": [], "judge": "",
+             "score": "1.674e-03", "per_sample": "0.014 s", "cycle": 0, "round": 1,
+             "status": "ok", "below_floor": False}]
+    analysis = Analysis(classification=Classification(
+        time_order=1, space_order=1, linear=True, pde_type="hyperbolic", boundary="periodic"))
+    common = dict(title="t", **analysis_context(analysis), rounds=[], pool=pool, feedback="nrmse",
+                  tie_tolerance=0.01, rule=Rule(floor=FLOOR), objective_words="",
+                  winner_time={}, never=[], declined=[], end="", evals_used=2, eval_limit=None,
+                  best_id="E", best_title="", ancestry=[], justifications=[])
+    text = _flat(render("reporter", floor_in_force=True, **common))
+    assert "E: genesis, cycle 0 round 1; nrmse 1.088e-03 (at or below the floor)" in text
+    assert "F: genesis, cycle 0 round 1; nrmse 1.674e-03, 0.014 s" in text
+    assert "the floor is in force" in text
+    assert "did not affect the ranking" in _flat(render("reporter", floor_in_force=False,
+                                                        **common))
