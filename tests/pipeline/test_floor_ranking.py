@@ -183,6 +183,9 @@ def test_judges_are_told_the_floor_rule_when_the_floor_is_on(tmp_path, audit_of)
                for s in systems)
     (event,) = store.events("reference_audit")
     assert event["ranking_floor"] == pytest.approx(1e-1 / 0.9)
+    # the floor is floor factor x the reference error: the run records that judges were told,
+    # though --tell-judges-reference-error was not given
+    assert event["judges_told"] is True
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     block = summary["reference_audit"]
     assert block["ranking_floor"] == pytest.approx(1e-1 / 0.9) and block["ranked_below_floor"]
@@ -205,7 +208,7 @@ def test_without_the_floor_judges_hear_nothing_of_it(tmp_path, audit_of):  # noq
                    rejudge_cycles=0)
     assert _systems(store) and not any("Reference floor" in s for s in _systems(store))
     (event,) = store.events("reference_audit")
-    assert event["ranking_floor"] is None
+    assert event["ranking_floor"] is None and event["judges_told"] is False
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert "floor" not in summary["objective_words"]
     assert not summary["reference_audit"]["ranked_below_floor"]

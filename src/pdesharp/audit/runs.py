@@ -222,7 +222,9 @@ async def attach(task: Task, config, evaluator, store, progress=None
     if first is None:  # ranking_floor: the floor the ranking uses (runs before it had none)
         store.event("reference_audit", status="ok", audit=audit.path,
                     reference_error=audit.reference_error, floor=floor, ranking_floor=floor,
-                    judges_told=bool(config.judges_see_reference_error))
+                    # the floor is part of the ranking rule the judges are shown, and it
+                    # is floor factor x the reference error: told, whatever the flag
+                    judges_told=bool(config.judges_see_reference_error) or floor is not None)
     return audit, "", floor
 
 

@@ -94,7 +94,8 @@ def register(sub) -> None:
                         "below the reference's own error)")
     p.add_argument("--tell-judges-reference-error", action="store_true",
                    help="show LLM judges the audit's reference error (off by default, as in "
-                        "the paper's setup)")
+                        "the paper's setup; with --floor-saturation the judges see the floor, "
+                        "floor factor x that error, as part of the ranking rule either way)")
     add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")
