@@ -95,6 +95,26 @@ def replay(tmp_path, **cfg):
     return store, result, replies, evaluator
 
 
+def replay_fixture(fixture: Path, tmp, evaluator=None, **cfg):
+    """Replay a bridge fixture folder that holds its own task.yaml and task_facts.json (the
+    later fixtures): the solve options are ``cfg``; the evaluator answers from the fixture's
+    recorded results (``RecordedEvaluator(fixture)`` unless one is given)."""
+    from pdesharp.facts import TaskFacts
+    from pdesharp.task import load_task_file
+
+    task = load_task_file(fixture / "task.yaml")
+    facts = TaskFacts.model_validate_json((fixture / "task_facts.json").read_text())
+    config = SolveConfig(task=str(fixture / "task.yaml"), model="replay:bridge",
+                         data_dir=str(tmp / "no-data"), out=str(tmp), **cfg)
+    store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
+    replies = BridgeReplies(fixture)
+    roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
+        replies.answer, name="replay:bridge")}, task=task, facts=facts)
+    evaluator = evaluator or RecordedEvaluator(fixture)
+    result = asyncio.run(solve(task, config, store, roles, evaluator))
+    return store, result, replies, evaluator
+
+
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
     return replay(tmp_path_factory.mktemp("bridge"))

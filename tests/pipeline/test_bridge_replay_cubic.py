@@ -11,38 +11,22 @@ produces code the run never executed, and the test fails loudly.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
 
 import pytest
 from pipeline_scripts import prompts
-from test_bridge_replay import BridgeReplies, RecordedEvaluator
+from test_bridge_replay import replay_fixture
 
-from pdesharp.facts import TaskFacts
-from pdesharp.llm.scripted import ScriptedModel
-from pdesharp.pipeline import SolveConfig, solve
-from pdesharp.rolesets import build_roles
-from pdesharp.store import RunStore
 from pdesharp.task import load_task_file
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_cubic_damped"
 
 
 def replay(tmp, **cfg):
-    task = load_task_file(FIXTURE / "task.yaml")
-    facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
-    config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
-                         genesis="diverse", max_rounds=2, rejudge_cycles=1, max_evals=8,
-                         max_samples=4, data_dir=str(tmp / "no-data"), out=str(tmp), **cfg)
-    store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
-    replies = BridgeReplies(FIXTURE)
-    roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
-        replies.answer, name="replay:bridge")}, task=task, facts=facts)
-    evaluator = RecordedEvaluator(FIXTURE)
-    result = asyncio.run(solve(task, config, store, roles, evaluator))
-    return store, result, replies, evaluator
+    return replay_fixture(FIXTURE, tmp, candidates=3, genesis="diverse", max_rounds=2,
+                          rejudge_cycles=1, max_evals=8, max_samples=4, **cfg)
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,14 @@ The audit is the run's (reference error 5.262e-04), installed as test_reference_
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 from pipeline_scripts import prompts, systems
-from test_bridge_replay import BridgeReplies, RecordedEvaluator
+from test_bridge_replay import replay_fixture
 
 from pdesharp.audit import runs
 from pdesharp.audit.records import AuditReport
-from pdesharp.facts import TaskFacts
-from pdesharp.llm.scripted import ScriptedModel
-from pdesharp.pipeline import SolveConfig, solve
-from pdesharp.rolesets import build_roles
-from pdesharp.store import RunStore
-from pdesharp.task import load_task_file
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_advection_floor"
 REFERENCE_ERROR = 5.262398961215886e-04  # the run's audit of its 4 dev samples
@@ -32,11 +25,6 @@ REFERENCE_ERROR = 5.262398961215886e-04  # the run's audit of its 4 dev samples
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("floor")
-    task = load_task_file(FIXTURE / "task.yaml")
-    facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
-    config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
-                         max_rounds=2, rejudge_cycles=0, max_evals=8, max_samples=4,
-                         data_dir=str(tmp / "no-data"), out=str(tmp), floor_saturation=True)
     report = AuditReport(task="advection", task_fingerprint="replay", data_file="dev.h5",
                          data_sha256="0", samples=[0, 1, 2, 3], reference_error=REFERENCE_ERROR,
                          float32_floor=3e-8, method="the bridge run's audit, restated")
@@ -44,13 +32,8 @@ def replayed(tmp_path_factory):
                           reference_error=REFERENCE_ERROR, converged=None)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(runs, "find", lambda task, evaluator, mode, progress=None: (audit, ""))
-        store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
-        replies = BridgeReplies(FIXTURE)
-        roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
-            replies.answer, name="replay:bridge")}, task=task, facts=facts)
-        evaluator = RecordedEvaluator(FIXTURE)
-        result = asyncio.run(solve(task, config, store, roles, evaluator))
-    return store, result, replies, evaluator
+        return replay_fixture(FIXTURE, tmp, candidates=3, max_rounds=2, rejudge_cycles=0,
+                              max_evals=8, max_samples=4, floor_saturation=True)
 
 
 def test_replay_reproduces_the_run_and_the_floor_picks_the_faster_solver(replayed):

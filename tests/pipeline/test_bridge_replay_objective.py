@@ -9,21 +9,15 @@ the recorded re-timing results), so nothing executes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from pipeline_scripts import prompts, systems
-from test_bridge_replay import BridgeReplies, RecordedEvaluator
+from test_bridge_replay import RecordedEvaluator, replay_fixture
 
-from pdesharp.facts import TaskFacts
-from pdesharp.llm.scripted import ScriptedModel
-from pdesharp.pipeline import SolveConfig, solve
 from pdesharp.records import EvalResult
-from pdesharp.rolesets import build_roles
-from pdesharp.store import RunStore, code_sha256, parse_retime_id
-from pdesharp.task import load_task_file
+from pdesharp.store import code_sha256, parse_retime_id
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_advection_objective"
 
@@ -46,19 +40,9 @@ class RecordedWithRetimes(RecordedEvaluator):
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("objective")
-    task = load_task_file(FIXTURE / "task.yaml")
-    facts = TaskFacts.model_validate_json((FIXTURE / "task_facts.json").read_text())
-    config = SolveConfig(task=str(FIXTURE / "task.yaml"), model="replay:bridge", candidates=3,
-                         max_rounds=2, rejudge_cycles=0, max_evals=10, max_samples=4,
-                         data_dir=str(tmp / "no-data"), out=str(tmp),
-                         objective="fastest-within:10")
-    store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="replay")
-    replies = BridgeReplies(FIXTURE)
-    roles = build_roles(config, store, models={"replay:bridge": ScriptedModel(
-        replies.answer, name="replay:bridge")}, task=task, facts=facts)
-    evaluator = RecordedWithRetimes(FIXTURE)
-    result = asyncio.run(solve(task, config, store, roles, evaluator))
-    return store, result, replies, evaluator
+    return replay_fixture(FIXTURE, tmp, RecordedWithRetimes(FIXTURE), candidates=3,
+                          max_rounds=2, rejudge_cycles=0, max_evals=10, max_samples=4,
+                          objective="fastest-within:10")
 
 
 def test_replay_reproduces_the_run_and_its_retiming(replayed):
