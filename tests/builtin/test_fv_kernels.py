@@ -20,6 +20,7 @@ from test_families import make
 
 from pdesharp.builtin.author import problem, render
 from pdesharp.builtin.families import family
+from pdesharp.builtin.families.fv_kernels import kernel_for
 from pdesharp.task import load_task
 
 N = 48
@@ -118,7 +119,7 @@ def test_kernel_axis_only_where_the_compiled_path_exists():
         assert 'KERNEL = "numpy"  # fixed for this problem' in code
         assert "import numba" not in code and "USE_NUMBA = False" in code
     # where there is a compiled path, Genesis leaves the choice to the solver's first call
-    assert fam.kernel_for(fam.design(), problem(periodic)) == "auto"
+    assert kernel_for(problem(periodic)) == "auto"
 
 
 def test_auto_kernel_compiles_only_when_the_first_calls_work_pays_for_it():

@@ -17,8 +17,8 @@ import yaml
 from pdesharp.audit.runs import ranking_floor
 from pdesharp.records import Analysis, Candidate, EvalResult
 from pdesharp.report.pareto import ParetoView, pareto
-from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, call_rows,
-                                    evaluation_rows, played_rounds, results_of, round_rows,
+from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_converged,
+                                    call_rows, evaluation_rows, played_rounds, results_of, round_rows,
                                     seconds_per_sample, solver_rows)
 from pdesharp.synthesis.ranking import Rule
 
@@ -84,6 +84,11 @@ class RunView:
     def model(self) -> str:
         """Which model played the roles ("builtin" when none was configured)."""
         return self.config.get("model") or "builtin"
+
+    @property
+    def converged_column(self) -> bool:
+        """Does the tournament table show the distance to the audit's converged solution?"""
+        return any_converged(self.rows)
 
     @property
     def disagreements(self) -> list[dict]:

@@ -161,12 +161,7 @@ class FiniteVolumeFamily(Family):
                     self.design(INTEGRATOR="rk4", DT_MAX=min(dt / 16, 0.5 * wave))]
         if law.has_viscous and law.dim == 1 and stiff_viscous(p):
             base = [b.with_(VISCOUS="trbdf2") for b in base] + [base[0]]
-        return [b.with_(KERNEL=self.kernel_for(b, p)) for b in base]
-
-    def kernel_for(self, d: Design, p: Problem) -> str:
-        """numba where compiling pays for itself, NumPy where the analysis predicts little work
-        (:func:`.fv_kernels.kernel_for`, which says why and where the threshold comes from)."""
-        return kernel_for(d, p, STAGES[d["INTEGRATOR"]])
+        return [b.with_(KERNEL=kernel_for(p)) for b in base]
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
         law: BalanceLaw = p.struct
@@ -240,7 +235,7 @@ class FiniteVolumeFamily(Family):
                  "SOURCE_SPLIT": False, "SOURCE_EXACT": False, "COMPILED": compiled}
         if compiled:
             imports = NUMBA_IMPORT
-            kernels = compiled_block(law, p.law_facts, compiled_implicit(law, p.law_facts)
+            kernels = compiled_block(law, p.law_facts, STAGES, compiled_implicit(law, p.law_facts)
                                      if law.has_viscous else "")
         else:  # NumPy only (fv_kernels says why): numba is not even imported
             d = d.with_(KERNEL="numpy")
