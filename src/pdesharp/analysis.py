@@ -12,11 +12,11 @@ counts as "does not apply"), so a sloppy model degrades the analysis but never s
 
 from __future__ import annotations
 
-import re
 
 import sympy as sp
 from pydantic import ValidationError
 
+from pdesharp.expression import ExpressionError, formula
 from pdesharp.llm.base import Message
 from pdesharp.facts import TaskFacts, reference_scales  # noqa: F401  (re-exported)
 from pdesharp.prompting import ROUTE_WORDS, ask, extract_json, render, task_context
@@ -164,18 +164,13 @@ def evaluate_bound(expr: str, task: Task, scales: dict[str, float] | None = None
     """dt_max at the task's parameters and the data's scales (grid: the data's, else
     REFERENCE_CELLS cells), if the formula allows."""
     scales = scales or {}
-    # Every bare identifier is a symbol (so "beta" or "gamma" is not SymPy's special function);
-    # identifiers followed by "(" stay functions (abs, sqrt, min, max).
-    names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", expr)}
-    local = {n: sp.Symbol(n) for n in names}
-    # ...except the mathematical constants pi and E (Euler's number), unless the task uses
-    # the name for one of its own parameters or constants.
-    own = set(task.constants) | set(scales)
-    local.update({n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n in names and n not in own})
+    # Every bare name is a symbol (so "beta" or "gamma" is not SymPy's special function), except
+    # the constants pi and E unless the task names one of its own parameters so; the text is
+    # the model's, so it is read by the safe reader, never sympify.
     try:
-        e = sp.sympify(expr, locals=local)
-    except (sp.SympifyError, SyntaxError, TypeError, ValueError):
-        return None, "not SymPy-parsable"
+        e = formula(expr, where="the stability bound", own=set(task.constants) | set(scales))
+    except ExpressionError as exc:
+        return None, f"not readable: {exc}"
     subs = {sp.Symbol(k): v for k, v in task.constants.items()}
     subs.update({sp.Symbol(k): v for k, v in scales.items()})
     for axis, (lo, hi) in task.domain.items():

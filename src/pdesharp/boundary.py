@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass, field
 
 import sympy as sp
-from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+from pdesharp.expression import ExpressionError, read, split_equation
 
 KINDS = ("dirichlet", "neumann", "robin")
 _SIDE_WORDS = {"left": ("x", 0), "right": ("x", 1), "bottom": ("y", 0), "top": ("y", 1)}
@@ -38,7 +39,7 @@ GRAMMAR_HINT = (
     " side such as 'x = 0: u = 1; x = 1: dx(u) + 2*u = 0' (see docs/tasks.md, 'Boundary conditions')")
 
 
-class BoundaryError(ValueError):
+class BoundaryError(ExpressionError):
     """The boundary text does not follow the grammar; the message says what to write."""
 
 
@@ -184,8 +185,8 @@ def _side(word: str, axes, domain, text) -> tuple[str, int]:
             side = 1
         else:
             try:
-                v = float(sp.sympify(value))
-            except (sp.SympifyError, TypeError, ValueError):
+                v = float(read(value, where=f"the side {word!r}"))
+            except (ExpressionError, TypeError, ValueError):
                 raise BoundaryError(f"cannot read the side {word!r} in {text!r}") from None
             if lo is not None and abs(v - lo) <= 1e-9 * max(1.0, abs(lo)):
                 side = 0
@@ -226,24 +227,25 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
         return d
 
     local: dict = {u: value[u] for u in unknowns}
-    local.update({"d" + a: op("d" + a) for a in ("x", "y", "z")})
-    local["dn"] = op("dn")
+    ops = {"d" + a: op("d" + a) for a in ("x", "y", "z")}
+    ops["dn"] = op("dn")
     for n in names:
         local[n] = sp.Symbol(n, real=True)
     for a in axes:
         local[a] = sp.Symbol(a, real=True)
     if time:
         local[time] = sp.Symbol(time, real=True)
-    for fn in ("pi", "exp", "sin", "cos", "tanh", "log", "sqrt", "Abs"):
-        local.setdefault(fn, getattr(sp, fn))
-    if text.count("=") != 1:
+    sides = split_equation(text)
+    if len(sides) != 2:
         raise BoundaryError(f"boundary condition {text!r} needs exactly one '='")
-    lhs, rhs = text.split("=")
+    where = f"the boundary condition {text.strip()!r}"
     try:
-        expr = parse_expr(lhs, local_dict=local, transformations=standard_transformations) - \
-            parse_expr(rhs, local_dict=local, transformations=standard_transformations)
+        expr = read(sides[0], where=where, names=local, operators=ops) - \
+            read(sides[1], where=where, names=local, operators=ops)
     except BoundaryError:
         raise
+    except ExpressionError as exc:
+        raise BoundaryError(str(exc)) from None
     except Exception as exc:  # SymPy raises many types
         raise BoundaryError(f"boundary condition {text!r} does not parse: {exc}") from None
     involved = [u for u in unknowns if expr.has(value[u]) or expr.has(deriv[u])]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import sympy as sp
-from sympy.parsing.sympy_parser import parse_expr, standard_transformations
+
+from pdesharp.expression import ExpressionError, UndeclaredNames, read, split_equation
 
 SPACE_AXES = ("x", "y", "z")
 # modules for sympy.lambdify of an equation's terms on arrays: special functions (erf, gamma,
@@ -26,7 +27,7 @@ SPACE_AXES = ("x", "y", "z")
 ARRAY_MODULES = ["scipy", "numpy"]
 
 
-class EquationError(ValueError):
+class EquationError(ExpressionError):
     """A task's equation could not be parsed; the message names the equation and the cause."""
 
 
@@ -100,10 +101,14 @@ def _time_derivative_part(term: sp.Expr, t: sp.Symbol) -> tuple[sp.Expr, sp.Expr
     return coeff, d.expr
 
 
+MAX_DERIVATIVE_ORDER = 8  # dx(u, 4) is Kuramoto-Sivashinsky's; dx(u, 10**9) would never expand
+
+
 def _derivative_op(var: sp.Symbol):
     def op(e, n=1):
-        if not isinstance(n, (int, sp.Integer)) or int(n) < 1:
-            raise EquationError(f"derivative order must be a positive integer, got {n!r}")
+        if not isinstance(n, (int, sp.Integer)) or not 1 <= int(n) <= MAX_DERIVATIVE_ORDER:
+            raise EquationError(f"derivative order must be an integer from 1 to"
+                                f" {MAX_DERIVATIVE_ORDER}, got {n!r}")
         return sp.Derivative(e, (var, int(n)))
 
     return op
@@ -126,9 +131,13 @@ def parse_system(
     for axis in space:
         if axis not in SPACE_AXES:
             raise EquationError(f"space axis {axis!r} is not one of {SPACE_AXES}")
+    declared = [*unknowns, *coefficients, *parameters, *sources, *space, *([time] if time else [])]
+    for name in declared:
+        if not (isinstance(name, str) and name.isidentifier()) or name.startswith("__"):
+            raise EquationError(f"{name!r} is not a plain name (letters, digits, '_')")
     t = sp.Symbol(time, real=True) if time else None
     coords = [sp.Symbol(a, real=True) for a in space]
-    local: dict[str, object] = {}
+    local: dict[str, sp.Basic] = {}
     targs = ([t] if t is not None else []) + coords
     for name in unknowns:
         local[name] = sp.Function(name)(*targs)
@@ -136,35 +145,34 @@ def parse_system(
         local[name] = sp.Function(name)(*coords)
     for name in parameters:
         local[name] = sp.Symbol(name, real=True)
+    for name in sources:
+        local.setdefault(name, sp.Symbol(name))
+    operators = {}
     if t is not None:
-        local["dt"] = _derivative_op(t)
+        operators["dt"] = _derivative_op(t)
         local[time] = t
     for axis, c in zip(space, coords):
-        local["d" + axis] = _derivative_op(c)
+        operators["d" + axis] = _derivative_op(c)
         local[axis] = c
-    for name in ("pi", "exp", "sin", "cos", "tanh", "log", "sqrt", "Abs"):
-        local.setdefault(name, getattr(sp, name))
-    allowed = set(local) | set(sources)
     exprs = []
-    for text in equations:
-        if text.count("=") > 1 or "==" in text:
+    for i, text in enumerate(equations, 1):
+        if not isinstance(text, str):
+            raise EquationError(f"equation {i} is not text: {type(text).__name__}")
+        parts = split_equation(text)
+        if len(parts) > 2:
             raise EquationError(f"equation {text!r}: write it as 'lhs = rhs' or as 'expr' (= 0)")
-        parts = text.split("=")
         try:
-            sides = [parse_expr(p, local_dict=local, transformations=standard_transformations,
-                                ) for p in parts]
-        except Exception as exc:  # SymPy raises many types; report them uniformly
-            raise EquationError(f"equation {text!r} does not parse: {exc}") from exc
-        expr = sides[0] - sides[1] if len(sides) == 2 else sides[0]
-        unknown_names = {s.name for s in expr.free_symbols} - allowed
-        undefined_funcs = {
-            f.func.__name__ for f in expr.atoms(sp.core.function.AppliedUndef)
-        } - set(unknowns) - set(coefficients)
-        if unknown_names or undefined_funcs:
+            sides = [read(p, where=f"equation {i}", names=local, operators=operators)
+                     for p in parts]
+        except UndeclaredNames as exc:
             raise EquationError(
-                f"equation {text!r} uses undeclared names {sorted(unknown_names | undefined_funcs)};"
-                " declare them as unknowns, coefficients or parameters"
-            )
+                f"equation {text!r} uses undeclared names {exc.names};"
+                " declare them as unknowns, coefficients or parameters") from None
+        except ExpressionError as exc:
+            raise EquationError(f"{exc} ({text!r})") from None
+        expr = sides[0] - sides[1] if len(sides) == 2 else sides[0]
+        if not isinstance(expr, sp.Expr):
+            raise EquationError(f"equation {text!r} is not an expression")
         exprs.append(expr)
     return ParsedSystem(
         unknowns=tuple(unknowns),

@@ -149,11 +149,11 @@ def read_data_facts(task: Task, *, data_dir=None, dev_data=None, max_samples=Non
 
 def _n_selected(task: Task, path, samples: str | None, max_samples: int | None) -> int:
     """Samples the evaluator passes: the split's selection, capped by ``max_samples``."""
-    import h5py
+    from pdesharp.data import hdf5
 
     key = next(iter(task.data.fields.values()))
-    with h5py.File(path, "r") as h5:
-        n = int(h5[key].shape[0])
+    with hdf5.open_file(path) as h5:
+        n = int(hdf5.dataset(h5, key, path).shape[0])
     if samples is not None:
         n = min(n, int(samples.partition(":")[2]))
     return min(n, max_samples) if max_samples else n

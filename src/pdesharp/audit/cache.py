@@ -25,6 +25,7 @@ import numpy as np
 import platformdirs
 
 from pdesharp.audit.records import AUDIT_VERSION, AuditReport
+from pdesharp.data import hdf5
 from pdesharp.task import Task
 
 _HASHES: dict[tuple[str, int, int], str] = {}
@@ -122,9 +123,10 @@ def load_report(path: Path) -> AuditReport | None:
 def load_converged(json_path: Path) -> dict[str, np.ndarray] | None:
     h5_path = json_path.with_suffix(".h5")
     try:
-        with h5py.File(h5_path, "r") as h5:
-            return {k: np.asarray(v) for k, v in h5["converged"].items()}
-    except (OSError, KeyError):
+        with hdf5.open_file(h5_path) as h5:  # a cache folder is writable by others too
+            return {k: hdf5.read(hdf5.dataset(h5, f"converged/{k}", h5_path), path=h5_path,
+                                 key=k) for k in h5["converged"].keys()}
+    except (OSError, KeyError, ValueError):  # ValueError: DataError (refused or unreadable)
         return None
 
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from pdesharp.audit import cache, diagnostics
 from pdesharp.audit.conserved import conserved_quantities
 from pdesharp.audit.records import AUDIT_VERSION, AuditReport, SampleAudit
 from pdesharp.audit.solutions import AuditUnavailable, solver_for, stacked
+from pdesharp.data import hdf5
 from pdesharp.data.reference import DataError, ReferenceData, load_reference, sample_indices
 from pdesharp.task import Task
 
@@ -45,8 +45,8 @@ class AuditResult:
 def file_samples(task: Task, path: Path) -> int:
     key = next(iter(task.data.fields.values()))
     try:
-        with h5py.File(path, "r") as h5:
-            return int(h5[key].shape[0])
+        with hdf5.open_file(path) as h5:
+            return int(hdf5.dataset(h5, key, path).shape[0])
     except (OSError, KeyError) as exc:
         raise DataError(f"cannot read {key!r} from {path}: {exc}") from None
 

@@ -26,6 +26,7 @@ import re
 
 import sympy as sp
 
+from pdesharp.expression import formula
 from pdesharp.records import Analysis, Disagreement, StabilityBound
 from pdesharp.task import Task
 
@@ -44,10 +45,8 @@ _OTHER_CLASS = ("implicit", "crank", "backward euler", "etd", "exponential", "in
 
 
 def _expr(text: str):
-    names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", text)}
-    local = {n: sp.Symbol(n) for n in names}
-    local.update({n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n in names})
-    return sp.sympify(text, locals=local)
+    """A model's bound formula, read safely (every bare name a symbol, pi and E constants)."""
+    return formula(text, where="the stability bound")
 
 
 def dx_power(b: StabilityBound, task: Task | None = None) -> float | None:

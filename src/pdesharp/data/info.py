@@ -6,8 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
-
+from pdesharp.data import hdf5
 from pdesharp.data.paths import data_dir
 from pdesharp.task import Task
 
@@ -54,14 +53,17 @@ def split_status(task: Task, split: str, root: Path) -> SplitStatus:
         status.size_bytes = path.stat().st_size
         keys = list(task.data.fields.values()) + list(task.data.coefficients.values())
         try:
-            with h5py.File(path, "r") as h5:
-                missing = [k for k in keys if k not in h5]
+            with hdf5.open_file(path) as h5:
+                missing = [k for k in keys if not hdf5.has(h5, k)]
                 if missing:
-                    status.error = f"lacks keys {missing} (has {sorted(h5.keys())})"
+                    status.error = f"lacks keys {missing} (has {hdf5.keys(h5)})"
                 else:
-                    status.shapes = {k: tuple(h5[k].shape) for k in keys}
-                    status.n_samples = int(h5[keys[0]].shape[0])
-                    status.dtype = str(h5[keys[0]].dtype)
+                    sets = [hdf5.dataset(h5, k, path) for k in keys]
+                    status.shapes = {k: tuple(d.shape) for k, d in zip(keys, sets)}
+                    status.n_samples = int(sets[0].shape[0])
+                    status.dtype = str(sets[0].dtype)
+        except hdf5.DataError as exc:  # not HDF5, or a dataset refused (external link...)
+            status.error = str(exc)
         except OSError as exc:
             status.error = f"not readable as HDF5 ({exc})"
         break

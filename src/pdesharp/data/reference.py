@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
 import numpy as np
 
+from pdesharp.data import hdf5
+from pdesharp.data.hdf5 import DataError
 from pdesharp.task import Task
 
-
-class DataError(ValueError):
-    """A reference file does not have the layout the task declares."""
+__all__ = ["DataError", "ReferenceData", "load_reference", "sample_indices"]
 
 
 @dataclass
@@ -67,25 +66,28 @@ def load_reference(task: Task, path: str | Path, samples: str | None = None,
     """Load ``path`` with the task's HDF5 keys; ``samples`` like "last:50", ``limit`` caps B."""
     path = Path(path)
     spec = task.data
-    try:
-        h5 = h5py.File(path, "r")
-    except OSError as exc:
-        raise DataError(f"cannot open {path} as HDF5: {exc}") from None
-    with h5:
-        keys = set(h5.keys())
+    with hdf5.open_file(path) as h5:
         wanted = list(spec.fields.values()) + list(spec.coefficients.values())
-        missing = [k for k in wanted if k not in keys]
+        missing = [k for k in wanted if not hdf5.has(h5, k)]
         if missing:
-            raise DataError(
-                f"{path} lacks keys {missing} that task {task.name!r} needs; it has {sorted(keys)}"
-            )
-        n = h5[wanted[0]].shape[0]
+            raise DataError(f"{path} lacks keys {missing} that task {task.name!r} needs; it has"
+                            f" {hdf5.keys(h5)}")
+        # every dataset is checked (links, virtual, external storage) before any is read
+        sets = {k: hdf5.dataset(h5, k, path) for k in wanted}
+        n = sets[wanted[0]].shape[0]
         picked = sample_indices(n, samples, limit)
         sel = slice(picked.start, picked.stop)
-        fields = {name: np.asarray(h5[key][sel]) for name, key in spec.fields.items()}
-        coeffs = {name: np.asarray(h5[key][sel]) for name, key in spec.coefficients.items()}
-        t = np.asarray(h5[spec.t_key][:]) if spec.t_key and spec.t_key in keys else None
-        x = np.asarray(h5[spec.x_key][:]) if spec.x_key and spec.x_key in keys else None
+        hdf5.check_fits(sum(hdf5.nbytes(d, sel) for d in sets.values()), path,
+                        f"the {len(sets)} dataset(s) {wanted}")
+        fields = {name: hdf5.read(sets[key], sel, path=path, key=key)
+                  for name, key in spec.fields.items()}
+        coeffs = {name: hdf5.read(sets[key], sel, path=path, key=key)
+                  for name, key in spec.coefficients.items()}
+        t = x = None
+        if spec.t_key and hdf5.has(h5, spec.t_key):
+            t = hdf5.read(hdf5.dataset(h5, spec.t_key, path), path=path, key=spec.t_key)
+        if spec.x_key and hdf5.has(h5, spec.x_key):
+            x = hdf5.read(hdf5.dataset(h5, spec.x_key, path), path=path, key=spec.x_key)
     shapes = {k: v.shape for k, v in fields.items()}
     if len({s for s in shapes.values()}) != 1:
         raise DataError(f"{path}: fields have different shapes {shapes}")

@@ -20,6 +20,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from pdesharp.data import hdf5
 from pdesharp.data.reference import DataError
 from pdesharp.task import Task
 
@@ -58,12 +59,12 @@ def _keys_for(task: Task, h5: h5py.File, source: Path) -> tuple[list[str], list[
     """(per-sample keys, shared coordinate keys) to copy; raises if a needed key is missing."""
     spec = task.data
     per_sample = list(spec.fields.values()) + list(spec.coefficients.values())
-    missing = [k for k in per_sample if k not in h5]
+    missing = [k for k in per_sample if not hdf5.has(h5, k)]
     if missing:
         raise DataError(
-            f"{source} lacks keys {missing} that task {task.name!r} needs; it has {sorted(h5.keys())}"
+            f"{source} lacks keys {missing} that task {task.name!r} needs; it has {hdf5.keys(h5)}"
         )
-    coords = [k for k in (spec.t_key, spec.x_key) if k and k in h5]
+    coords = [k for k in (spec.t_key, spec.x_key) if k and hdf5.has(h5, k)]
     return per_sample, coords
 
 
@@ -89,16 +90,14 @@ def make_subsets(
             raise DataError(f"the {split} subset would overwrite its source {source}; choose --out-dir")
         if path.exists() and not overwrite:
             raise DataError(f"{path} exists; pass --overwrite to replace it")
-    try:
-        h5 = h5py.File(source, "r")
-    except OSError as exc:
-        raise DataError(f"cannot open {source} as HDF5: {exc}") from None
-    with h5:
+    with hdf5.open_file(source) as h5:
         per_sample, coords = _keys_for(task, h5, source)
-        n = int(h5[per_sample[0]].shape[0])
+        # every dataset checked (links, virtual, external storage) before any is read
+        sets = {k: hdf5.dataset(h5, k, source) for k in per_sample + coords}
+        n = int(sets[per_sample[0]].shape[0])
         for k in per_sample[1:]:
-            if h5[k].shape[0] != n:
-                raise DataError(f"{source}: key {k!r} has {h5[k].shape[0]} samples, {per_sample[0]!r} has {n}")
+            if sets[k].shape[0] != n:
+                raise DataError(f"{source}: key {k!r} has {sets[k].shape[0]} samples, {per_sample[0]!r} has {n}")
         ranges = {"test": (0, min(n_test, n)), "dev": (max(n - n_dev, 0), n)}
         warnings = []
         if n < n_test + n_dev and "dev" in targets and "test" in targets:
@@ -109,8 +108,8 @@ def make_subsets(
         # PDEBench stores one more time value than frames (t runs to fin_time + dt_save).
         t_dropped = False
         n_frames = None
-        if not task.steady and h5[per_sample[0]].ndim >= 2:
-            n_frames = int(h5[per_sample[0]].shape[1])
+        if not task.steady and sets[per_sample[0]].ndim >= 2:
+            n_frames = int(sets[per_sample[0]].shape[1])
         written: dict[str, Path] = {}
         for split, path in targets.items():
             lo, hi = ranges[split]
@@ -120,9 +119,10 @@ def make_subsets(
                 with h5py.File(part, "w") as out:
                     for key in per_sample:
                         # Copy the stored dtype unchanged (float32 in PDEBench), as CodePDE does.
-                        out.create_dataset(key, data=h5[key][lo:hi])
+                        out.create_dataset(key, data=hdf5.read(sets[key], slice(lo, hi),
+                                                               path=source, key=key))
                     for key in coords:
-                        values = np.asarray(h5[key][...])
+                        values = hdf5.read(sets[key], path=source, key=key)
                         if key == task.data.t_key and n_frames is not None and len(values) == n_frames + 1:
                             values = values[:-1]
                             t_dropped = True

@@ -1,0 +1,397 @@
+"""The one reader for formulas pdesharp did not write: task files, model replies, run folders.
+
+SymPy's ``sympify``/``parse_expr`` run their input through Python's ``eval``, so a string such as
+``0*__import__('os').system('...')`` runs a program. This module never evaluates text. It parses
+with :mod:`ast`, checks every node against the allowlists below, and builds the SymPy expression
+itself from the checked tree: numbers, the caller's names (unknowns, coordinates, parameters) and
+operators (``dt``/``dx``...), ``+ - * / **``, unary minus, calls of the functions in
+:data:`FUNCTIONS`, and comparisons only inside ``Piecewise`` conditions (or where the caller
+allows them). Anything else is refused with :class:`ExpressionError` naming the construct and
+where it is. Honest input gives exactly what ``parse_expr`` gave (tests/test_expression.py).
+
+Sizes are bounded so that no formula can make the process hang: text length, nesting, exact
+numbers (digits), powers, numeric arguments of special functions, and a wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+import warnings
+from collections.abc import Callable, Mapping
+
+import sympy as sp
+
+from pdesharp.untrusted import one_line
+
+# --- the allowlists (data) -------------------------------------------------------------------
+# Mathematical functions a formula may call. Elementary functions take any number; "special"
+# ones (SymPy evaluates them on numbers with series that grow with the argument) only numbers
+# up to SPECIAL_ARGUMENT_LIMIT in size. Left out on purpose: functions whose evaluation on an
+# integer grows without bound (factorial, binomial, polygamma, incomplete gamma, Bernoulli...),
+# anything that takes a string (S, Symbol, sympify) and anything that is not a function.
+ELEMENTARY = (
+    "sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "acot", "atan2",
+    "sinh", "cosh", "tanh", "coth", "sech", "csch", "asinh", "acosh", "atanh",
+    "exp", "log", "sqrt", "cbrt", "Abs", "sign", "floor", "ceiling", "Min", "Max",
+    "Heaviside", "Piecewise", "re", "im",
+)
+SPECIAL = (
+    "erf", "erfc", "erfi", "erfinv", "erfcinv", "gamma", "loggamma", "digamma", "beta",
+    "besselj", "bessely", "besseli", "besselk", "airyai", "airybi", "expint", "Ei", "Si", "Ci",
+    "Shi", "Chi", "LambertW", "sinc", "zeta", "dirichlet_eta", "fresnels", "fresnelc",
+    "elliptic_k", "elliptic_e",
+)
+# Python spellings that mean the SymPy function (``abs(u)`` was Python's abs on a SymPy object)
+ALIASES = {"abs": "Abs", "min": "Min", "max": "Max", "ln": "log"}
+# at most this many arguments (zeta(s) only: the Hurwitz form zeta(s, a) is slow on numbers)
+ARITY = {"zeta": 1, "Min": 16, "Max": 16, "Piecewise": 16}
+FUNCTIONS: dict[str, Callable] = {n: getattr(sp, n) for n in ELEMENTARY + SPECIAL}
+FUNCTIONS.update({a: getattr(sp, n) for a, n in ALIASES.items()})
+# Names with a fixed meaning unless the caller declares the name for something else.
+CONSTANTS: dict[str, sp.Basic] = {
+    "pi": sp.pi, "E": sp.E, "I": sp.I, "oo": sp.oo,
+    "EulerGamma": sp.EulerGamma, "GoldenRatio": sp.GoldenRatio, "Catalan": sp.Catalan,
+}
+_ARITHMETIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
+               ast.Pow: "__pow__"}
+_COMPARE = {ast.Lt: sp.Lt, ast.LtE: sp.Le, ast.Gt: sp.Gt, ast.GtE: sp.Ge, ast.Eq: sp.Eq,
+            ast.NotEq: sp.Ne}
+# What a refused construct is called in the error message.
+_REFUSED = {
+    ast.Lambda: "a lambda", ast.IfExp: "a conditional `a if c else b` (use Piecewise)",
+    ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension", ast.GeneratorExp: "a comprehension",
+    ast.List: "a list", ast.Set: "a set", ast.Dict: "a dict", ast.Tuple: "a tuple",
+    ast.NamedExpr: "an assignment `:=`", ast.Starred: "a starred argument",
+    ast.JoinedStr: "an f-string", ast.FormattedValue: "an f-string", ast.Await: "await",
+    ast.Yield: "yield", ast.YieldFrom: "yield", ast.Slice: "a slice",
+    ast.BoolOp: "`and`/`or` (use & and | between conditions)",
+}
+_OPERATOR_WORDS = {ast.FloorDiv: "`//`", ast.Mod: "`%`", ast.MatMult: "`@`", ast.LShift: "`<<`",
+                   ast.RShift: "`>>`", ast.BitAnd: "`&`", ast.BitOr: "`|`",
+                   ast.Not: "`not`", ast.Invert: "`~`"}
+
+# --- the bounds ------------------------------------------------------------------------------
+MAX_LENGTH = 2000            # characters of one formula
+MAX_DEPTH = 100              # nesting of the syntax tree (and of parentheses)
+MAX_NODES = 2000             # nodes of the syntax tree
+MAX_DIGITS = 100             # digits of an exact number (integer, numerator or denominator)
+MAX_FLOAT = 1e308            # magnitude of a floating-point number (the double range)
+MAX_POWER = 16               # integer power of anything but a number (u**16; (1 + x)**16)
+MAX_NUMBER_POWER = 400       # power of a number (10**-12, 2**100): its result is bounded too
+SPECIAL_ARGUMENT_LIMIT = 100  # |number| a special function may be evaluated at
+TIME_BUDGET = 10.0           # seconds for building one formula (ms for honest ones)
+
+
+class ExpressionError(ValueError):
+    """A formula was refused or does not parse; the message names the construct and where."""
+
+
+class UndeclaredNames(ExpressionError):
+    """The formula uses names its context does not declare (``names``, sorted)."""
+
+    def __init__(self, names: list[str], where: str):
+        self.names = names
+        super().__init__(f"{where} uses undeclared names {names}")
+
+
+def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
+         operators: Mapping[str, Callable] = {}, free_symbols: bool = False,
+         caret_is_power: bool = False, relations: bool = False) -> sp.Basic:
+    """The SymPy expression of ``text``.
+
+    ``where`` says what the text is ("equation 1"), for messages. ``names`` are the symbols,
+    applied functions and constants the text may use; ``operators`` are the caller's own
+    callables (``dx(e, 2)``), called with already built SymPy arguments. With ``free_symbols``
+    every other bare name is a plain ``Symbol`` (a model's formula in its own notation). With
+    ``caret_is_power``, ``^`` means ``**`` (as ``sympify`` read it); otherwise it is refused with
+    a hint. ``relations`` allows comparisons at the top level.
+    """
+    if not isinstance(text, str):
+        raise ExpressionError(f"{where}: expected a formula as text, got {type(text).__name__}")
+    source = text.strip()
+    if not source:
+        raise ExpressionError(f"{where} is empty")
+    if len(source) > MAX_LENGTH:
+        raise ExpressionError(f"{where} is {len(source)} characters long; at most {MAX_LENGTH}")
+    _check_brackets(source, where)
+    if caret_is_power:  # as sympify's convert_xor: the token, so dx^2/2 is (dx**2)/2
+        source = source.replace("^", "**")
+    try:
+        with warnings.catch_warnings():  # "'int' object is not callable" for 2(u): refused below
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"{where} is not a formula: {exc.msg} ({_at(exc.lineno, exc.offset)})"
+                              ) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, deep nesting
+        raise ExpressionError(f"{where} is not a formula: {exc}") from None
+    builder = _Builder(source, where, names, operators, free_symbols, relations)
+    builder.check(tree.body)
+    try:
+        return builder.build(tree.body)
+    except ExpressionError:
+        raise
+    except RecursionError:
+        raise ExpressionError(f"{where} is nested too deeply") from None
+    except Exception as exc:  # SymPy raises many types on meaningless input (u(x), 1 < u < 2)
+        raise ExpressionError(f"{where} does not evaluate: {one_line(exc, 160)}") from None
+
+
+def formula(text: str, *, where: str, own: set[str] | frozenset[str] = frozenset()) -> sp.Basic:
+    """A model's free-form formula (a stability bound such as ``0.5*dx**2/nu``): every name is a
+    plain symbol except ``pi`` and ``E`` (unless ``own`` declares them), ``^`` is a power."""
+    consts = {n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n not in own}
+    return read(text, where=where, names=consts, free_symbols=True, caret_is_power=True)
+
+
+def split_equation(text: str) -> list[str]:
+    """``text`` cut at each ``=`` outside brackets that is not part of ``<= >= == !=`` (so a
+    Piecewise condition ``x <= 1`` stays whole): one part for ``expr``, two for ``lhs = rhs``."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "=" and depth == 0 and text[i - 1:i] not in ("<", ">", "=", "!") \
+                and text[i + 1:i + 2] != "=":
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def _at(line: int | None, column: int | None) -> str:
+    return f"line {line}, column {column}" if line and line > 1 else f"column {column}"
+
+
+def _check_brackets(source: str, where: str) -> None:
+    """Unbalanced parentheses say so (the parser says "EOF in multi-line statement")."""
+    stack: list[tuple[str, int]] = []
+    pairs = {")": "(", "]": "[", "}": "{"}
+    for i, ch in enumerate(source):
+        if ch in "([{":
+            stack.append((ch, i))
+            if len(stack) > MAX_DEPTH:
+                raise ExpressionError(f"{where} nests brackets more than {MAX_DEPTH} deep")
+        elif ch in pairs:
+            if not stack or stack[-1][0] != pairs[ch]:
+                raise ExpressionError(f"unbalanced parentheses in {where}: an extra '{ch}' at"
+                                      f" column {i + 1}")
+            stack.pop()
+    if stack:
+        ch, i = stack[-1]
+        raise ExpressionError(f"unbalanced parentheses in {where}: the '{ch}' at column {i + 1}"
+                              " is never closed")
+
+
+class _Builder:
+    def __init__(self, source, where, names, operators, free_symbols, relations):
+        self.source, self.where = source, where
+        self.names, self.operators = dict(names), dict(operators)
+        self.free, self.relations = free_symbols, relations
+        self.deadline = time.monotonic() + TIME_BUDGET
+
+    # -- checking: every node against the allowlist, before anything is built ---------------
+    def refuse(self, node: ast.AST, what: str) -> ExpressionError:
+        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+        if isinstance(node, ast.Attribute) and node.end_col_offset is not None:
+            line, col = node.end_lineno, node.end_col_offset - len(node.attr) - 1  # the dot
+        at = f" ({_at(line, col + 1)})" if col is not None else ""
+        return ExpressionError(f"{what} is not allowed in {self.where}{at}")
+
+    def segment(self, node: ast.AST) -> str:
+        return one_line(ast.get_source_segment(self.source, node) or "?", 40)
+
+    def check(self, root: ast.AST) -> None:
+        undeclared: set[str] = set()
+        todo = [(root, 0, False)]  # (node, depth, inside a condition)
+        count = 0
+        while todo:
+            node, depth, cond = todo.pop()
+            count += 1
+            if count > MAX_NODES or depth > MAX_DEPTH:
+                raise ExpressionError(f"{self.where} is too large (more than {MAX_NODES} terms"
+                                      f" or nested more than {MAX_DEPTH} deep)")
+            children = self.check_node(node, cond, undeclared)
+            todo.extend((c, depth + 1, cc) for c, cc in reversed(children))
+        if undeclared:
+            raise UndeclaredNames(sorted(undeclared), self.where)
+
+    def check_node(self, node, cond, undeclared) -> list[tuple[ast.AST, bool]]:
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool) and cond:
+                return []
+            if isinstance(v, (int, float, complex)) and not isinstance(v, bool):
+                return []
+            what = "a string" if isinstance(v, (str, bytes)) else f"`{self.segment(node)}`"
+            raise self.refuse(node, what)
+        if isinstance(node, ast.Name):
+            self.check_name(node, undeclared, call=False)
+            return []
+        if isinstance(node, ast.BinOp):
+            op = type(node.op)
+            if op in _ARITHMETIC:
+                return [(node.left, cond), (node.right, cond)]
+            if op is ast.BitXor:
+                raise self.refuse(node, "`^` (use ** for powers: u**2)")
+            if op in (ast.BitAnd, ast.BitOr) and cond:
+                return [(node.left, cond), (node.right, cond)]
+            raise self.refuse(node, f"the operator {_OPERATOR_WORDS.get(op, op.__name__)}")
+        if isinstance(node, ast.UnaryOp):
+            op = type(node.op)
+            if op in (ast.USub, ast.UAdd) or (op is ast.Invert and cond):
+                return [(node.operand, cond)]
+            raise self.refuse(node, f"the operator {_OPERATOR_WORDS.get(op, op.__name__)}")
+        if isinstance(node, ast.Compare):
+            if not (cond or self.relations) or not all(type(o) in _COMPARE for o in node.ops):
+                raise self.refuse(node, f"the comparison `{self.segment(node)}`")
+            return [(node.left, False)] + [(c, False) for c in node.comparators]
+        if isinstance(node, ast.Call):
+            return self.check_call(node, undeclared)
+        if isinstance(node, ast.Attribute):
+            raise self.refuse(node, f"attribute access `.{one_line(node.attr, 40)}`")
+        if isinstance(node, ast.Subscript):
+            raise self.refuse(node, f"the subscript `{self.segment(node)}`")
+        raise self.refuse(node, _REFUSED.get(type(node), f"the construct {type(node).__name__}"))
+
+    def check_name(self, node: ast.Name, undeclared: set[str], *, call: bool) -> None:
+        name = node.id
+        if name.startswith("__") or name.endswith("__"):
+            raise self.refuse(node, f"the name `{one_line(name, 40)}`")
+        if call:
+            if name in self.operators or (name in FUNCTIONS and name not in self.names):
+                return
+            if name in self.names:
+                raise self.refuse(node, f"calling `{name}(...)` ({name} is not a function)")
+            if self.free:
+                raise self.refuse(node, f"the function `{one_line(name, 40)}(...)`")
+            undeclared.add(name)
+        elif not (name in self.names or name in CONSTANTS or self.free):
+            if name in self.operators or name in FUNCTIONS:
+                raise self.refuse(node, f"`{name}` without arguments")
+            undeclared.add(name)
+
+    def check_call(self, node: ast.Call, undeclared) -> list[tuple[ast.AST, bool]]:
+        if not isinstance(node.func, ast.Name):
+            # the callee's own construct names the problem (attribute access `.system`)
+            if isinstance(node.func, ast.Attribute):
+                raise self.refuse(node.func, f"attribute access `.{one_line(node.func.attr, 40)}`")
+            raise self.refuse(node, f"calling `{self.segment(node.func)}`")
+        self.check_name(node.func, undeclared, call=True)
+        name = node.func.id
+        if node.keywords:
+            kw = node.keywords[0]
+            raise self.refuse(kw, f"the keyword argument `{kw.arg or '**'}=`")
+        limit = ARITY.get(ALIASES.get(name, name), 32)
+        if len(node.args) > limit:
+            raise self.refuse(node, f"calling {name} with {len(node.args)} arguments (at most"
+                                    f" {limit})")
+        if name == "Piecewise" and name not in self.names and name not in self.operators:
+            out = []
+            for arg in node.args:
+                if not (isinstance(arg, ast.Tuple) and len(arg.elts) == 2):
+                    raise self.refuse(arg, "a Piecewise argument that is not a (value, condition)"
+                                           " pair")
+                out += [(arg.elts[0], False), (arg.elts[1], True)]
+            return out
+        return [(a, False) for a in node.args]
+
+    # -- building: SymPy objects only, from the checked tree ---------------------------------
+    def build(self, node: ast.AST, cond: bool = False):
+        if time.monotonic() > self.deadline:
+            raise ExpressionError(f"{self.where} takes more than {TIME_BUDGET:g} s to build")
+        if isinstance(node, ast.Constant):
+            return self.number(node)
+        if isinstance(node, ast.Name):
+            if node.id in self.names:
+                return self.names[node.id]
+            if node.id in CONSTANTS:
+                return CONSTANTS[node.id]
+            return sp.Symbol(node.id)  # free_symbols (checked)
+        if isinstance(node, ast.UnaryOp):
+            v = self.build(node.operand, cond)
+            return self.bounded(node, -v if isinstance(node.op, ast.USub)
+                                else (~v if isinstance(node.op, ast.Invert) else +v))
+        if isinstance(node, ast.BinOp):
+            a, b = self.build(node.left, cond), self.build(node.right, cond)
+            op = type(node.op)
+            if op in (ast.BitAnd, ast.BitOr):
+                return (a & b) if op is ast.BitAnd else (a | b)
+            if op is ast.Pow:
+                self.check_power(node, a, b)
+            return self.bounded(node, getattr(a, _ARITHMETIC[op])(b))
+        if isinstance(node, ast.Compare):
+            left = self.build(node.left)
+            parts = []
+            for o, c in zip(node.ops, node.comparators):
+                right = self.build(c)
+                parts.append(_COMPARE[type(o)](left, right))
+                left = right
+            return parts[0] if len(parts) == 1 else sp.And(*parts)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise self.refuse(node, type(node).__name__)  # unreachable after check()
+
+    def number(self, node: ast.Constant):
+        v = node.value
+        if isinstance(v, bool):
+            return sp.true if v else sp.false
+        text = (ast.get_source_segment(self.source, node) or repr(v)).replace("_", "")
+        imaginary = isinstance(v, complex)
+        if imaginary:
+            text = text.rstrip("jJ")
+        # as parse_expr's auto_number: Float from the literal's text (its precision), else Integer
+        if "." in text or (("e" in text or "E" in text) and not text.lower().startswith("0x")):
+            out = sp.Float(text)
+        else:
+            out = sp.Integer(int(text, 0) if not imaginary else int(text))
+        out = self.bounded(node, out)
+        return out * sp.I if imaginary else out
+
+    def check_power(self, node, base, exponent) -> None:
+        if not getattr(exponent, "is_Number", False):
+            return
+        e = abs(float(exponent)) if exponent.is_finite else float("inf")
+        if getattr(base, "is_Number", False):
+            if e > MAX_NUMBER_POWER:
+                raise self.refuse(node, f"a power of a number with exponent beyond"
+                                        f" {MAX_NUMBER_POWER}")
+            if base.is_Rational and exponent.is_Rational:
+                digits = max(len(str(abs(base.p))), len(str(base.q)))
+                if (digits - 1) * e > MAX_DIGITS:
+                    raise self.refuse(node, f"a number with more than {MAX_DIGITS} digits")
+        elif e > MAX_POWER:
+            raise self.refuse(node, f"the power `{self.segment(node)}` (exponents up to"
+                                    f" {MAX_POWER})")
+
+    def bounded(self, node, value):
+        """``value`` if every number in it is within the bounds."""
+        if not isinstance(value, sp.Basic):
+            return value
+        atoms = [value] if value.is_Atom else value.atoms(sp.Number, sp.Pow)
+        for a in atoms:
+            if a.is_Rational and max(a.p.bit_length(), a.q.bit_length()) > MAX_DIGITS * 3.33:
+                raise self.refuse(node, f"a number with more than {MAX_DIGITS} digits")
+            if a.is_Float and a.is_finite and abs(a) > MAX_FLOAT:
+                raise self.refuse(node, f"a number beyond {MAX_FLOAT:g} in size")
+            if a.is_Pow and a.exp.is_Number and a.exp.is_finite and abs(a.exp) > MAX_POWER \
+                    and not a.base.is_Number:
+                raise self.refuse(node, f"a power beyond {MAX_POWER}")
+        return value
+
+    def call(self, node: ast.Call):
+        name = node.func.id
+        if name == "Piecewise" and name not in self.names and name not in self.operators:
+            pairs = [(self.build(a.elts[0]), self.build(a.elts[1], cond=True)) for a in node.args]
+            return self.bounded(node, sp.Piecewise(*pairs))
+        args = [self.build(a) for a in node.args]
+        if name in self.operators:
+            return self.bounded(node, self.operators[name](*args))
+        if name in SPECIAL:
+            for a in args:
+                if getattr(a, "is_Number", False) and a.is_finite \
+                        and abs(a) > SPECIAL_ARGUMENT_LIMIT:
+                    raise self.refuse(node, f"{name} of a number beyond"
+                                            f" {SPECIAL_ARGUMENT_LIMIT} in size")
+        return self.bounded(node, FUNCTIONS[name](*args))

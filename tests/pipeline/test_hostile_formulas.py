@@ -1,0 +1,143 @@
+"""A formula that smuggles Python runs nowhere: not from a task YAML (tasks show/check, solve,
+data generate), a model's translation, a model's stability bound (the cross-check), or a run
+folder's task.yaml (resume, report). Each entry point is driven as a user drives it (the CLI);
+the attack writes a marker file if it runs.
+
+Scripted model replies here were written by us for these tests, not recorded from a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from pipeline_scripts import analysis_replies, genesis_reply, js, nominate, patch, shift
+
+from pdesharp.cli import main
+from pdesharp.task import load_task
+
+FIXED = "attribute access `.system` is not allowed in equation 1"
+
+
+def payload(marker) -> str:
+    return f"dt(u) + beta*dx(u) + 0*__import__('os').system('id > {marker}')"
+
+
+def hostile_task(marker) -> dict:
+    data = load_task("advection").model_dump(mode="json")
+    data["name"] = "advection_evil"
+    data["equation"]["equations"] = [payload(marker)]
+    return data
+
+
+def cli(*argv, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pdesharp.cli", *map(str, argv)],
+                          capture_output=True, text=True, timeout=600, cwd=cwd,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+@pytest.mark.parametrize("command", [
+    ["tasks", "show", "{yaml}"],
+    ["tasks", "check", "{yaml}"],
+    ["solve", "{yaml}", "--out", "{tmp}/runs", "--quiet"],
+    ["data", "generate", "{yaml}", "--samples", "1", "--seed", "0", "--out", "{tmp}/g.hdf5"],
+])
+def test_a_task_yaml_formula_never_runs(tmp_path, command):
+    marker = tmp_path / "MARKER"
+    spec = tmp_path / "evil.yaml"
+    spec.write_text(yaml.safe_dump(hostile_task(marker), sort_keys=False))
+    proc = cli(*[a.format(yaml=spec, tmp=tmp_path) for a in command])
+    assert not marker.exists()
+    assert proc.returncode != 0
+    assert FIXED in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_translation_reply_formula_never_runs(tmp_path):
+    marker = tmp_path / "MARKER"
+    reply = "```yaml\n" + yaml.safe_dump(hostile_task(marker), sort_keys=False) + "```"
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("# written by us for this test\n" + yaml.safe_dump(
+        {"rules": [{"tag": "translate", "reply": reply}]}))
+    proc = cli("translate", "Solve the advection equation.", "--model", f"scripted:{rules}",
+               "--out", tmp_path / "out.yaml")
+    assert not marker.exists()
+    assert proc.returncode != 0 and not (tmp_path / "out.yaml").exists()
+    assert FIXED in proc.stderr or FIXED in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def hostile_bound_run(tmp_path_factory, shared_data):
+    """One scripted `pdesharp solve` whose stability-analysis reply carries the attack in its
+    bound expression; the cross-check reads it before any solver runs."""
+    tmp = tmp_path_factory.mktemp("bound")
+    marker = tmp / "MARKER"
+    analysis = analysis_replies("numerical")
+    analysis["analysis.stability"] = ["Explicit upwind.\n" + js({
+        "bounds": [{"scheme": "explicit upwind",
+                    "expression": f"dx/abs(beta) + 0*__import__('os').system('id > {marker}')",
+                    "note": "CFL 1"}],
+        "recommended_schemes": ["exact spectral shift"], "key_facts": []})]
+    rules = [{"tag": tag, "reply": replies[0]} for tag, replies in analysis.items()]
+    rules += [{"tag": "genesis", "reply": genesis_reply(shift(1.0), "exact")},
+              {"tag": "judge.nominate", "reply": nominate("g1")},
+              {"tag": "judge.propose",
+               "reply": patch("    scale = 1.0", "    scale = 1.0  # same", "same", ["g1"])},
+              {"tag": "reporter", "reply": "Narrative written by the test."}]
+    script = tmp / "rules.yaml"
+    script.write_text("# replies written by us for this test\n"
+                      + yaml.safe_dump({"rules": rules}, sort_keys=False))
+    proc = cli("solve", "advection", "--model", f"scripted:{script}", "--candidates", "1",
+               "--max-rounds", "1", "--rejudge-cycles", "0",
+               "--dev-data", shared_data / "advection_dev.hdf5", "--data-dir", tmp,
+               "--max-samples", "2", "--no-convergence", "--out", tmp / "runs",
+               "--run-id", "bound", "--quiet")
+    return tmp, marker, proc
+
+
+def test_a_stability_bound_formula_never_runs_in_the_cross_check(hostile_bound_run):
+    tmp, marker, proc = hostile_bound_run
+    assert not marker.exists()
+    # the bound is advice: the run goes on, the unreadable bound is recorded with the reason
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    analysis = json.loads((tmp / "runs" / "bound" / "analysis.json").read_text())
+    bound = analysis["stability"][0]
+    assert bound["value"] is None
+    assert "not readable: attribute access `.system` is not allowed in the stability bound" \
+        in bound["note"]
+
+
+def test_a_planted_run_folder_task_never_runs_in_report(hostile_bound_run):
+    tmp, _, proc = hostile_bound_run
+    assert proc.returncode == 0
+    run = tmp / "report-run"
+    shutil.copytree(tmp / "runs" / "bound", run)
+    shutil.rmtree(run / "plots", ignore_errors=True)  # so the report draws, reading task.yaml
+    marker = tmp / "REPORT-MARKER"
+    (run / "task.yaml").write_text(yaml.safe_dump(hostile_task(marker), sort_keys=False))
+    out = cli("report", run, "--out", tmp / "r.html")
+    assert not marker.exists()
+    # the report is still written from what the run computed; the figure says why it is missing
+    assert out.returncode == 0, out.stderr[-2000:]
+    html = (tmp / "r.html").read_text()
+    assert "plot not drawn" in html and "is not allowed in equation 1" in html
+
+
+def test_a_planted_run_folder_task_never_runs_in_resume(tmp_path, shared_data, capsys):
+    # an interrupted run (dead endpoint), then a hostile task.yaml planted in its folder
+    argv = ["solve", "advection", "--model", "compat:nobody", "--base-url",
+            "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-cache",
+            "--dev-data", str(shared_data / "advection_dev.hdf5"), "--out", str(tmp_path),
+            "--run-id", "dead", "--quiet"]
+    assert main(argv) == 1
+    marker = tmp_path / "MARKER"
+    (tmp_path / "dead" / "task.yaml").write_text(
+        yaml.safe_dump(hostile_task(marker), sort_keys=False))
+    capsys.readouterr()
+    proc = cli("resume", tmp_path / "dead", "--quiet")
+    assert not marker.exists()
+    assert proc.returncode != 0 and FIXED in proc.stderr and "Traceback" not in proc.stderr
