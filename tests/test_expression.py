@@ -258,6 +258,10 @@ def test_allowed_constructs_build_the_expected_sympy():
     assert split_equation("u = Piecewise((1, x <= 0.5), (0, True))") == \
         ["u ", " Piecewise((1, x <= 0.5), (0, True))"]
     assert formula("dx^2/(2*nu)", where="b") == sp.Symbol("dx")**2 / (2 * sp.Symbol("nu"))
+    # a model's names are its own: E is Euler's number unless the task owns the name
+    assert formula("E*I*dx", where="b") == sp.E * sp.Symbol("I") * sp.Symbol("dx")
+    assert formula("E*dx", where="b", own={"E"}) == sp.Symbol("E") * sp.Symbol("dx")
+    assert rd("u < 1", relations=True) == (U < 1)
 
 
 def test_the_shared_hook_task_does_not_run(tmp_path):

@@ -267,7 +267,7 @@ class _Builder:
             if self.free:
                 raise self.refuse(node, f"the function `{one_line(name, 40)}(...)`")
             undeclared.add(name)
-        elif not (name in self.names or name in CONSTANTS or self.free):
+        elif not (name in self.names or name in CONSTANTS or self.free):  # free: Symbol(name)
             if name in self.operators or name in FUNCTIONS:
                 raise self.refuse(node, f"`{name}` without arguments")
             undeclared.add(name)
@@ -306,9 +306,9 @@ class _Builder:
         if isinstance(node, ast.Name):
             if node.id in self.names:
                 return self.names[node.id]
-            if node.id in CONSTANTS:
+            if node.id in CONSTANTS and not self.free:
                 return CONSTANTS[node.id]
-            return sp.Symbol(node.id)  # free_symbols (checked)
+            return sp.Symbol(node.id)  # free_symbols: every other name (I, oo too) a symbol
         if isinstance(node, ast.UnaryOp):
             v = self.build(node.operand, cond)
             return self.bounded(node, -v if isinstance(node.op, ast.USub)

@@ -3,6 +3,8 @@ before anything is read; honest files read exactly as before (pdesharp.data.hdf5
 
 from __future__ import annotations
 
+import shutil
+
 import h5py
 import numpy as np
 import pytest
@@ -73,8 +75,12 @@ def test_an_external_link_is_refused_naming_the_dataset(tmp_path, other, capsys)
         file_samples(TASK, path)
     with pytest.raises(DataError, match="external link"):
         make_subsets(TASK, path, {"dev": tmp_path / "out.h5"})
-    status = split_status(TASK, "dev", tmp_path)  # `data info` looks at the task's dev path
-    assert status.path is None or "external link" in (status.error or "")
+    dev = tmp_path / "data" / TASK.data.dev.files[0]  # where `data info` looks
+    dev.parent.mkdir(parents=True)
+    shutil.copy(path, dev)
+    status = split_status(TASK, "dev", tmp_path / "data")
+    assert status.path == dev and "'tensor' is an external link" in status.error
+    assert status.shapes == {}
     # the real CLI: `pdesharp data audit` exits non-zero with the one-line reason
     with pytest.raises(SystemExit) as exit_:
         main(["data", "audit", "advection", "--dev-data", str(path), "--no-store"])
