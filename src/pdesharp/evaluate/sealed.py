@@ -314,8 +314,8 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
                 if "end" in state and kept:  # the solver is over; the watchdog copies
                     deadline = max(deadline, state["end"][0] + KEEP_GRACE)
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    killed = True  # the watchdog should have ended it: ours is the backstop
+                if remaining <= 0:  # the watchdog should have ended it: ours is the backstop
+                    killed = "end" not in state  # (past "end", only the kept copy was cut)
                     break
                 await asyncio.wait({wait_task}, timeout=min(remaining, 1.0))
         finally:
