@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,7 @@ def test_gpu_sandbox_is_assembled_with_nodes_libraries_and_no_address_limit(tmp_
         pytest.skip("bubblewrap is not the mechanism here")
     policy = resolve(device="cuda")
     env = policy.env(home="/scratch", tmp="/tmp", threads=1)
-    argv = policy.bwrap_argv(scratch=None, env=env)
+    argv = policy.bwrap_argv(env=env)
     pairs = list(zip(argv, argv[1:], argv[2:]))
     for node in plan.nodes:
         assert ("--dev-bind", node, node) in pairs
@@ -99,7 +100,7 @@ def test_gpu_sandbox_is_assembled_with_nodes_libraries_and_no_address_limit(tmp_
     lim = Limits(timeout=10, memory_mb=4096)
     assert child_limits(policy, lim, None)["rlimit_as_mb"] is None  # CUDA maps huge VA ranges
     assert child_limits(cpu, lim, None)["rlimit_as_mb"] == 4096
-    cpu_argv = cpu.bwrap_argv(scratch=None, env=cpu.env(home="/scratch", tmp="/tmp", threads=1))
+    cpu_argv = cpu.bwrap_argv(env=cpu.env(home="/scratch", tmp="/tmp", threads=1))
     assert "--dev-bind" not in cpu_argv and cpu.env(home="/s", tmp="/t", threads=1)[
         "CUDA_VISIBLE_DEVICES"] == ""
     policy.mechanism = "landlock"
@@ -235,16 +236,40 @@ def test_scrub_removes_secret_values_and_token_shapes():
     assert len(scrub("x" * 10_000, env)) == 5000
 
 
+def _venv_like_this_environment(venv: Path) -> None:
+    """A venv at ``venv`` that imports what this test run imports: the interpreter's own
+    packages when the tests run from a system-wide install (CI), the outer venv's packages
+    (pdesharp from this checkout included) when they run from a venv. Its site-packages is then
+    a link to the outer one, which the sandbox resolves and binds like any site-packages."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    in_venv = sys.prefix != sys.base_prefix
+    cfg = Path(sys.prefix, "pyvenv.cfg")
+    system_site = not in_venv or "include-system-site-packages = true" in (
+        cfg.read_text() if cfg.exists() else "")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv),
+                    *(["--system-site-packages"] if system_site else [])], check=True)
+    if in_venv:
+        outer = Path(sysconfig.get_path("purelib"))
+        inner = venv / outer.relative_to(sys.prefix)
+        shutil.rmtree(inner)
+        inner.symlink_to(outer, target_is_directory=True)
+
+
 def test_sandbox_works_from_a_virtual_environment(tmp_path):
     """A venv (here under /tmp, where the sandbox mounts its own /tmp) is bound in read-only,
-    so `pip install` into a venv gives the same isolation as the system interpreter."""
+    so `pip install` into a venv gives the same isolation as the system interpreter. The venv
+    is built from the environment running the tests, and the pdesharp it imports is this one."""
     import subprocess
     import sys
 
+    import pdesharp
+
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
-                    str(venv)], check=True)
-    code = ("import asyncio, numpy as np\n"
+    _venv_like_this_environment(venv)
+    code = ("import asyncio, numpy as np, pdesharp\n"
             "from pdesharp.evaluate.sandbox import probe\n"
             "from pdesharp.evaluate.sealed import Case, Limits, SealedJob, run_sealed\n"
             "job = SealedJob(code='import sys\\ndef f(a):\\n    print(sys.prefix)\\n"
@@ -252,10 +277,13 @@ def test_sandbox_works_from_a_virtual_environment(tmp_path):
             "                cases=[Case({'a': np.zeros(3)}, [('y', (3,))])],\n"
             "                limits=Limits(timeout=30, memory_mb=1024))\n"
             "r = asyncio.run(run_sealed(job, probe()))\n"
+            "print(pdesharp.__file__)\n"
             "print(r.mechanism, r.status, r.outputs[0]['y'].tolist(), r.stdout_tail.strip())\n")
     out = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
-                         text=True, timeout=120, env={**os.environ})
+                         text=True, timeout=600, env={**os.environ})
     assert out.returncode == 0, out.stderr
-    mech, status, rest = out.stdout.split(" ", 2)
+    imported, line = out.stdout.splitlines()[:2]
+    assert imported == pdesharp.__file__  # this checkout, not another install
+    mech, status, rest = line.split(" ", 2)
     assert mech == probe().mechanism and status == "ok"
     assert rest.startswith("[1.0, 1.0, 1.0]") and rest.strip().endswith(str(venv))

@@ -32,7 +32,9 @@ def register(sub) -> None:
     p.add_argument("--no-residual", action="store_true",
                    help="skip the PDE residual unless --feedback residual")
     p.add_argument("--max-samples", type=int, default=None, help="evaluate on the first N samples")
-    p.add_argument("--keep-scratch", action="store_true", help="keep the sandbox directory")
+    p.add_argument("--keep-scratch", action="store_true",
+                   help="copy the solver's scratch folder to a host folder after the run "
+                        "(capped at the sandbox's disk size; the result says where)")
     add_sandbox_arguments(p)
     add_executor_arguments(p)
     add_data_arguments(p)

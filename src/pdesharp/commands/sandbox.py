@@ -105,6 +105,8 @@ def run(args) -> int:
     if cg:
         cg.remove()
     info = {**policy.summary(), "sealed": policy.sealed, "reasons": policy.reasons,
+            "scratch": policy.scratch() if policy.sealed else None,
+            "not_covered": policy.limitations(),
             "cgroup": cg_note if cg else f"unavailable: {cg_note}", "gpu_error": gpu_error}
     if policy.gpu:
         info["gpu"] = {"nodes": policy.gpu.nodes, "lib_dirs": policy.gpu.lib_dirs}
@@ -120,6 +122,12 @@ def run(args) -> int:
           f"{'yes' if policy.seccomp else 'no'}"
           + ("  (defence in depth inside bubblewrap)" if policy.mechanism == "bwrap" else ""))
     print(f"limits on the whole sandbox: {info['cgroup']}")
+    if policy.sealed:
+        print(f"scratch folder: {info['scratch']}")
+    if info["not_covered"]:
+        print(f"not covered by {policy.mechanism} (docs/security.md):")
+        for line in info["not_covered"]:
+            print(f"  - {line}")
     if gpu_error:
         print(f"gpu: {gpu_error}")
     elif policy.gpu:

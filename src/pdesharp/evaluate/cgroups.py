@@ -255,11 +255,19 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
+STALE_WAIT = 60.0  # seconds a dead parent's sandbox may take to finish dying (a loaded machine)
+
+
 def remove_stale(found: list[Hierarchy] | None = None) -> int:
-    """Remove evaluation cgroups left by a pdesharp process that died (kill -9)."""
+    """Remove evaluation cgroups left by a pdesharp process that died (kill -9).
+
+    Its sandbox dies with it, but not at once: the kernel tears the processes down while
+    this runs, and a cgroup that still holds one cannot be removed. So whatever is left in
+    such a cgroup is killed, and its removal waits until the cgroup is empty (at most
+    :data:`STALE_WAIT` seconds), instead of trying once and leaving the folder behind."""
     found = hierarchies() if found is None else found
-    removed = 0
-    for h in found:
+    stale: dict[str, dict[str, Path]] = {}  # cgroup name -> controller directory per hierarchy
+    for i, h in enumerate(found):
         bases = [h.mount / "pdesharp"] if h.version == 2 else [h.mount / h.own.lstrip("/")]
         for base in bases:
             try:
@@ -271,11 +279,26 @@ def remove_stale(found: list[Hierarchy] | None = None) -> int:
                     owner = int(d.name[len(PREFIX):].split("-")[0])
                 except ValueError:
                     continue
-                if owner == os.getpid() or _alive(owner):
-                    continue
+                if owner != os.getpid() and not _alive(owner) and d.is_dir():
+                    stale.setdefault(d.name, {})[f"{h.version}:{i}"] = d
+    removed = 0
+    for dirs in stale.values():
+        cg = SandboxCgroup(2 if all(k.startswith("2:") for k in dirs) else 1, dirs)
+        end = time.monotonic() + STALE_WAIT
+        cg.kill()
+        while cg.pids() and time.monotonic() < end:
+            cg.kill()
+            time.sleep(0.05)
+        for d in dirs.values():
+            while True:
                 try:
                     os.rmdir(d)
                     removed += 1
-                except OSError:
-                    pass
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY: a task is still on its way out
+                    if time.monotonic() >= end:
+                        break
+                    time.sleep(0.05)
     return removed

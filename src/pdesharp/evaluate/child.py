@@ -105,10 +105,10 @@ def _confine(job: dict, notes: list) -> None:
         if strict:
             raise
         notes.append(f"landlock: {exc}")
-    try:
-        confine.seccomp(unix_sockets_only=strict)
+    try:  # under bubblewrap too: AF_VSOCK & co. reach past the network namespace
+        confine.seccomp(sockets="unix-pair" if strict else "namespaced")
     except OSError as exc:
-        if strict:
+        if strict or c.get("seccomp_required"):
             raise
         notes.append(f"seccomp: {exc}")
 
@@ -285,6 +285,95 @@ def _read_job(fd: int) -> tuple[dict, str]:
     return json.loads(blob[4:4 + n]), blob[4 + n:].decode("utf-8", errors="replace")
 
 
+# -- the scratch folder: its total size where it is a host folder, and --keep-scratch ---------
+SCRATCH_POLL = 0.25  # seconds between two measurements of a host scratch folder
+
+
+def scratch_usage(root: str, max_entries: int) -> tuple[int, int]:
+    """(bytes allocated, entries) below ``root``, links not followed; counting stops past
+    ``max_entries`` (a million empty files must not make the measurement itself slow)."""
+    total, entries, stack = 0, 0, [root]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    entries += 1
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512  # allocated, so sparse files count as written
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        except OSError:
+            continue
+    return total, entries
+
+
+def keep_scratch(dst_fd: int, max_bytes: int, max_entries: int) -> dict:
+    """Copy the scratch folder (this process's working folder) into the host folder ``dst_fd``
+    (``--keep-scratch``), after every other process of the sandbox is gone: folders and regular
+    files only (no links, FIFOs or sockets), at most ``max_bytes`` (sizes as read, so a sparse
+    file cannot inflate on the host) and ``max_entries``; folder by folder, smallest files
+    first, so a huge file cannot crowd out the solver's source."""
+    import stat as st_
+
+    out = {"bytes": 0, "files": 0, "skipped": 0, "truncated": False}
+    queue = [("", 0)]
+    while queue:
+        rel, depth = queue.pop(0)
+        files, dirs = [], []
+        try:
+            with os.scandir(rel or ".") as it:
+                for e in it:
+                    st = e.stat(follow_symlinks=False)
+                    name = f"{rel}/{e.name}" if rel else e.name
+                    if st_.S_ISREG(st.st_mode):
+                        files.append((st.st_size, name))
+                    elif st_.S_ISDIR(st.st_mode) and depth < 32:
+                        dirs.append(name)
+                    else:
+                        out["skipped"] += 1
+        except OSError:
+            out["skipped"] += 1
+            continue
+        for _, name in sorted(files):
+            if out["files"] >= max_entries or out["bytes"] >= max_bytes:
+                out["truncated"] = True
+                return out
+            try:
+                _copy_capped(name, dst_fd, out, max_bytes)
+            except OSError:
+                out["skipped"] += 1
+        for name in sorted(dirs):
+            try:
+                os.mkdir(name, 0o755, dir_fd=dst_fd)
+                queue.append((name, depth + 1))
+            except OSError:
+                out["skipped"] += 1
+    return out
+
+
+def _copy_capped(name: str, dst_fd: int, out: dict, max_bytes: int) -> None:
+    src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                      dir_fd=dst_fd)
+        out["files"] += 1
+        try:
+            while out["bytes"] < max_bytes:
+                chunk = os.read(src, min(1 << 20, max_bytes - out["bytes"]))
+                if not chunk:
+                    return
+                os.write(dst, chunk)
+                out["bytes"] += len(chunk)
+            out["truncated"] = out["truncated"] or bool(os.read(src, 1))
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
 def main(argv: list[str]) -> int:
     job_fd, inputs_fd, out_fd, events_fd = (int(a) for a in argv[:4])
     sys.dont_write_bytecode = True
@@ -293,6 +382,9 @@ def main(argv: list[str]) -> int:
     from confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, die_with_parent, prctl
 
     job, code = _read_job(job_fd)
+    scratch = job.get("scratch") or {}
+    keep_fd = scratch.get("keep_fd")  # the host folder --keep-scratch copies into (not the solver's)
+    poll = scratch.get("poll")  # {"max_bytes", "max_entries"} where the scratch is a host folder
     pid1 = os.getpid() == 1
     prctl(PR_SET_DUMPABLE, 0)  # no /proc/<pid>/mem, environ or ptrace for the solver
     if not pid1:
@@ -305,6 +397,8 @@ def main(argv: list[str]) -> int:
     if pid == 0:
         os.close(ready_r)
         os.close(events_fd)
+        if keep_fd is not None:
+            os.close(keep_fd)
         if not pid1:
             die_with_parent(None)
         runner(job, code, inputs_fd, out_fd, ready_w)
@@ -315,13 +409,14 @@ def main(argv: list[str]) -> int:
     deadline = t_fork + timeout
     t_ready = None
     watch = [ready_r, pidfd]
-    timed_out = False
+    timed_out = scratch_full = False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
             break
-        readable, _, _ = select.select(watch, [], [], min(remaining, 1.0))
+        readable, _, _ = select.select(watch, [], [],
+                                       min(remaining, SCRATCH_POLL if poll else 1.0))
         if ready_r in readable:
             if t_ready is None and os.read(ready_r, 1) == b"R":
                 t_ready = time.monotonic()
@@ -331,8 +426,13 @@ def main(argv: list[str]) -> int:
         if pidfd in readable:
             break
         _reap_others(pid)  # orphans re-parented to us (PID 1's or a subreaper's duty)
+        if poll:
+            used, entries = scratch_usage(".", poll["max_entries"])
+            if used > poll["max_bytes"] or entries > poll["max_entries"]:
+                scratch_full = True
+                break
     t_end = time.monotonic()
-    if timed_out:
+    if timed_out or scratch_full:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -346,7 +446,10 @@ def main(argv: list[str]) -> int:
 
     maxrss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     _emit(events_fd, ev="end", t=t_end, t_ready=t_ready, timed_out=timed_out, exit_code=code_,
-          signal=sig, leftovers=left, maxrss_kb=maxrss)
+          signal=sig, leftovers=left, maxrss_kb=maxrss, scratch_full=scratch_full)
+    if keep_fd is not None:  # nothing of the solver runs any more: copy what it left
+        _emit(events_fd, ev="kept", **keep_scratch(keep_fd, scratch["keep_bytes"],
+                                                   scratch["keep_entries"]))
     return 0
 
 

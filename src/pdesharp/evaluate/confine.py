@@ -5,10 +5,12 @@ this file from a read-only copy of the package's ``evaluate`` folder inside the 
 the rest of the package is not reachable. The parent imports it too, to probe what the kernel
 offers (:func:`landlock_abi`, :func:`seccomp_available`).
 
-Inside bubblewrap these are defence in depth; in the ``landlock`` fallback (no user namespaces)
-they are the seal: Landlock limits which files can be read and written, forbids TCP and scopes
-signals and abstract Unix sockets to the sandbox; seccomp forbids ptrace-like access to other
-processes, kernel-facing system calls and, there, every socket family but AF_UNIX.
+Inside bubblewrap these are defence in depth (except the socket families: AF_VSOCK and other
+families the network namespace does not isolate are refused only here); in the ``landlock``
+fallback (no user namespaces) they are the seal: Landlock limits which files can be read and
+written, forbids TCP and scopes signals and abstract Unix sockets to the sandbox; seccomp forbids
+ptrace-like access to other processes, kernel-facing system calls and, there, every socket but a
+connected AF_UNIX stream pair (see :func:`seccomp_program`).
 """
 
 from __future__ import annotations
@@ -169,7 +171,7 @@ _DENY = ("ptrace process_vm_readv process_vm_writev kexec_load kexec_file_load i
          "settimeofday clock_settime lookup_dcookie iopl ioperm").split()
 _SYSCALLS = {
     "x86_64": dict(
-        socket=41, ptrace=101, syslog=103, pivot_root=155, chroot=161, acct=163,
+        socket=41, connect=42, bind=49, socketpair=53, ptrace=101, syslog=103, pivot_root=155, chroot=161, acct=163,
         settimeofday=164, mount=165, umount2=166, swapon=167, swapoff=168, reboot=169, iopl=172,
         ioperm=173, init_module=175, delete_module=176, quotactl=179, lookup_dcookie=212,
         clock_settime=227, kexec_load=246, add_key=248, request_key=249, keyctl=250,
@@ -179,7 +181,7 @@ _SYSCALLS = {
         io_uring_register=427, open_tree=428, move_mount=429, fsopen=430, fsconfig=431,
         fsmount=432, fspick=433, clone3=435, mount_setattr=442),
     "aarch64": dict(
-        socket=198, ptrace=117, syslog=116, pivot_root=41, chroot=51, acct=89, settimeofday=170,
+        socket=198, socketpair=199, bind=200, connect=203, ptrace=117, syslog=116, pivot_root=41, chroot=51, acct=89, settimeofday=170,
         mount=40, umount2=39, swapon=224, swapoff=225, reboot=142, init_module=105,
         delete_module=106, quotactl=60, lookup_dcookie=18, clock_settime=112, kexec_load=104,
         add_key=217, request_key=218, keyctl=219, unshare=97, perf_event_open=241,
@@ -191,7 +193,12 @@ _SYSCALLS = {
 }
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _RET_ALLOW, _RET_ERRNO, _RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
-AF_UNIX = 1
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+SOCK_STREAM, SOCK_TYPE_MASK = 1, 0xF
+# Socket families whose reach a network namespace confines: everything else (AF_VSOCK to the
+# hypervisor, AF_ALG, AF_PACKET, Bluetooth, CAN, RDS, TIPC, ...) is refused even in bubblewrap.
+NAMESPACED_FAMILIES = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK)
+SOCKET_RULES = ("namespaced", "unix-pair")
 
 
 def seccomp_available() -> bool:
@@ -206,25 +213,62 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
-def seccomp_program(machine: str | None = None, *, unix_sockets_only: bool) -> bytes:
+LD_W_ABS, JEQ_K, JGE_K, RET_K, AND_K = 0x20, 0x15, 0x35, 0x06, 0x54
+_ARG0, _ARG1 = 16, 24  # offsets of args[0] and args[1] (low 32 bits) in struct seccomp_data
+
+
+def _socket_rules(nrs: dict, sockets: str) -> list[bytes]:
+    """The socket part of the filter (each block ends by reloading the call number).
+
+    ``namespaced`` (inside bubblewrap): ``socket()`` only for :data:`NAMESPACED_FAMILIES`.
+    ``unix-pair`` (the Landlock fallback, where the host's network and file system are the
+    sandbox's): ``socket()`` only for AF_UNIX streams, ``socketpair()`` only for streams, and no
+    ``connect()`` or ``bind()`` at all. A socket can then only talk to the peer it was created
+    with: the sockaddr of ``connect``/``sendmsg`` is behind a pointer seccomp cannot read, so no
+    rule could tell a host path (``/run/...``) from one inside the scratch folder; a stream
+    socket refuses a destination address in ``sendto``/``sendmsg`` (EISCONN/EOPNOTSUPP), which
+    closes the datagram route to host sockets such as ``/dev/log``.
+    """
+    eaf, eperm = _RET_ERRNO | errno.EAFNOSUPPORT, _RET_ERRNO | errno.EPERM
+    if sockets == "namespaced":
+        n = len(NAMESPACED_FAMILIES)
+        out = [_insn(JEQ_K, 0, n + 2, nrs["socket"]), _insn(LD_W_ABS, 0, 0, _ARG0)]
+        for i, fam in enumerate(NAMESPACED_FAMILIES):  # allowed: jump past the refusal
+            out.append(_insn(JEQ_K, n - i, 0, fam))
+        return out + [_insn(RET_K, 0, 0, eaf), _insn(LD_W_ABS, 0, 0, 0)]
+    if sockets != "unix-pair":
+        raise ValueError(f"unknown socket rule {sockets!r} (choose from {SOCKET_RULES})")
+    out = []
+    for name in ("connect", "bind"):
+        out += [_insn(JEQ_K, 0, 1, nrs[name]), _insn(RET_K, 0, 0, eperm)]
+    # socket(): family AF_UNIX and type SOCK_STREAM (flags such as SOCK_CLOEXEC masked off)
+    out += [_insn(JEQ_K, 0, 6, nrs["socket"]),
+            _insn(LD_W_ABS, 0, 0, _ARG0), _insn(JEQ_K, 0, 3, AF_UNIX),
+            _insn(LD_W_ABS, 0, 0, _ARG1), _insn(AND_K, 0, 0, SOCK_TYPE_MASK),
+            _insn(JEQ_K, 1, 0, SOCK_STREAM),
+            _insn(RET_K, 0, 0, eaf)]
+    out.append(_insn(LD_W_ABS, 0, 0, 0))
+    # socketpair(): streams only (a datagram pair could still send to a named host socket)
+    out += [_insn(JEQ_K, 0, 4, nrs["socketpair"]),
+            _insn(LD_W_ABS, 0, 0, _ARG1), _insn(AND_K, 0, 0, SOCK_TYPE_MASK),
+            _insn(JEQ_K, 1, 0, SOCK_STREAM),
+            _insn(RET_K, 0, 0, eaf)]
+    return out + [_insn(LD_W_ABS, 0, 0, 0)]
+
+
+def seccomp_program(machine: str | None = None, *, sockets: str) -> bytes:
     """A classic-BPF filter: deny the calls in ``_DENY`` with EPERM (and ``clone3`` with ENOSYS,
-    so that libc falls back to ``clone``); with ``unix_sockets_only``, ``socket()`` of any family
-    but AF_UNIX fails with EAFNOSUPPORT. Any other architecture's calls kill the process."""
+    so that libc falls back to ``clone``), and restrict sockets as ``sockets`` says
+    (:func:`_socket_rules`). Any other architecture's calls kill the process."""
     machine = machine or platform.machine()
     nrs, arch = _SYSCALLS[machine], _AUDIT_ARCH[machine]
-    LD_W_ABS, JEQ_K, JGE_K, RET_K = 0x20, 0x15, 0x35, 0x06
     deny = sorted({nrs[n] for n in _DENY if n in nrs})
     body: list[bytes] = []
     # per denied call: "if nr == k: return EPERM" (two instructions each, no long jumps)
     for nr in deny:
         body += [_insn(JEQ_K, 0, 1, nr), _insn(RET_K, 0, 0, _RET_ERRNO | errno.EPERM)]
     body += [_insn(JEQ_K, 0, 1, nrs["clone3"]), _insn(RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS)]
-    if unix_sockets_only:
-        body += [_insn(JEQ_K, 0, 3, nrs["socket"]),
-                 _insn(LD_W_ABS, 0, 0, 16),  # args[0] (low 32 bits): the address family
-                 _insn(JEQ_K, 1, 0, AF_UNIX),
-                 _insn(RET_K, 0, 0, _RET_ERRNO | errno.EAFNOSUPPORT),
-                 _insn(LD_W_ABS, 0, 0, 0)]  # reload nr (both paths land here)
+    body += _socket_rules(nrs, sockets)
     head = [_insn(LD_W_ABS, 0, 0, 4), _insn(JEQ_K, 1, 0, arch),
             _insn(RET_K, 0, 0, _RET_KILL_PROCESS), _insn(LD_W_ABS, 0, 0, 0)]
     if machine == "x86_64":  # the x32 ABI reaches the same calls under other numbers
@@ -232,11 +276,11 @@ def seccomp_program(machine: str | None = None, *, unix_sockets_only: bool) -> b
     return b"".join(head + body + [_insn(RET_K, 0, 0, _RET_ALLOW)])
 
 
-def seccomp(*, unix_sockets_only: bool) -> None:
+def seccomp(*, sockets: str) -> None:
     """Install :func:`seccomp_program` on this thread (and its future children)."""
     if platform.machine() not in _SYSCALLS:
         raise ConfineError(errno.ENOSYS, f"no seccomp table for {platform.machine()}")
-    prog = seccomp_program(unix_sockets_only=unix_sockets_only)
+    prog = seccomp_program(sockets=sockets)
     n = len(prog) // 8
     buf = ctypes.create_string_buffer(prog, len(prog))
 

