@@ -18,6 +18,7 @@ from pdesharp.genesis import GENESIS_TEMPERATURE
 from pdesharp.audit.runs import ranking_floor
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
+from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
@@ -294,6 +295,15 @@ def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, met
     return pareto.markdown(view, metric, figure)
 
 
+def _facts_of(store: RunStore) -> TaskFacts:
+    """The task facts the run's prompts stated (``task_facts.json``), else its level alone."""
+    path = store.dir / "task_facts.json"
+    try:
+        return TaskFacts.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return TaskFacts(level=store.config.get("task_facts", "full"))
+
+
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     cfg = store.config
@@ -314,7 +324,9 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                 for e in sorted(store.events("no_change"),  # not completion order: replay
                                 key=lambda e: (e.get("cycle", 0), e.get("round", 0),
                                                str(e.get("judge"))))]
-    prompt = render("reporter", title=task.title, **analysis_context(analysis),
+    facts = _facts_of(store)
+    prompt = render("reporter", title=statement(task, facts)["title"],
+                    **analysis_context(analysis, facts),
                     rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,

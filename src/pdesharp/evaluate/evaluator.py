@@ -255,6 +255,7 @@ def _to_result(run: SealedRun, split, feedback, n_samples: int) -> EvalResult:
     return EvalResult(
         status=status, split=split, feedback=feedback, n_samples=n_samples,
         message="; ".join(x for x in [run.message, *notes] if x),
+        error_type=run.error_type, detail=run.detail,
         solver_seconds=run.solver_seconds, wall_seconds=run.wall_seconds,
         peak_memory_mb=run.peak_memory_mb, stdout_tail=run.stdout_tail,
         stderr_tail=run.stderr_tail, isolation=run.mechanism, host=run.host,

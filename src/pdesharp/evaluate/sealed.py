@@ -29,6 +29,7 @@ import fcntl
 import json
 import mmap
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -41,8 +42,10 @@ from pathlib import Path
 import numpy as np
 
 from pdesharp.evaluate import cgroups
-from pdesharp.evaluate.child import ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE
+from pdesharp.evaluate.child import (ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE,
+                                     OutputError, check_shape)
 from pdesharp.evaluate.sandbox import CHILD_FILES, HERE, TAIL_CHARS, SandboxPolicy, scrub
+from pdesharp.untrusted import identifier
 
 STARTUP_GRACE = 60.0  # seconds the parent allows for the sandbox to start before "ready"
 KILL_GRACE = 5.0  # beyond the timeout, before the parent kills a sandbox whose watchdog failed
@@ -91,7 +94,12 @@ class SealedRun:
     stdout_tail: str = ""
     stderr_tail: str = ""
     traceback: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the parent's own observations
+    # What the solver's process said about itself (its status record's message and notes, the
+    # last stderr line of a sandbox that ended without a record): untrusted text, never part of
+    # ``message``; shown to a model only inside a prompt block (pdesharp.untrusted)
+    detail: str = ""
+    error_type: str = ""  # the exception's class name from the record, a checked identifier
     mechanism: str = "none"
     timed_out: bool = False
     failed_case: int | None = None
@@ -320,7 +328,8 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         _judge(run, state, lim, t_spawn, t_exit, killed, proc.returncode)
         if run.status == "pending":
             record, outputs, problem = _read_outputs(out_fd, out_size, slots)
-            _apply_record(run, record, state.get("end", (0, {}))[1], outputs, problem)
+            _apply_record(run, record, state.get("end", (0, {}))[1], outputs, problem, slots,
+                          job.steady)
         if cg:
             peak = cg.peak_memory_bytes()
             if peak:
@@ -351,6 +360,7 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
     run.wall_seconds = time.monotonic() - t0
     run.message, run.traceback = scrub(run.message, limit=2000), scrub(run.traceback)
     run.notes = [scrub(n, limit=500) for n in run.notes]
+    run.detail = scrub(run.detail, limit=3000)
     return run
 
 
@@ -409,28 +419,86 @@ def _judge(run: SealedRun, state: dict, lim: Limits, t_spawn: float, t_exit: flo
         run.status = "timeout"
         run.message = f"Process exceeded the {lim.timeout:g}-second timeout limit."
     elif not end:
-        why = run.stderr_tail.strip().splitlines()[-1:] or [f"exit status {returncode}"]
-        run.status, run.message = "error", f"the sandbox failed to run the solver: {why[0]}"
+        # the last stderr line says why, but the solver's process may have written it: detail
+        why = run.stderr_tail.strip().splitlines()[-1:]
+        run.status = "error"
+        run.message = (f"the sandbox failed to run the solver (exit status {returncode}, no "
+                       "result record)")
+        run.detail = why[0] if why else ""
     else:
         run.status = "pending"  # decided by the runner's status record
 
 
+# the stages the runner names in its record (child.runner); any other text is dropped
+_STAGE = re.compile(r"setup|loading the solver|checking the outputs|the solver call"
+                    r"( \(case \d{1,4}\))?")
+
+
+def record_message(status: str, error_type: str, stage: str, case: int | None = None) -> str:
+    """The one-line message of a run that ended with a status record, in pdesharp's words."""
+    where = f" during {stage}" if stage else ""
+    if status == "error":
+        return f"the solver raised {error_type or 'an exception'}{where}"
+    if status == "memory":
+        return f"the solver ran out of memory ({error_type or 'MemoryError'}{where})"
+    if status == "shape":
+        return ("the solver's output is not one real array of the expected shape per output" +
+                (f" (call {case + 1})" if case else ""))
+    return ""
+
+
+def _shape_message(record: dict, slots: list[list[dict]], steady: bool) -> str:
+    """The shape error in pdesharp's words from the record's numbers, checked against what the
+    parent asked for ("" if the record does not name an output and a plausible shape)."""
+    case, name, got = record.get("case"), record.get("output"), record.get("got_shape")
+    if not (isinstance(case, int) and 0 <= case < len(slots) and isinstance(got, list)
+            and len(got) <= 8 and all(type(n) is int and 0 <= n < 2**40 for n in got)):
+        return ""
+    wanted = next((o["shape"] for o in slots[case] if o["name"] == name), None)
+    if wanted is None:
+        return ""
+    try:
+        check_shape(name, _Shape(got), tuple(wanted), steady)
+    except OutputError as exc:
+        return str(exc) + (f" (call {case + 1})" if case else "")
+    return ""
+
+
+class _Shape:
+    """Stands in for an array in :func:`check_shape` (only the shape is known here)."""
+
+    def __init__(self, shape: list[int]):
+        self.shape, self.ndim = tuple(shape), len(shape)
+
+
 def _apply_record(run: SealedRun, record: dict | None, end: dict,
-                  outputs: list[dict[str, np.ndarray]], problem: str) -> None:
+                  outputs: list[dict[str, np.ndarray]], problem: str,
+                  slots: list[list[dict]] | None = None, steady: bool = False) -> None:
     if record is None:
         how = f"by signal {end['signal']}" if end.get("signal") else \
             f"with exit code {end.get('exit_code')}"
         run.status = "error"
         run.message = f"the solver process died {how} without a result"
         return
+    # Every text field of the record was written inside the solver's process, which can forge
+    # it: the message is written here from checked pieces (the status, the exception's class
+    # name as an identifier, a known stage); the record's own words go to ``detail``.
     status = record.get("status")
     run.status = status if status in ("ok", "error", "memory", "shape") else "error"
-    run.message = str(record.get("message", ""))[:2000]
-    run.traceback = str(record.get("traceback", ""))
-    run.notes += [str(n)[:500] for n in record.get("notes", [])[:10]
-                  if isinstance(record.get("notes"), list)]
     if isinstance(record.get("case"), int):
         run.failed_case = record["case"]
+    etype = record.get("error_type")
+    run.error_type = identifier(etype) if isinstance(etype, str) and etype and \
+        run.status in ("error", "memory") else ""
+    stage = record.get("stage")
+    stage = stage if isinstance(stage, str) and _STAGE.fullmatch(stage) else ""
+    run.message = record_message(run.status, run.error_type, stage, run.failed_case)
+    if run.status == "shape":
+        run.message = _shape_message(record, slots or [], steady) or run.message
+    run.traceback = str(record.get("traceback", ""))
+    notes = record.get("notes") if isinstance(record.get("notes"), list) else []
+    run.detail = "\n".join([str(record.get("message", ""))[:2000],
+                            *(str(n)[:500] for n in notes[:10])]).strip()
     if run.status == "ok":
         if problem:
             run.status, run.message = "shape", problem
