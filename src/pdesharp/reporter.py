@@ -25,6 +25,7 @@ from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
+from pdesharp.untrusted import markdown_text
 
 
 
@@ -193,12 +194,19 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     if analysis is not None:
         lines += ["## Analysis", "", *analysis_lines(analysis), ""]
         disagreements = store.events("disagreement")
+        skipped = store.events("cross_check_skipped")
         if disagreements:
             lines += ["Checks against the built-in symbolic analysis:", ""]
             lines += [f"- **{d['severity']}** `{d['fact']}`: model says {d['llm']}, symbolic "
                       f"analysis says {d['builtin']}" + (f" ({d['note']})" if d.get("note") else "")
                       for d in disagreements]
             lines.append("")
+        elif skipped:  # e.g. the built-in analyst does not cover the task: say so, and why
+            lines += ["The cross-check against the built-in symbolic analysis was skipped: "
+                      + markdown_text(skipped[-1].get("reason", "no reason recorded")), ""]
+        elif analysis.source == "llm" and (store.dir / "disagreements.json").exists():
+            lines += ["The cross-check against the built-in symbolic analysis found no "
+                      "disagreement.", ""]
 
     conv = tables.any_converged(rows)  # the audit's converged solution: its own column
     lines += ["## Tournament", "",
