@@ -180,9 +180,11 @@ def analysis_context(analysis: Analysis | None, facts: TaskFacts | None = None) 
                       "method": shorten(str(f.get("method") or ""), 600)})
     return {"analysis": {
         "route": analysis.route, "route_words": ROUTE_WORDS.get(analysis.route, analysis.route),
-        "classification": (f"{c.pde_type}, {'linear' if c.linear else 'nonlinear'}, order "
-                           f"{c.time_order if c.time_order is not None else 'none (steady)'} in "
-                           f"time and {c.space_order} in space; boundary: {c.boundary}"),
+        "classification": (f"{c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
+                           + (f"order {c.time_order} in time and {c.space_order} in space"
+                              if c.time_order is not None else
+                              f"steady, order {c.space_order} in space")
+                           + f"; boundary: {c.boundary}"),
         "numbers": facts is not None and facts.numbers,
         "notes": shorten(c.notes, 600), "steps": steps, "stability": analysis.stability,
         "schemes": analysis.recommended_schemes, "key_facts": analysis.key_facts}}

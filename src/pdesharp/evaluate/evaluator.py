@@ -219,6 +219,9 @@ class Evaluator:
             return None, (f"the convergence test timed out (limit {self.timeout:g} s / "
                           f"{self.memory_mb} MB)")
         if run.status != "ok":
+            if run.detail:  # the solver's own words about it: untrusted, beside its others
+                result.detail = "\n".join(x for x in (result.detail,
+                                                      f"[convergence test] {run.detail}") if x)
             return None, f"the solver failed in the convergence test: {run.message}"[:1000]
         try:
             rate, errors = await asyncio.to_thread(plan.finish, run.outputs)
