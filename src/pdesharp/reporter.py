@@ -135,7 +135,9 @@ def analysis_lines(analysis: Analysis) -> list[str]:
     c = analysis.classification
     lines = [f"- Source: {analysis.source}; route: **{analysis.route}**",
              f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
-             f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
+             + (f"order {c.time_order} in time / {c.space_order} in space"
+                if c.time_order is not None else f"steady, order {c.space_order} in space")
+             + f"; boundary: {c.boundary}"]
     for st in analysis.steps:
         if st.name == "classification":
             continue
@@ -335,7 +337,9 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     facts = _facts_of(store)
     prompt = render("reporter", title=statement(task, facts)["title"],
                     **analysis_context(analysis, facts),
-                    rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
+                    rounds=rounds, pool=pool,
+                    feedback={"nrmse": "nRMSE", "residual": "PDE residual"}.get(
+                        cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
                     objective_words=final.get("objective_words") or "",

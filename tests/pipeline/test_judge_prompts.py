@@ -131,7 +131,9 @@ def test_a_rejudging_cycle_withholds_the_code_of_solvers_nobody_nominated():
     asyncio.run(judge.nominate(TASK, None, pool))
     text = model.calls[1].messages[-1].content
     assert never.code.strip() not in text and "why g2 is good" in text
-    assert "a solver not run yet was nominated by no judge in the earlier cycles" in text
+    assert "Code: not shown: it has not run, and no judge nominated it in the earlier " \
+        "cycles." in text
+    assert text.count("nominated it in the earlier cycles") == 1  # not said of g1, which ran
 
 
 # -- promises that hold ----------------------------------------------------------------------

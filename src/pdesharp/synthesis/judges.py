@@ -104,6 +104,10 @@ class Shown:
     why: str = ""  # "summary": why the code is not shown
 
 
+NEVER_NOMINATED = ("not shown: it has not run, and no judge nominated it in the earlier "
+                   "cycles")
+
+
 def budget_reason(budget: int) -> str:
     return (f"not shown: this prompt's code budget ({budget:,} characters) was spent on the "
             "solvers above")
@@ -122,7 +126,7 @@ def _capped(code: str) -> str:
 
 def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
             full_first: list[str], base_id: str | None = None,
-            rest: str = "not shown") -> dict[str, Shown]:
+            rest: str = "not shown", why: dict[str, str] | None = None) -> dict[str, Shown]:
     """Decide how each of ``entries`` (already in the order the prompt lists them) is shown.
 
     ``known`` maps the ids whose code the reader already has (earlier in the conversation, or
@@ -130,7 +134,8 @@ def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
     their full code while ``budget`` characters last; any other solver (and a prioritised one
     once the budget is spent) is shown as a diff against the most similar solver whose code the
     reader has, if that diff is small, else as a summary (title, justification, result) with
-    the reason: the budget, or ``rest`` (the caller's rule for who gets full code)."""
+    the reason: the budget, or ``why[id]`` if given, else ``rest`` (the caller's rule for who
+    gets full code)."""
     out: dict[str, Shown] = {}
     have = dict(known)
     left = budget
@@ -157,7 +162,7 @@ def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
             out[cid], left = Shown("full", code), left - len(code)
         else:
             out[cid] = Shown("summary", why=budget_reason(budget) if cid in full_first
-                             else rest)
+                             else (why or {}).get(cid, rest))
             continue
         have[cid] = c.code
     return out
@@ -226,10 +231,11 @@ class LLMJudge:
         return text
 
     def _entries(self, pool: list[PoolEntry], *, full_first: list[str],
-                 rest: str = "not shown", base_id: str | None = None) -> list[dict]:
+                 rest: str = "not shown", why: dict[str, str] | None = None,
+                 base_id: str | None = None) -> list[dict]:
         known = dict(self._shown)
         shown = listing(pool, known=known, budget=self.code_budget, full_first=full_first,
-                        base_id=base_id, rest=rest)
+                        base_id=base_id, rest=rest, why=why)
         executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
                     and e.result.score is not None]
         out = []
@@ -281,11 +287,10 @@ class LLMJudge:
         # In a rejudging cycle a solver that has never run was passed over by every judge of
         # the earlier cycles: its title and justification stand for it, not its full code.
         first, rest = self._full_first(pool, fresh=self.info.cycle == 0)
-        if self.info.cycle:
-            rest += ("; a solver not run yet was nominated by no judge in the earlier "
-                     "cycles")
+        why = {e.candidate.id: NEVER_NOMINATED for e in pool
+               if self.info.cycle and e.result is None}
         prompt = render("judge_nominate", info=self.info, top_k=self.top_k,
-                        entries=self._entries(pool, full_first=first, rest=rest))
+                        entries=self._entries(pool, full_first=first, rest=rest, why=why))
         ids = [e.candidate.id for e in pool]
         facts = extract_json(await self._ask(prompt, "judge.nominate"))
         if not _valid_nomination(facts, ids):
