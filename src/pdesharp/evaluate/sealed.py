@@ -29,7 +29,6 @@ import fcntl
 import json
 import mmap
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -42,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from pdesharp.evaluate import cgroups
-from pdesharp.evaluate.child import (ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE,
-                                     OutputError, check_shape)
+from pdesharp.evaluate.child import ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE
 from pdesharp.evaluate.sandbox import CHILD_FILES, HERE, TAIL_CHARS, SandboxPolicy, scrub
+from pdesharp.evaluate.record import STAGE, record_message, shape_message
 from pdesharp.untrusted import identifier
 
 STARTUP_GRACE = 60.0  # seconds the parent allows for the sandbox to start before "ready"
@@ -429,48 +428,6 @@ def _judge(run: SealedRun, state: dict, lim: Limits, t_spawn: float, t_exit: flo
         run.status = "pending"  # decided by the runner's status record
 
 
-# the stages the runner names in its record (child.runner); any other text is dropped
-_STAGE = re.compile(r"setup|loading the solver|checking the outputs|the solver call"
-                    r"( \(case \d{1,4}\))?")
-
-
-def record_message(status: str, error_type: str, stage: str, case: int | None = None) -> str:
-    """The one-line message of a run that ended with a status record, in pdesharp's words."""
-    where = f" during {stage}" if stage else ""
-    if status == "error":
-        return f"the solver raised {error_type or 'an exception'}{where}"
-    if status == "memory":
-        return f"the solver ran out of memory ({error_type or 'MemoryError'}{where})"
-    if status == "shape":
-        return ("the solver's output is not one real array of the expected shape per output" +
-                (f" (call {case + 1})" if case else ""))
-    return ""
-
-
-def _shape_message(record: dict, slots: list[list[dict]], steady: bool) -> str:
-    """The shape error in pdesharp's words from the record's numbers, checked against what the
-    parent asked for ("" if the record does not name an output and a plausible shape)."""
-    case, name, got = record.get("case"), record.get("output"), record.get("got_shape")
-    if not (isinstance(case, int) and 0 <= case < len(slots) and isinstance(got, list)
-            and len(got) <= 8 and all(type(n) is int and 0 <= n < 2**40 for n in got)):
-        return ""
-    wanted = next((o["shape"] for o in slots[case] if o["name"] == name), None)
-    if wanted is None:
-        return ""
-    try:
-        check_shape(name, _Shape(got), tuple(wanted), steady)
-    except OutputError as exc:
-        return str(exc) + (f" (call {case + 1})" if case else "")
-    return ""
-
-
-class _Shape:
-    """Stands in for an array in :func:`check_shape` (only the shape is known here)."""
-
-    def __init__(self, shape: list[int]):
-        self.shape, self.ndim = tuple(shape), len(shape)
-
-
 def _apply_record(run: SealedRun, record: dict | None, end: dict,
                   outputs: list[dict[str, np.ndarray]], problem: str,
                   slots: list[list[dict]] | None = None, steady: bool = False) -> None:
@@ -491,10 +448,10 @@ def _apply_record(run: SealedRun, record: dict | None, end: dict,
     run.error_type = identifier(etype) if isinstance(etype, str) and etype and \
         run.status in ("error", "memory") else ""
     stage = record.get("stage")
-    stage = stage if isinstance(stage, str) and _STAGE.fullmatch(stage) else ""
+    stage = stage if isinstance(stage, str) and STAGE.fullmatch(stage) else ""
     run.message = record_message(run.status, run.error_type, stage, run.failed_case)
     if run.status == "shape":
-        run.message = _shape_message(record, slots or [], steady) or run.message
+        run.message = shape_message(record, slots or [], steady) or run.message
     run.traceback = str(record.get("traceback", ""))
     notes = record.get("notes") if isinstance(record.get("notes"), list) else []
     run.detail = "\n".join([str(record.get("message", ""))[:2000],
