@@ -95,3 +95,14 @@ def test_time_derivative_with_unknown_coefficient_is_refused():
     # A constant or parameter coefficient is fine: 2*dt(u) conserves 2*u.
     system = parse_system(["2*dt(u) + dx(u)"], ["u"], space=["x"])
     assert system.split_time_derivative(0)[0] == 2 * system.function("u")
+
+
+def test_a_codepde_statement_must_keep_the_solver_interface():
+    from pdesharp.task import TaskError, load_task, task_from_dict
+
+    spec = load_task("advection").model_dump(mode="json")
+    spec["codepde"]["template"] = spec["codepde"]["template"].replace("beta)", "speed)")
+    with pytest.raises((TaskError, ValueError), match="codepde.template: solver takes"):
+        task_from_dict(spec)
+    for name in ("advection", "burgers", "reacdiff1d", "cns1d", "darcy"):
+        assert load_task(name).codepde is not None, name

@@ -5,7 +5,8 @@ facts, parsed into :class:`pdesharp.records.Analysis`. Steps 2-4 can route Genes
 of them that applies decides the route (analytical, transformation, hybrid), and the remaining
 route questions are not asked (recorded as skipped steps, with the reason, which the stability
 prompt and the report state); stability (step 5) is asked for every route except an analytical
-one, where there is no time stepping to bound. A reply whose JSON is malformed gets one re-ask;
+one, and never for a steady task: there is no time stepping to bound (the step is recorded as
+skipped, with the reason). A reply whose JSON is malformed gets one re-ask;
 after that the step keeps its prose and falls back to conservative facts (the route question
 counts as "does not apply"), so a sloppy model degrades the analysis but never stops the run.
 """
@@ -29,6 +30,7 @@ ROUTE_STEPS: list[tuple[str, Route]] = [
 ]
 REFERENCE_CELLS = 1024  # the grid of the shared/CodePDE data, where bounds are evaluated
 NO_TIME_STEPPING = "an exact solution needs no time stepping, so there is no step size to bound"
+STEADY = "the task is steady: there is no time stepping, so there is no step size to bound"
 
 
 def skip_reason(decided: str, route: Route) -> str:
@@ -55,7 +57,7 @@ class LLMAnalyst:
         steps: list[AnalysisStep] = []
 
         text, facts = await self._step(messages, "classification",
-                                       render("analysis_classification",
+                                       render("analysis_classification", steady=task.steady,
                                               **task_context(task, self.feedback, self.facts)))
         classification = _classification(facts, task)
         steps.append(AnalysisStep(name="classification", text=text, facts=facts))
@@ -66,7 +68,8 @@ class LLMAnalyst:
             if decided:
                 steps.append(AnalysisStep(name=name, text="", skipped=skip_reason(decided, route)))
                 continue
-            text, facts = await self._step(messages, name, render(f"analysis_{name}"))
+            text, facts = await self._step(messages, name, render(f"analysis_{name}",
+                                                                  steady=task.steady))
             applies = _as_bool(facts.get("applies"))
             steps.append(AnalysisStep(name=name, text=text, applies=applies, facts=facts))
             if applies:
@@ -75,16 +78,19 @@ class LLMAnalyst:
         stability: list[StabilityBound] = []
         schemes: list[str] = []
         key_facts: list[str] = []
-        if route == "analytical":
-            steps.append(AnalysisStep(name="stability", text="", skipped=NO_TIME_STEPPING))
+        if route == "analytical" or task.steady:
+            steps.append(AnalysisStep(name="stability", text="",
+                                      skipped=STEADY if task.steady else NO_TIME_STEPPING))
         else:
             skipped = [{"number": STEP_NUMBERS[st.name], "name": st.name, "why": st.skipped}
                        for st in steps if st.skipped]
             text, facts = await self._step(messages, "stability", render(
                 "analysis_stability", parameters=list(task.parameters),
                 unknowns=list(task.equation.unknowns), skipped=skipped,
-                route_words=ROUTE_WORDS[route], steady=task.steady,
-                scales={k: v for k, v in self.scales.items() if k.endswith("max")}))
+                route_words=ROUTE_WORDS[route],
+                # numbers read off the solver's inputs, at the full facts level only
+                scales={k: v for k, v in self.scales.items() if k.endswith("max")}
+                if self.facts is not None and self.facts.numbers else {}))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
             stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])
                          if isinstance(b, dict)]

@@ -5,9 +5,13 @@ facts block, rendered from one :class:`TaskFacts` record, so a bench compares me
 information they were given. Two levels (``--task-facts``, recorded in the run and the bench):
 
 ``codepde``
-    Exactly what CodePDE's prompts give: the task's description and solver template. Around
-    them every prompt still names the installed libraries, the interface rules and that the
-    score is an nRMSE (lower is better), as CodePDE's do. For comparisons with published numbers.
+    Exactly what CodePDE's prompts give for the task, in this project's words: the task's
+    ``codepde`` statement (title, description, solver template; the five built-in tasks have
+    one, with CodePDE's own oddities kept, e.g. Burgers' "ν = 0.01"), or, for a task without
+    one, its own description and template. No grid convention, reference method, data values,
+    evaluation details or notes. Around it every prompt still names the installed libraries,
+    the interface rules and that the score is an nRMSE (lower is better), as CodePDE's do. For
+    comparisons with published numbers.
 ``full`` (the default)
     Everything the task spec and the data actually used say: boundary conditions, parameter
     values as passed, time span, how the initial data were drawn, how the reference was computed
@@ -15,8 +19,9 @@ information they were given. Two levels (``--task-facts``, recorded in the run a
     size, grid, frames, dtypes, read off the dev file), the refinement study it also runs, the
     limits (time, memory, threads, GPU) and the precise score definition.
 
-Facts come from the task and from the dev split's *shapes and coordinates*; no prompt ever
-contains reference values, and nothing refers to a file the model cannot see.
+Facts come from the task and from the dev split's *shapes and coordinates* and the solver's
+*inputs* (initial frames, coefficients); no prompt ever contains a value read from the reference
+solution, and nothing refers to a file the model cannot see.
 """
 
 from __future__ import annotations
@@ -55,8 +60,9 @@ class DataFacts(BaseModel):
     args: list[ArgFacts] = Field(default_factory=list)
     output_shape: list[int] = Field(default_factory=list)
     output_dtype: str = ""  # the reference's dtype (predictions are compared with it)
-    # symbols stability bounds may use: "<field>max" (max |field| of the initial frames, or of
-    # the data for a steady task), "umax" for a single unknown, "n<axis>" (grid points)
+    # symbols stability bounds may use, all read off the solver's inputs, never the reference
+    # solution: "<field>max" (max |field| of the initial frames), "umax" for a single unknown,
+    # "<coefficient>max" (max |coefficient|), "n<axis>" (grid points)
     scales: dict[str, float] = Field(default_factory=dict)
 
 
@@ -71,10 +77,19 @@ class TaskFacts(BaseModel):
     threads: int = 1  # BLAS/OpenMP threads the solver's process gets
     gpu: bool = False
     convergence: bool = True  # the evaluator runs the task's refinement study
+    # a test split exists, so the winner is scored once on held-out data (None: not looked up;
+    # a prompt promises that final test only when this is True)
+    test_split: bool | None = None
 
     @property
     def full(self) -> bool:
         return self.level == "full"
+
+    @property
+    def numbers(self) -> bool:
+        """Whether prompts may state numbers read off the data (scales, bounds evaluated at
+        the data's grid): ``full`` only, since CodePDE's prompts state none."""
+        return self.full and self.data is not None
 
     @classmethod
     def from_spec(cls, task: Task, level: FactsLevel = "full",
@@ -85,16 +100,23 @@ class TaskFacts(BaseModel):
 
 
 def build_facts(task: Task, level: FactsLevel = "full", *, data_dir=None, dev_data=None,
-                max_samples: int | None = None, timeout: float | None = None,
+                test_data=None, max_samples: int | None = None, timeout: float | None = None,
                 memory_mb: int | None = None, convergence: bool = True, threads: int = 1,
                 gpu: bool = False) -> TaskFacts:
     """The facts for ``task`` with the evaluator's settings (the same arguments ``Evaluator``
     takes). The dev file is located with the evaluator's rules; if it cannot be read the facts
     say so and the prompts state only what the task spec says."""
+    from pdesharp.data.paths import DataNotFound, resolve_split
+
+    try:
+        resolve_split(task, "test", data_dir_override=data_dir, explicit=test_data)
+        test_split = True
+    except DataNotFound:
+        test_split = False
     facts = TaskFacts(level=level,
                       timeout_s=float(timeout if timeout is not None else task.evaluation.timeout),
                       memory_mb=memory_mb if memory_mb is not None else task.evaluation.memory_mb,
-                      threads=threads, gpu=gpu, convergence=convergence)
+                      threads=threads, gpu=gpu, convergence=convergence, test_split=test_split)
     try:
         facts.data = read_data_facts(task, data_dir=data_dir, dev_data=dev_data,
                                      max_samples=max_samples)
@@ -160,13 +182,20 @@ def _n_selected(task: Task, path, samples: str | None, max_samples: int | None) 
 
 
 def _scales(task: Task, ref) -> dict[str, float]:
+    """Scales of what the solver receives: the initial frames of a time-dependent task and the
+    coefficient fields. A steady task's unknowns are the reference *solution*: nothing of them
+    (only their grid) is read."""
     out: dict[str, float] = {}
-    for name, arr in ref.fields.items():
-        first = arr if task.steady else arr[:, 0]
-        out[f"{name}max"] = float(np.abs(first).max())
-        for axis, size in zip(task.equation.space, first.shape[1:]):
+    inputs = {name: arr[:, 0] for name, arr in ref.fields.items()} if not task.steady else {}
+    inputs.update(ref.coefficients)
+    for name, arr in inputs.items():
+        out[f"{name}max"] = float(np.abs(arr).max())
+    for arr in [*ref.fields.values(), *ref.coefficients.values()][:1]:
+        space = arr.shape[1:] if task.steady else arr.shape[2:]
+        for axis, size in zip(task.equation.space, space):
             out[f"n{axis}"] = int(size)
-    if len(task.equation.unknowns) == 1 and f"{task.equation.unknowns[0]}max" in out:
+    if not task.steady and len(task.equation.unknowns) == 1 \
+            and f"{task.equation.unknowns[0]}max" in out:
         out["umax"] = out[f"{task.equation.unknowns[0]}max"]
     return out
 
@@ -249,6 +278,16 @@ def refinement_sentence(task: Task, facts: TaskFacts) -> str:
                 f"with strides {rates} ([:, ::r, ::r]){sizes}, and compares each result with its "
                 "own full-resolution answer, to measure the empirical convergence rate.")
     return ""
+
+
+def statement(task: Task, facts: TaskFacts | None) -> dict[str, str]:
+    """The task's title, description and solver template as the prompts state them at the
+    facts level: the ``codepde`` statement at ``codepde`` (when the task has one)."""
+    if facts is not None and not facts.full and task.codepde is not None:
+        s = task.codepde
+        return {"title": s.title, "description": s.description, "template": s.template}
+    return {"title": task.title, "description": task.description,
+            "template": task.solver.template}
 
 
 def context(task: Task, facts: TaskFacts) -> dict:

@@ -137,7 +137,7 @@ class LLMAuthor:
     async def _sample(self, task: Task, analysis: Analysis, i: int, n: int, cid: str,
                       earlier: list[dict]) -> Candidate:
         prompt = render("genesis", **task_context(task, self.feedback, self.facts),
-                        **analysis_context(analysis), index=i + 1, total=n, earlier=earlier,
+                        **analysis_context(analysis, self.facts), index=i + 1, total=n, earlier=earlier,
                         diverse=self.mode == "diverse")
         messages = [Message(role="system", content=render("system", role="a solver author")),
                     Message(role="user", content=prompt)]

@@ -30,6 +30,15 @@ CONSTRAINTS = [
     "No plotting, no file I/O, no network access, no printing of large arrays.",
     "Use only the Python standard library and the installed libraries listed above.",
 ]
+TIME_ONLY = {2}  # constraints that speak of time frames: not stated for a steady task
+# Installed in the sandbox but of no use to a solver that may neither plot nor touch files:
+# not offered, so the libraries line does not contradict the constraints.
+NOT_OFFERED = {"h5py", "matplotlib"}
+
+
+def constraints(task: Task) -> list[str]:
+    """The rules every solver must respect, as the task's kind makes them true."""
+    return [c for i, c in enumerate(CONSTRAINTS) if not (task.steady and i in TIME_ONLY)]
 
 
 JUSTIFICATION_CHARS = 1200  # a justification shown in a pool listing is cut here
@@ -111,13 +120,20 @@ def task_context(task: Task, feedback: str = "nrmse", facts: TaskFacts | None = 
     """The variables ``_task.j2`` needs: the description, the facts block at the facts level
     (:mod:`pdesharp.facts`), the solver template, the installed libraries and the constraints.
     The task's own statements (initial conditions, reference, notes) are passed verbatim."""
+    said = task_facts.statement(task, facts)
     return {
         **_facts_context(task, facts, feedback),
-        "template": task.solver.template.rstrip(),
-        "libraries": list(available_libraries()),
+        "title": said["title"], "description": said["description"],
+        "template": said["template"].rstrip(),
+        "libraries": offered_libraries(),
         "hardware": hardware(facts),
-        "constraints": CONSTRAINTS,
+        "constraints": constraints(task),
     }
+
+
+def offered_libraries() -> list[str]:
+    """The installed libraries the prompts offer a solver (:data:`NOT_OFFERED` left out)."""
+    return [lib for lib in available_libraries() if lib not in NOT_OFFERED]
 
 
 TITLE_CHARS = 100  # a design title: one line, cut at a word boundary
@@ -131,9 +147,11 @@ def clean_title(text: str) -> str:
 
 
 def strip_label(text: str, label: str) -> str:
-    """``text`` without a leading "<label>:" (as models write "Justification: ..."), so a
-    prompt that prints its own label does not print it twice."""
-    pattern = re.compile(rf"^[\s*_#>]*{label}[\s*_]*:[\s*_]*", re.IGNORECASE)
+    """``text`` without a leading "<label>:" or "<label>." (as models write "Justification: ..."
+    or "**Justification.** ..."), so a prompt that prints its own label does not print it
+    twice."""
+    # "Justification:", "**Justification:**", "**Justification.**", "## Justification:"
+    pattern = re.compile(rf"^[\s*_#>]*{label}[\s*_]*[:.][\s*_]*", re.IGNORECASE)
     text, before = str(text), None
     while text != before:  # "**Justification:** Justification: ..." happens
         before, text = text, pattern.sub("", text, count=1)
@@ -144,10 +162,12 @@ ROUTE_WORDS = {"analytical": "analytical solution", "transformation": "transform
                "hybrid": "operator split (hybrid)", "numerical": "numerical scheme"}
 
 
-def analysis_context(analysis: Analysis | None) -> dict:
+def analysis_context(analysis: Analysis | None, facts: TaskFacts | None = None) -> dict:
     """The analysis as later prompts show it (``_analysis.j2``): its structured facts, per
     step the decision and the model's own one-line summary, never the raw prose (which
-    carries the model's asides to the analyst's questions)."""
+    carries the model's asides to the analyst's questions). A bound's value (the formula at the
+    data's grid and input scales) is shown only where ``facts`` allow numbers read off the data
+    (:attr:`TaskFacts.numbers`)."""
     if analysis is None:
         return {"analysis": None}
     c = analysis.classification
@@ -160,9 +180,12 @@ def analysis_context(analysis: Analysis | None) -> dict:
                       "method": shorten(str(f.get("method") or ""), 600)})
     return {"analysis": {
         "route": analysis.route, "route_words": ROUTE_WORDS.get(analysis.route, analysis.route),
-        "classification": (f"{c.pde_type}, {'linear' if c.linear else 'nonlinear'}, order "
-                           f"{c.time_order if c.time_order is not None else 'none (steady)'} in "
-                           f"time and {c.space_order} in space; boundary: {c.boundary}"),
+        "classification": (f"{c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
+                           + (f"order {c.time_order} in time and {c.space_order} in space"
+                              if c.time_order is not None else
+                              f"steady, order {c.space_order} in space")
+                           + f"; boundary: {c.boundary}"),
+        "numbers": facts is not None and facts.numbers,
         "notes": shorten(c.notes, 600), "steps": steps, "stability": analysis.stability,
         "schemes": analysis.recommended_schemes, "key_facts": analysis.key_facts}}
 

@@ -44,7 +44,12 @@ class EvalResult(BaseModel):
     peak_memory_mb: float | None = None
     stdout_tail: str = ""
     stderr_tail: str = ""
-    message: str = ""  # one-line human summary of a failure
+    # one-line summary of a failure in pdesharp's own words (never text the solver wrote)
+    message: str = ""
+    error_type: str = ""  # the class name of the exception the solver raised, an identifier
+    # what the solver's process said about itself (its exception text, notes): untrusted, like
+    # stdout_tail and stderr_tail; shown to a model only inside a prompt block (untrusted.py)
+    detail: str = ""
     plot_path: str | None = None
     isolation: str = ""  # the sandbox mechanism the solver ran under ("none": unsafe)
     host: str = ""  # the Ray node that ran the solver ("": this machine)

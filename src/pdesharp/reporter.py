@@ -18,12 +18,14 @@ from pdesharp.genesis import GENESIS_TEMPERATURE
 from pdesharp.audit.runs import ranking_floor
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
+from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
+from pdesharp.untrusted import markdown_text
 
 
 
@@ -133,7 +135,9 @@ def analysis_lines(analysis: Analysis) -> list[str]:
     c = analysis.classification
     lines = [f"- Source: {analysis.source}; route: **{analysis.route}**",
              f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
-             f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
+             + (f"order {c.time_order} in time / {c.space_order} in space"
+                if c.time_order is not None else f"steady, order {c.space_order} in space")
+             + f"; boundary: {c.boundary}"]
     for st in analysis.steps:
         if st.name == "classification":
             continue
@@ -192,12 +196,19 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     if analysis is not None:
         lines += ["## Analysis", "", *analysis_lines(analysis), ""]
         disagreements = store.events("disagreement")
+        skipped = store.events("cross_check_skipped")
         if disagreements:
             lines += ["Checks against the built-in symbolic analysis:", ""]
             lines += [f"- **{d['severity']}** `{d['fact']}`: model says {d['llm']}, symbolic "
                       f"analysis says {d['builtin']}" + (f" ({d['note']})" if d.get("note") else "")
                       for d in disagreements]
             lines.append("")
+        elif skipped:  # e.g. the built-in analyst does not cover the task: say so, and why
+            lines += ["The cross-check against the built-in symbolic analysis was skipped: "
+                      + markdown_text(skipped[-1].get("reason", "no reason recorded")), ""]
+        elif analysis.source == "llm" and (store.dir / "disagreements.json").exists():
+            lines += ["The cross-check against the built-in symbolic analysis found no "
+                      "disagreement.", ""]
 
     conv = tables.any_converged(rows)  # the audit's converged solution: its own column
     lines += ["## Tournament", "",
@@ -294,6 +305,15 @@ def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, met
     return pareto.markdown(view, metric, figure)
 
 
+def _facts_of(store: RunStore) -> TaskFacts:
+    """The task facts the run's prompts stated (``task_facts.json``), else its level alone."""
+    path = store.dir / "task_facts.json"
+    try:
+        return TaskFacts.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return TaskFacts(level=store.config.get("task_facts", "full"))
+
+
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     cfg = store.config
@@ -314,8 +334,12 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                 for e in sorted(store.events("no_change"),  # not completion order: replay
                                 key=lambda e: (e.get("cycle", 0), e.get("round", 0),
                                                str(e.get("judge"))))]
-    prompt = render("reporter", title=task.title, **analysis_context(analysis),
-                    rounds=rounds, pool=pool, feedback=cfg.get("feedback", "nrmse"),
+    facts = _facts_of(store)
+    prompt = render("reporter", title=statement(task, facts)["title"],
+                    **analysis_context(analysis, facts),
+                    rounds=rounds, pool=pool,
+                    feedback={"nrmse": "nRMSE", "residual": "PDE residual"}.get(
+                        cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
                     objective_words=final.get("objective_words") or "",

@@ -132,7 +132,8 @@ def facts_for(config: SolveConfig, task: Task) -> TaskFacts:
     """The task facts the prompts state, with the data and evaluation settings of ``config``
     (the same the run's evaluator is built with)."""
     return build_facts(task, config.task_facts, data_dir=config.data_dir,
-                       dev_data=config.dev_data, max_samples=config.max_samples,
+                       dev_data=config.dev_data, test_data=config.test_data,
+                       max_samples=config.max_samples,
                        timeout=config.timeout, convergence=config.convergence,
                        gpu=config.device == "cuda")
 

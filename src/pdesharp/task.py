@@ -63,6 +63,16 @@ class SolverSpec(_Model):
         return f"{self.name}({', '.join(a.name for a in self.args)})"
 
 
+class CodePDEStatement(_Model):
+    """The task as CodePDE's prompts state it (``--task-facts codepde``), in this project's own
+    words: its description and solver template, nothing more. Optional: a task without one is
+    stated at that level by its own ``title``, ``description`` and ``solver.template``."""
+
+    title: str  # a neutral one-line name (the task's own title may name data or methods)
+    description: str
+    template: str  # same function name and argument names as ``solver.template``
+
+
 class SplitSpec(_Model):
     """Where one split's reference data can be found.
 
@@ -157,6 +167,8 @@ class Task(_Model):
     data: DataSpec
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     notes: list[str] = Field(default_factory=list)  # comparability notes for humans
+    # What CodePDE's prompts give for this task (``--task-facts codepde``); left out when unset.
+    codepde: CodePDEStatement | None = Field(None, exclude_if=lambda v: v is None)
     # Optional settings of the generic data generator; left out of dumps when unset.
     generator: GeneratorSpec | None = Field(None, exclude_if=lambda v: v is None)
 
@@ -185,6 +197,10 @@ class Task(_Model):
                     f"generator.ranges names {name!r}, which is not an unknown {eq.unknowns}")
             if not lo < hi:
                 raise ValueError(f"generator.ranges[{name!r}] needs lo < hi, got [{lo}, {hi}]")
+        if self.codepde is not None:
+            problem = _template_problem(self.codepde.template, self.solver)
+            if problem:
+                raise ValueError(f"codepde.template: {problem}")
         if eq.time is not None and self.time_span is None:
             raise ValueError("a time-dependent task needs time_span")
         try:
@@ -218,6 +234,24 @@ class Task(_Model):
     def to_yaml(self) -> str:
         return yaml.dump(self.model_dump(mode="json"), Dumper=_BlockDumper, sort_keys=False,
                          allow_unicode=True, width=100)
+
+
+def _template_problem(template: str, spec: SolverSpec) -> str:
+    """Why ``template`` does not define ``spec``'s function with its argument names ("" if it
+    does): a second template must not change the interface the evaluator calls."""
+    import ast
+
+    try:
+        tree = ast.parse(template)
+    except SyntaxError as exc:
+        return f"not valid Python (line {exc.lineno}: {exc.msg})"
+    wanted = [a.name for a in spec.args]
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == spec.name:
+            got = [a.arg for a in node.args.posonlyargs + node.args.args]
+            return "" if got == wanted else (f"{spec.name} takes ({', '.join(got)}), the solver "
+                                             f"spec says ({', '.join(wanted)})")
+    return f"defines no function {spec.name}"
 
 
 class _BlockDumper(yaml.SafeDumper):

@@ -103,7 +103,7 @@ def example_spec() -> str:
     for a description that names no data files and gives no output spacing (data: fields
     only; n_frames and initial_condition defaulted, each with a "Default:" note; evaluation
     reduced to the convergence block; none of advection's dataset-specific notes)."""
-    data = load_task(_EXAMPLE_TASK).model_dump(mode="json", exclude={"generator"},
+    data = load_task(_EXAMPLE_TASK).model_dump(mode="json", exclude={"generator", "codepde"},
                                                 exclude_none=True)
     data["title"] = "1D linear advection, beta = 0.1"
     data["n_frames"] = DEFAULT_FRAMES

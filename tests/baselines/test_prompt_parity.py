@@ -26,14 +26,16 @@ def test_baseline_prompts_carry_the_facts_sharp_gets(name, level, shared_data):
     prompts = [generation_messages(task, facts)[1].content,
                render("refine", **prompt_context(task, facts), seeds=[seed])]
     assert block in sharp
-    for prompt in prompts:
+    stated = task.description if level == "full" else task.codepde.description
+    for prompt in prompts + [sharp]:
         assert block in prompt  # the same facts, word for word
-        assert task.description.strip() in prompt
+        assert stated.strip() in prompt  # and the same statement of the task
     spec_facts = [task.initial_condition, *task.notes, task.reference]
     for fact in filter(None, spec_facts):
         assert (fact in block) == (level == "full"), fact
     # the data section (batch, grid, frames, dtypes of the dev file) only at the full level
     n = facts.data.n_samples  # 3, or fewer in a smaller dev file
-    assert n <= 3 and (f"once with the {n} samples of the development split" in block) == (
+    said = "one sample" if n == 1 else f"{n} samples"
+    assert n <= 3 and (f"once with the {said} of the development split" in block) == (
         level == "full")
     assert "nRMSE" in block and "lower is better" in block.lower()

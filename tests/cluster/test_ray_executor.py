@@ -57,7 +57,7 @@ def test_ray_and_local_executors_give_identical_results(ray_cluster, shared_data
         results.append(a)
     ok, failed = results
     assert ok.nrmse < 1e-2 and ok.convergence_order is not None and ok.residual is not None
-    assert failed.status == "error" and "no scheme chosen yet" in failed.message
+    assert failed.status == "error" and "no scheme chosen yet" in failed.detail
 
     ref = remote.reference("dev")
     assert len(sent) == 3  # the first solver's run and convergence run; the broken one's run
@@ -182,7 +182,7 @@ def test_a_solver_crash_or_timeout_is_its_verdict_not_retried(ray_cluster, share
                                       for k, c in solvers.items()))
 
     raises, killed, slow = asyncio.run(run_all())
-    assert raises.status == "error" and "diverged at step 3" in raises.message
+    assert raises.status == "error" and "diverged at step 3" in raises.detail
     assert killed.status == "error" and "signal 9" in killed.message
     assert slow.status == "timeout"
     assert [r.retries for r in (raises, killed, slow)] == [0, 0, 0]

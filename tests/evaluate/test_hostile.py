@@ -380,8 +380,8 @@ def test_secret_in_error_text_is_scrubbed(shared_data, tmp_path, monkeypatch):
     r = ev.evaluate_sync(code, split="dev", feedback="nrmse")
     assert r.status == "error" and r.isolation == "none"
     assert "stolen: [redacted]" in r.stdout_tail  # it did steal it: unsafe means unsafe
-    text = r.stdout_tail + r.stderr_tail + r.message + r.summary_line()
-    assert CANARY not in text and "[redacted]" in r.message and "[redacted]" in r.stderr_tail
+    text = r.stdout_tail + r.stderr_tail + r.message + r.detail + r.summary_line()
+    assert CANARY not in text and "[redacted]" in r.detail and "[redacted]" in r.stderr_tail
 
 
 @pytest.mark.parametrize("mech", MECHANISMS)

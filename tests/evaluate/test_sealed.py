@@ -224,7 +224,8 @@ def test_seam_runs_several_cases_and_checks_declared_dtypes():
     assert run.solver_seconds is not None and 0 <= run.solver_seconds < run.wall_seconds
     job.code = "import numpy as np\ndef f(a, s):\n    return a * 1j, a[:, 0]\n"
     bad = asyncio.run(run_sealed(job, resolve()))
-    assert bad.status == "shape" and "complex" in bad.message
+    assert bad.status == "shape" and "complex" in bad.detail  # the child's words: detail
+    assert bad.message == "the solver's output is not one real array of the expected shape per output"
 
 
 def test_scrub_removes_secret_values_and_token_shapes():

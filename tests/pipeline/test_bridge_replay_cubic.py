@@ -78,8 +78,8 @@ def test_prompts_of_the_reviewed_run_carry_the_facts(replayed):
     task = load_task_file(FIXTURE / "task.yaml")
     assert f"Reference data: {task.reference}" in first  # the review's first finding
     assert "`u0_batch`: float64 array of shape [4, 256]" in first
-    assert "umax = 0.7079 in the development inputs" in prompts(store,
-                                                                       "analysis.stability")[0]
+    assert ("the largest |value| in the solver's development inputs, the initial frames at "
+            "t = 0: umax = 0.7079") in " ".join(prompts(store, "analysis.stability")[0].split())
     g1, g2, g3 = prompts(store, "genesis")
     assert "later ones are shown your design" in g1
     assert "- g1: Fourier pseudo-spectral ETDRK4" in g2 and "- g2: Method of lines" in g3

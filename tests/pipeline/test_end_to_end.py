@@ -42,14 +42,15 @@ def reply_for(body: dict, index: int) -> str:
     if "Write candidate solver #2 " in last:
         return genesis_reply(CRASH, "crashes")
     if "# Debugging g2" in last:
-        assert "scripted crash: dt is undefined" in last  # the real traceback tail reached it
+        # the real traceback tail reached it, as an untrusted block behind the gutter
+        assert "| RuntimeError: scripted crash: dt is undefined" in last
         return patch('    raise RuntimeError("scripted crash: dt is undefined")',
                      "    return np.repeat(u0_batch[:, None, :], len(t_coordinate), axis=1)",
                      "copy the initial state", ["g2"])
     if ": nominate" in last:
         return nominate("g2" if "You are judge-3," in system else "g1")
     if "results and your modification" in last:  # judge-3's base (g2's fix) has no scale:
-        if "Your base solver is g2-d1" in last:     # it borrows g1's design instead
+        if "## Your base solver\n\ng2-d1" in last:  # it borrows g1's design instead
             return "```python\n" + shift(1.0) + "```\n" + js(
                 {"title": "undamped", "justification": "g1 without damping",
                  "parents": ["g2-d1", "g1"]})

@@ -68,8 +68,9 @@ def test_codepde_facts_give_the_description_and_template_only(tmp_path, shared_d
                    "How a solver is evaluated", "Parameters passed to the solver"):
         assert absent not in text, absent
     genesis = prompts(store, "genesis")[0]
-    assert task.description.strip() in genesis and "def solver(u0_batch, t_coordinate, beta)" \
-        in genesis and "nRMSE" in genesis
+    # CodePDE's statement of the task (its description and template, in our words), not ours
+    assert task.codepde.description.strip() in genesis and task.description.strip() not in text
+    assert "def solver(u0_batch, t_coordinate, beta)" in genesis and "nRMSE" in genesis
     assert store.summary()["task_facts"] == "codepde"
     assert "task facts: codepde" in (store.dir / "report.md").read_text()
 

@@ -18,7 +18,7 @@ HEAT = "Solve the heat equation u_t = 0.1 u_xx on (0, 1) with periodic boundarie
 
 
 def spec_yaml(**changes) -> str:
-    data = load_task("advection").model_dump(mode="json")
+    data = load_task("advection").model_dump(mode="json", exclude={"codepde"})
     data.update(name="heat", title="1D heat equation", parameters={"nu": 0.1})
     data["equation"]["equations"] = ["dt(u) - nu*dx(dx(u))"]
     data["solver"]["args"][2] = {"name": "nu", "kind": "parameter", "doc": "diffusivity"}

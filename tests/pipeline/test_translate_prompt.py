@@ -47,7 +47,7 @@ def yaml_blocks(text: str) -> list[str]:
 
 
 def heat_spec(**changes) -> dict:
-    data = load_task("advection").model_dump(mode="json")
+    data = load_task("advection").model_dump(mode="json", exclude={"codepde"})
     data.update(name="heat", title="1D heat equation", parameters={"nu": 0.1},
                 time_span=[0.0, 1.0])
     data["equation"]["equations"] = ["dt(u) - nu*dx(u, 2)"]

@@ -20,22 +20,25 @@ from pdesharp.baselines.common import (
     render,
     sample_and_debug,
 )
-from pdesharp.facts import TaskFacts
+from pdesharp.facts import TaskFacts, statement
 from pdesharp.llm.base import ChatModel, Message
-from pdesharp.prompting import available_libraries, facts_block, hardware
+from pdesharp.prompting import facts_block, hardware, offered_libraries
 from pdesharp.records import EvalResult
 from pdesharp.task import Task
+from pdesharp.untrusted import BLOCK_RULE
 
 
 def prompt_context(task: Task, facts: TaskFacts | None) -> dict:
     """What the baselines' prompts say about the task: its description and template, and the
     same facts block PDE-SHARP's prompts carry (:func:`pdesharp.prompting.facts_block`)."""
+    said = statement(task, facts)
     return {"task": task, "facts_block": facts_block(task, facts, "nrmse"),
-            "libraries": list(available_libraries()), "hardware": hardware(facts)}
+            "description": said["description"], "template": said["template"].rstrip(),
+            "libraries": offered_libraries(), "hardware": hardware(facts)}
 
 
 def generation_messages(task: Task, facts: TaskFacts | None = None) -> list[Message]:
-    return [Message(role="system", content=render("system")),
+    return [Message(role="system", content=render("system", block_rule=BLOCK_RULE)),
             Message(role="user", content=render("generate", **prompt_context(task, facts)))]
 
 
@@ -132,7 +135,7 @@ async def refinement(task: Task, seeds: list[Seed], *, model: ChatModel, store, 
         orders.append(order)
 
     def messages(i: int) -> list[Message]:
-        return [Message(role="system", content=render("system")),
+        return [Message(role="system", content=render("system", block_rule=BLOCK_RULE)),
                 Message(role="user", content=render("refine", **prompt_context(task, facts),
                                                     seeds=orders[i]))]
 

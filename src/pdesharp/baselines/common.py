@@ -22,6 +22,7 @@ from pdesharp.facts import FactsLevel
 from pdesharp.prompting import extract_code  # one extraction rule for every method
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
+from pdesharp.untrusted import BLOCK_RULE, one_line, prompt_block
 
 OUTPUT_TAIL = 5000  # characters of solver output fed back when debugging (as CodePDE does)
 
@@ -119,12 +120,16 @@ class SampleOutcome:
 
 def debug_prompt(result: EvalResult) -> str:
     """CodePDE's feedback after a failed run: NaN/inf gets the stability prompt, anything else
-    (exception, timeout, memory, wrong shape) the execution-error prompt."""
-    output = (result.stdout_tail or "")[-OUTPUT_TAIL:]
+    (exception, timeout, memory, wrong shape) the execution-error prompt. The output and error
+    text (the last 5000 characters, as CodePDE) are the solver's: each is an untrusted block
+    (:func:`pdesharp.untrusted.prompt_block`); the failure itself is pdesharp's message."""
+    output = prompt_block(result.stdout_tail or "", "stdout of your solver", limit=OUTPUT_TAIL)
     if result.status == "nan":
         return render("debug_nan", output=output)
-    error = "\n".join(s for s in (result.message, result.stderr_tail) if s)[-OUTPUT_TAIL:]
-    return render("debug_error", output=output, error=error)
+    error = prompt_block("\n".join(s for s in (result.detail, result.stderr_tail) if s),
+                         "error output of your solver", limit=OUTPUT_TAIL)
+    return render("debug_error", summary=f"{result.status}: {one_line(result.message, 300)}",
+                  output=output, error=error)
 
 
 async def sample_and_debug(*, index: int, prefix: str, messages: list[Message], model: ChatModel,

@@ -160,12 +160,16 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> N
             args = solver_args(job["args"], {k: inputs[v] for k, v in case["inputs"].items()})
             out = fn(*args)
             status["stage"] = "checking the outputs"
+            got = None  # (output, shape) under check: the parent words the shape error itself
             try:
                 arrays = as_outputs([o["name"] for o in case["outputs"]], out)
                 for o, arr in zip(case["outputs"], arrays):
+                    got = (o["name"], [int(n) for n in arr.shape])
                     check_shape(o["name"], arr, tuple(o["shape"]), job["steady"])
             except OutputError as exc:
                 status.update(status="shape", message=str(exc), stage="", case=i)
+                if got is not None:
+                    status.update(output=got[0], got_shape=got[1])
                 return
             for o, arr in zip(case["outputs"], arrays):
                 if arr.dtype.str not in ALLOWED_DTYPES:  # e.g. float128, big-endian
@@ -181,6 +185,7 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> N
     except BaseException as exc:  # the solver can raise anything, SystemExit included
         status["status"] = "memory" if isinstance(exc, MemoryError) else "error"
         where = f" during {status['stage']}" if status.get("stage") else ""
+        status["error_type"] = type(exc).__name__
         status["message"] = f"{type(exc).__name__}{where}: {exc}"[:1000]
         status["traceback"] = _text(exc)
         try:

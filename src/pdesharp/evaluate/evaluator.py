@@ -219,6 +219,9 @@ class Evaluator:
             return None, (f"the convergence test timed out (limit {self.timeout:g} s / "
                           f"{self.memory_mb} MB)")
         if run.status != "ok":
+            if run.detail:  # the solver's own words about it: untrusted, beside its others
+                result.detail = "\n".join(x for x in (result.detail,
+                                                      f"[convergence test] {run.detail}") if x)
             return None, f"the solver failed in the convergence test: {run.message}"[:1000]
         try:
             rate, errors = await asyncio.to_thread(plan.finish, run.outputs)
@@ -255,6 +258,7 @@ def _to_result(run: SealedRun, split, feedback, n_samples: int) -> EvalResult:
     return EvalResult(
         status=status, split=split, feedback=feedback, n_samples=n_samples,
         message="; ".join(x for x in [run.message, *notes] if x),
+        error_type=run.error_type, detail=run.detail,
         solver_seconds=run.solver_seconds, wall_seconds=run.wall_seconds,
         peak_memory_mb=run.peak_memory_mb, stdout_tail=run.stdout_tail,
         stderr_tail=run.stderr_tail, isolation=run.mechanism, host=run.host,

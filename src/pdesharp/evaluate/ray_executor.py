@@ -348,6 +348,7 @@ def _rescrub(run: SealedRun) -> SealedRun:
     run.stdout_tail, run.stderr_tail = scrub(run.stdout_tail), scrub(run.stderr_tail)
     run.message, run.traceback = scrub(run.message, limit=2000), scrub(run.traceback)
     run.notes = [scrub(n, limit=500) for n in run.notes]
+    run.detail = scrub(run.detail, limit=3000)
     if run.scratch:
         run.scratch = f"{run.scratch} on Ray node {run.host}"
     return run

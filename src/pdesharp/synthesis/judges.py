@@ -6,9 +6,17 @@ cycle. The tournament tells it the rules and the state before every step
 (:meth:`LLMJudge.observe`): the budget left, how many solvers run per round, the saturation rule.
 
 Pool listings are ranked by the tournament's own rule and kept within a code budget
-(:func:`listing`): full code for the solvers that matter (the judge's base, the best few, the
-solvers nobody has run), a diff against a solver already on the page for near-copies, and a
-one-line summary for the rest; code already shown in the current context is not repeated.
+(:func:`listing`): full code for the solvers that matter (the best few, the leader's parents,
+the solvers nobody has run in the first cycle), a diff against a solver already on the page for
+near-copies, and a one-line summary for the rest, saying why its code is not shown; code and
+descriptions already given in the current conversation are not repeated (a solver described
+earlier is one line: its result). The base a judge patches is always in front of it in full:
+printed in the modification prompt unless this conversation already showed it in full.
+
+Pool listings and results carry only what pdesharp measured or wrote (status, the exception's
+class name, scores, times); a solver's own output (stdout, stderr, its exception text) reaches
+only the debugging prompt, as an untrusted block (:func:`pdesharp.untrusted.prompt_block`),
+and every judge's system prompt states :data:`pdesharp.untrusted.BLOCK_RULE`.
 Malformed nominations get one re-ask and then a documented fallback (the judge's first valid
 ranked id, else the tournament's best); an unusable proposal surfaces as a patch failure, which
 the tournament hands back once through :meth:`repair_patch`.
@@ -30,6 +38,7 @@ from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.synthesis.ranking import Rule, pick_best
 from pdesharp.task import Task
+from pdesharp.untrusted import BLOCK_RULE, one_line, prompt_block
 
 MAX_CODE_CHARS = 16000  # per solver in a listing: one runaway reply must not flood a prompt
 CODE_BUDGET = 20000  # characters of solver code (full or diff) one judge prompt may show
@@ -61,13 +70,14 @@ def feedback_note(feedback: Feedback, convergence: bool) -> str:
 def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
     """What a judge may see of a result: the score, the solver time per sample beside it (the
     evaluator's clock; the median when re-timed) and the convergence rate. With feedback
-    "none", only the execution status."""
+    "none", only the execution status. A failure is its status and pdesharp's own message
+    (the exception's class name, never its text: that is the solver's, see module doc)."""
     if result is None:
         return "not executed yet"
     if feedback == "none":
         return "ran successfully" if result.ok else f"failed to execute ({result.status})"
     if not result.ok:
-        return result.summary_line()
+        return f"failed ({result.status}): {one_line(result.message, 300) or 'no message'}"
     parts = []
     if feedback == "nrmse" and result.nrmse is not None:
         parts.append(f"nRMSE: {result.nrmse:.3e}")
@@ -91,6 +101,16 @@ class Shown:
     mode: str  # "full", "diff", "earlier", "base", "summary", "none"
     text: str = ""  # the code or the diff
     against: str = ""  # the solver a diff is taken against
+    why: str = ""  # "summary": why the code is not shown
+
+
+NEVER_NOMINATED = ("not shown: it has not run, and no judge nominated it in the earlier "
+                   "cycles")
+
+
+def budget_reason(budget: int) -> str:
+    return (f"not shown: this prompt's code budget ({budget:,} characters) was spent on the "
+            "solvers above")
 
 
 def _diff(a: str, b: str, a_id: str, b_id: str) -> str:
@@ -105,14 +125,17 @@ def _capped(code: str) -> str:
 
 
 def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
-            full_first: list[str], base_id: str | None = None) -> dict[str, Shown]:
+            full_first: list[str], base_id: str | None = None,
+            rest: str = "not shown", why: dict[str, str] | None = None) -> dict[str, Shown]:
     """Decide how each of ``entries`` (already in the order the prompt lists them) is shown.
 
     ``known`` maps the ids whose code the reader already has (earlier in the conversation, or
     the base shown separately) to their code. Solvers in ``full_first`` (in that priority) get
     their full code while ``budget`` characters last; any other solver (and a prioritised one
     once the budget is spent) is shown as a diff against the most similar solver whose code the
-    reader has, if that diff is small, else as a summary (title, justification, result)."""
+    reader has, if that diff is small, else as a summary (title, justification, result) with
+    the reason: the budget, or ``why[id]`` if given, else ``rest`` (the caller's rule for who
+    gets full code)."""
     out: dict[str, Shown] = {}
     have = dict(known)
     left = budget
@@ -138,7 +161,8 @@ def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
         elif cid in full_first and len(code) <= left:
             out[cid], left = Shown("full", code), left - len(code)
         else:
-            out[cid] = Shown("summary")
+            out[cid] = Shown("summary", why=budget_reason(budget) if cid in full_first
+                             else (why or {}).get(cid, rest))
             continue
         have[cid] = c.code
     return out
@@ -176,6 +200,8 @@ class LLMJudge:
     def reset(self) -> None:
         self.messages: list[Message] = []
         self._shown: dict[str, str] = {}  # id -> code the conversation has shown (or diffed)
+        self._full: dict[str, str] = {}  # id -> code the conversation has shown in full
+        self._described: set[str] = set()  # ids whose title/origin/justification were listed
         self._task: Task | None = None
         self._analysis: Analysis | None = None
         self._debug_attempts: dict[str, int] = {}
@@ -193,8 +219,9 @@ class LLMJudge:
             update={"convergence": self.convergence})
         system = render("judge_system", judge=self.name,
                         **task_context(task, self.feedback, facts),
-                        **analysis_context(self._analysis), info=self.info,
-                        feedback_note=feedback_note(self.feedback, convergence))
+                        **analysis_context(self._analysis, facts), info=self.info,
+                        feedback_note=feedback_note(self.feedback, convergence),
+                        block_rule=BLOCK_RULE)
         self.messages.append(Message(role="system", content=system))
 
     async def _ask(self, prompt: str, tag: str) -> str:
@@ -204,10 +231,11 @@ class LLMJudge:
         return text
 
     def _entries(self, pool: list[PoolEntry], *, full_first: list[str],
+                 rest: str = "not shown", why: dict[str, str] | None = None,
                  base_id: str | None = None) -> list[dict]:
         known = dict(self._shown)
         shown = listing(pool, known=known, budget=self.code_budget, full_first=full_first,
-                        base_id=base_id)
+                        base_id=base_id, rest=rest, why=why)
         executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
                     and e.result.score is not None]
         out = []
@@ -215,6 +243,12 @@ class LLMJudge:
             c, how = e.candidate, shown[e.candidate.id]
             if how.mode in ("full", "diff"):
                 self._shown[c.id] = c.code
+            if how.mode == "full":
+                self._full[c.id] = c.code
+            # described before in this conversation: its title, origin and justification are
+            # not repeated, only its (possibly new) result and rank
+            brief = c.id in self._described
+            self._described.add(c.id)
             rank = (f"rank {executed.index(c.id) + 1} of {len(executed)}"
                     if c.id in executed else "")
             if rank and self.info.bar is not None and (self.info.objective_kind != "accuracy"
@@ -228,21 +262,35 @@ class LLMJudge:
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
                         "static_check": c.static_check, "show": how.mode, "code": how.text,
-                        "against": how.against, "rank": rank,
+                        "against": how.against, "why": how.why, "rank": rank, "brief": brief,
                         "result": describe_result(e.result, self.feedback)})
         return out
 
-    def _full_first(self, pool: list[PoolEntry]) -> list[str]:
-        """Who gets full code, in priority: the best few executed, then those not run yet."""
+    def _full_first(self, pool: list[PoolEntry], *, fresh: bool) -> tuple[list[str], str]:
+        """Who gets full code, in priority: the best few executed, the leader's parents (so a
+        hybrid's sources can be read), then, with ``fresh``, the solvers not run yet; and the
+        reason the others are not shown in full, in words."""
         executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok]
-        fresh = [e.candidate.id for e in pool if e.result is None]
-        return executed[: self.full_code_top] + fresh
+        by_id = {e.candidate.id: e.candidate for e in pool}
+        parents = [p for p in (by_id[executed[0]].parents if executed else []) if p in by_id]
+        order = list(dict.fromkeys(executed[: self.full_code_top] + parents))
+        who = f"the {self.full_code_top} best-ranked solvers and the leader's parents"
+        if fresh:
+            order += [e.candidate.id for e in pool if e.result is None and e.candidate.id
+                      not in order]
+            who += " and the solvers not run yet"
+        return order, f"not shown: full code goes to {who}"
 
     # -- the Judge protocol --------------------------------------------------------------
     async def nominate(self, task: Task, analysis: Analysis, pool: list[PoolEntry]) -> Nomination:
         self._start(task, analysis)
+        # In a rejudging cycle a solver that has never run was passed over by every judge of
+        # the earlier cycles: its title and justification stand for it, not its full code.
+        first, rest = self._full_first(pool, fresh=self.info.cycle == 0)
+        why = {e.candidate.id: NEVER_NOMINATED for e in pool
+               if self.info.cycle and e.result is None}
         prompt = render("judge_nominate", info=self.info, top_k=self.top_k,
-                        entries=self._entries(pool, full_first=self._full_first(pool)))
+                        entries=self._entries(pool, full_first=first, rest=rest, why=why))
         ids = [e.candidate.id for e in pool]
         facts = extract_json(await self._ask(prompt, "judge.nominate"))
         if not _valid_nomination(facts, ids):
@@ -268,12 +316,16 @@ class LLMJudge:
                       feedback: Feedback) -> Proposal:
         self._start(task, None)
         b = base.candidate
-        base_shown = b.id in self._shown and self._shown[b.id] == b.code
-        self._shown[b.id] = b.code
-        entries = self._entries(results, full_first=self._full_first(results)[:self.full_code_top],
-                                base_id=b.id)
+        # the base is patched by quoting it: it is printed here unless this conversation
+        # already has it in full (a diff or a summary is not enough to quote from)
+        base_shown = self._full.get(b.id) == b.code
+        self._shown[b.id] = self._full[b.id] = b.code
+        first, rest = self._full_first(results, fresh=False)
+        entries = self._entries(results, full_first=first, rest=rest, base_id=b.id)
+        base_listed = any(e["id"] == b.id for e in entries)
         prompt = render("judge_propose", info=self.info, base_id=b.id, base_title=b.title,
-                        base_code=b.code, base_shown=base_shown,
+                        base_code=_capped(b.code), base_shown=base_shown,
+                        base_listed=base_listed,
                         base_result=describe_result(base.result, self.feedback),
                         entries=entries)
         text = await self._ask(prompt, "judge.propose")
@@ -300,9 +352,9 @@ class LLMJudge:
             self._start(self._task, None)
         prompt = render("judge_debug", cid=c.id, attempt=attempt,
                         max_attempts=max(attempt, self.info.debug_attempts),
-                        summary=r.summary_line() if r else "unknown failure", code=c.code,
-                        error_tail=(r.stderr_tail or r.message or r.stdout_tail) if r else "")
-        self._shown[c.id] = c.code
+                        summary=describe_result(r, "nrmse") if r else "unknown failure",
+                        code=_capped(c.code), output=program_output(c.id, r))
+        self._shown[c.id] = self._full[c.id] = c.code
         text = await self._ask(prompt, "judge.debug")
         return self._proposal(text, c.id, [c.id])
 
@@ -323,6 +375,21 @@ class LLMJudge:
             if code is not None:
                 return Proposal(**kw, code=code)
         return Proposal(**kw, patch=text)
+
+
+OUTPUT_TAIL = 5000  # characters of each output stream a debugging prompt quotes (CodePDE's)
+
+
+def program_output(cid: str, result: EvalResult | None) -> list[str]:
+    """What the failed solver's process wrote (stderr, its own report of the failure, stdout),
+    each as an untrusted block: the only place program output enters a judge's prompt."""
+    if result is None:
+        return []
+    parts = [(result.stderr_tail, f"stderr of solver {cid}"),
+             (result.detail, f"the failure as solver {cid}'s process reported it"),
+             (result.stdout_tail, f"stdout of solver {cid}")]
+    return [prompt_block(text, f"{what} (the last {OUTPUT_TAIL} characters at most)",
+                         limit=OUTPUT_TAIL) for text, what in parts if text.strip()]
 
 
 def _declines(text: str) -> bool:

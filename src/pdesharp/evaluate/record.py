@@ -1,0 +1,54 @@
+"""The child's status record, read by the parent: pdesharp's own words for how a run ended.
+
+The record is written inside the solver's process, so the solver can forge any of it. The
+parent believes only what it can check (a status from a fixed set, an exception class name
+reduced to an identifier, a stage from a fixed list, integers) and writes the message itself
+from those; the record's free text is kept apart as untrusted detail (see ``sealed``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pdesharp.evaluate.child import OutputError, check_shape
+
+# the stages the runner names in its record (child.runner); any other text is dropped
+STAGE = re.compile(r"setup|loading the solver|checking the outputs|the solver call"
+                   r"( \(case \d{1,4}\))?")
+
+
+def record_message(status: str, error_type: str, stage: str, case: int | None = None) -> str:
+    """The one-line message of a run that ended with a status record, in pdesharp's words."""
+    where = f" during {stage}" if stage else ""
+    if status == "error":
+        return f"the solver raised {error_type or 'an exception'}{where}"
+    if status == "memory":
+        return f"the solver ran out of memory ({error_type or 'MemoryError'}{where})"
+    if status == "shape":
+        return ("the solver's output is not one real array of the expected shape per output" +
+                (f" (call {case + 1})" if case else ""))
+    return ""
+
+
+def shape_message(record: dict, slots: list[list[dict]], steady: bool) -> str:
+    """The shape error in pdesharp's words from the record's numbers, checked against what the
+    parent asked for ("" if the record does not name an output and a plausible shape)."""
+    case, name, got = record.get("case"), record.get("output"), record.get("got_shape")
+    if not (isinstance(case, int) and 0 <= case < len(slots) and isinstance(got, list)
+            and len(got) <= 8 and all(type(n) is int and 0 <= n < 2**40 for n in got)):
+        return ""
+    wanted = next((o["shape"] for o in slots[case] if o["name"] == name), None)
+    if wanted is None:
+        return ""
+    try:
+        check_shape(name, _Shape(got), tuple(wanted), steady)
+    except OutputError as exc:
+        return str(exc) + (f" (call {case + 1})" if case else "")
+    return ""
+
+
+class _Shape:
+    """Stands in for an array in :func:`check_shape` (only the shape is known here)."""
+
+    def __init__(self, shape: list[int]):
+        self.shape, self.ndim = tuple(shape), len(shape)
