@@ -15,13 +15,13 @@ never part of the narrative prompt: no model ever sees it.
 from __future__ import annotations
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
-from pdesharp.audit.runs import ranking_floor
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore
+from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 
@@ -90,7 +90,7 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     below = (final.get("reference_audit") or {}).get("ranked_below_floor")
     if rule.objective.by_time or below:
         lines.append(f"- Objective: {final.get('objective_words') or rule.objective.words(metric)}"
-                     f"; time decides only past a {100 * rule.time_margin:g} % margin")
+                     f"; time: {rule.time_words()}")
     timed = final.get("winner_time") or {}
     if timed.get("per_sample") is not None:
         lines.append(f"- Winner's time: {_sps(timed['per_sample'])} per sample on the dev "
@@ -154,7 +154,7 @@ def analysis_lines(analysis: Analysis) -> list[str]:
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
-    rule = Rule.of(config, floor=ranking_floor(store.events("reference_audit")))
+    rule = run_rule.recorded(store, config)
     metric = "nRMSE" if feedback == "nrmse" else f"{feedback} score"
     cands, results, rows, rounds = _tables(store, feedback, rule)
     best = results.get(final.get("best_id") or "")
@@ -172,8 +172,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
                      f"({_fmt(tie_break['lowest_score'])} in "
                      f"{_sps(tie_break.get('lowest_per_sample'))} per sample); scores within "
-                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest count as a tie, won "
-                     f"by a solver more than {100 * rule.time_margin:g} % faster (this one: "
+                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest"
+                     + (f" and scores at or below the data's round-off floor "
+                        f"{tie_break['round_off']:.1e}" if tie_break.get("round_off") else "")
+                     + f" count as a tie, and {rule.time_words()} (this one: "
                      f"{_sps(tie_break.get('best_per_sample'))} per sample)")
     lines += objective_lines(final, rule, metric)
     if final.get("stop_reason"):
@@ -297,7 +299,7 @@ def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, met
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     cfg = store.config
-    rule = Rule.of(cfg, floor=ranking_floor(store.events("reference_audit")))
+    rule = run_rule.recorded(store, cfg)
     scores = [r.score for r in rows if r.score is not None]
     in_force = bool(scores) and rule.below_floor(min(scores))
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,

@@ -106,7 +106,7 @@ def test_failed_unscored_and_fresh_entries_rank_last_under_every_objective(tmp_p
     store = RunStore.create(tmp_path, task=task, config={}, run_id="t")
     for objective in ("accuracy", "fastest-within:10"):
         t = Tournament(task, None, [], store, None, TournamentSettings(
-            objective=Objective.parse(objective)))
+            rule=Rule(Objective.parse(objective))))
         fail = EvalResult(status="error", split="dev", feedback="nrmse", message="boom")
         entries = [PoolEntry(candidate=Candidate(id="bad", code="x", origin="genesis"),
                              result=fail),

@@ -103,7 +103,7 @@ def floor_saturation_enabled(config) -> bool:
     """The config's choice, else on for the built-in analyst and off for LLM roles."""
     if config.floor_saturation is not None:
         return bool(config.floor_saturation)
-    from pdesharp.rolesets import is_builtin
+    from pdesharp.llm.presets import is_builtin
 
     return is_builtin(config.model)
 
