@@ -54,11 +54,11 @@ class SolveConfig(BaseModel):
     # What the run optimises (pdesharp.synthesis.ranking): "accuracy" (the lowest score, as in
     # the paper), "fastest-within:FACTOR" or "fastest-below:TARGET". Time decides only past
     # time_margin (relative); at the end, close finalists are re-timed `retime` more times each
-    # (counted evaluations; default 2 under a time objective, 0 under accuracy) and their median
+    # (counted evaluations, one at a time; default 2 under every objective) and their median
     # times decide (pdesharp.synthesis.timing).
     objective: str = "accuracy"
     time_margin: float = Field(0.3, ge=0)
-    retime: int | None = Field(None, ge=0)  # None: 2 under a time objective, 0 under accuracy
+    retime: int | None = Field(None, ge=0)  # None: 2 whenever time decides (timing.py)
     base_url: str | None = None  # OpenAI-compatible endpoint override
     llm: dict = Field(default_factory=dict)  # make_model options (api_key_env, timeout, ...)
     prices: str | None = None  # price table YAML overriding the shipped one
@@ -67,8 +67,9 @@ class SolveConfig(BaseModel):
     task_facts: FactsLevel = "full"
     genesis: GenesisMode = "independent"  # Genesis sampling (pdesharp.genesis)
     prompt_budget: int = Field(CODE_BUDGET, ge=0)  # characters of solver code per judge prompt
-    # Reference audit (pdesharp.audit): "auto" uses a cached audit of the dev data, "compute"
-    # computes one first if none is cached (seconds to minutes), "off" ignores audits.
+    # Reference audit (pdesharp.audit): "auto" uses a cached audit of the dev data and computes
+    # a missing one when it is cheap (pdesharp.audit.cost: a minute or less), "compute" computes
+    # one first if none is cached (seconds to minutes), "off" ignores audits.
     audit: Literal["auto", "compute", "off"] = "auto"
     floor_saturation: bool | None = None  # stop at the audit's floor; None: builtin on, LLM off
     floor_factor: float | None = Field(None, gt=0)  # floor = factor x reference error;

@@ -20,7 +20,7 @@ from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
-from pdesharp.store import RunStore
+from pdesharp.store import RunStore, retime_id
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
@@ -112,6 +112,25 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
             f"sample{_conv(floor.get('best_vs_converged'))}); `--no-floor-saturation` ranks "
             "by the lowest score alone")
     return lines
+
+
+TIME_COLUMN = ("s/sample: the evaluator's wall-clock time of one solver call on all the split's "
+               "samples, from before the solver module is imported (imports count) to the end "
+               "of the call, divided by the number of samples; a median when re-timed")
+
+
+def _change(ev: dict) -> str:
+    """What one evaluation changed, from its ``evaluation`` event."""
+    if not ev or "lowest_after" not in ev:
+        return ""
+    before, after = ev.get("lowest_before"), ev.get("lowest_after")
+    if before != after:
+        return f"lowest {_fmt(before)} → {_fmt(after)}" + (" (improved)" if ev.get("improved")
+                                                           else "")
+    t0, t1 = ev.get("pick_seconds_before"), ev.get("pick_seconds_after")
+    if t0 is not None and t1 is not None and t0 != t1:
+        return f"pick's time {_sps(t0)} → {_sps(t1)}"
+    return "nothing"
 
 
 def _conv(v) -> str:
@@ -206,7 +225,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               "Every solver that ran, in the round it ran in (Genesis candidates in the round "
               "they were first nominated), ranked by the tournament's rule"
               + (" (vs converged: nRMSE against the audit's converged solution of the PDE, "
-                 "never shown to a judge)" if conv else "") + ":", "",
+                 "never shown to a judge)" if conv else "") + ". " + TIME_COLUMN + ":", "",
               f"| cycle | round | solver | origin | parents | judge | change | {feedback} | "
               + ("vs converged | " if conv else "") + "s/sample | rank |",
               "|---|---|---|---|---|---|---|---|" + ("---|" if conv else "") + "---|---|"]
@@ -247,15 +266,21 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
             (store.dir / "narrative.md").write_text(narrative.strip() + "\n")
             lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
+    why = {(e.get("candidate"), e.get("split", "dev")): e for e in store.events("evaluation")}
     lines += ["", "## Evaluations", "",
               "Counted executions are numbered; a request for code that already ran reuses "
-              "its result and is not counted.", "",
-              f"| # | solver | split | status | {feedback} | s/sample |", "|---|---|---|---|---|---|"]
+              "its result and is not counted. Why each was spent, and what it changed (the "
+              "lowest score before → after, or the pick's time):", "",
+              f"| # | solver | split | status | {feedback} | s/sample | why | changed |",
+              "|---|---|---|---|---|---|---|---|"]
     for e in tables.evaluation_rows(store.db):
         number = str(e.number) if e.number else f"– (reuses {e.reused_from})"
+        label = e.candidate if not e.retime else retime_id(e.candidate, e.retime)
+        ev = why.get((label, e.split), {})
         lines.append(f"| {number} | `{e.candidate}`{f' (re-timing {e.retime})' if e.retime else ''}"
                      f" | {e.split} | {e.result.status} | "
-                     f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} |")
+                     f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} | "
+                     f"{_cell(ev.get('reason', ''))} | {_change(ev)} |")
     calls = tables.call_rows(store.db)
     if calls:
         lines += ["", "## Model calls", "",

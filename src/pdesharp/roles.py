@@ -92,6 +92,15 @@ class RoundInfo(BaseModel):
     # the data's round-off floor (ranking.Rule.round_off): without a reference floor, scores at
     # or below it are ties and a lower one is not an improvement; None: unknown
     round_off: float | None = None
+    concurrent: int = 1  # evaluations that may run at once during the search (--workers)
+
+    @property
+    def time_rule(self) -> str:
+        """The time rule as one formula (:meth:`pdesharp.synthesis.ranking.Rule.time_words`),
+        word for word what the report says."""
+        from pdesharp.synthesis.ranking import Rule
+
+        return Rule.of(self).time_words()
 
     @property
     def round_off_reached(self) -> bool:

@@ -93,6 +93,8 @@ class Tournament:
         # in a round's modification step: its proposals are made (calls paid), so they run even
         # once the floor is reached; a nominee at the floor ends the round before that step
         self._modifying = False
+        self._running: set[str] = set()  # evaluations in flight now
+        self._contended: set[str] = set()  # evaluations that ran while another one did
 
     # -- results -------------------------------------------------------------------------
     # The tournament sees only results it obtained itself in this execution (self.known),
@@ -133,9 +135,11 @@ class Tournament:
         if not scored:
             self.settlement = Settlement(note="no solver has a score")
             return self.settlement
+        contended = {e.get("candidate") for e in self.store.events("evaluation")
+                     if e.get("contended")}  # from the journal: a resumed run decides alike
         self.settled, self.settlement = await settle(
             self.store, self.evaluator, scored, self.rule, self.s.retime,
-            feedback=self.s.feedback)
+            feedback=self.s.feedback, contended=contended)
         return self.settlement
 
     def ranked(self, entries: list[PoolEntry]) -> list[PoolEntry]:
@@ -166,8 +170,14 @@ class Tournament:
         async with self._gate:
             if self._stopped and not self._modifying:  # the floor was reached by a nominee
                 return self.known.get(c.id) or _not_run(c, self.s.feedback, self._stopped)
-            result = await self.store.evaluate(self.evaluator, c, split="dev",
-                                               feedback=self.s.feedback)
+            if self._running:  # another evaluation is running: both timings shared the cores
+                self._contended |= self._running | {c.id}
+            self._running.add(c.id)
+            try:
+                result = await self.store.evaluate(self.evaluator, c, split="dev",
+                                                   feedback=self.s.feedback)
+            finally:
+                self._running.discard(c.id)
         before = ranking.standing(self._scored(), self.rule)
         self.known[c.id] = result
         self._ran.add(code_sha256(c.code))
@@ -193,7 +203,9 @@ class Tournament:
             lowest_after=after.lowest if after else None,
             pick_seconds_before=_finite(before.seconds) if before else None,
             pick_seconds_after=_finite(after.seconds) if after else None,
-            improved=improved)
+            improved=improved,
+            # its timing overlapped another evaluation's (cores shared): not comparable
+            contended=c.id in self._contended)
 
     def _check_stop(self) -> None:
         """End the search once the lowest score reaches the rule's stop score (the reference
@@ -291,7 +303,7 @@ class Tournament:
                          debug_attempts=self.s.debug_attempts,
                          tie_tolerance=self.rule.tie_tolerance, feedback=self.s.feedback,
                          ranking_floor=self.rule.floor,
-                         round_off=self.rule.round_off,
+                         round_off=self.rule.round_off, concurrent=max(1, self.s.workers),
                          reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:
