@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pdesharp.audit.runs import attach as reference_audit
-from pdesharp.audit.runs import (closest_to_converged, floor_saturation_enabled, judges_note,
-                                 ranking_floor)
+from pdesharp.audit.runs import closest_to_converged, judges_note, ranking_floor
 from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.config import SolveConfig
 from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, static_check
@@ -185,7 +184,7 @@ def tournament_settings(config: SolveConfig, evaluator, rule: Rule,
         workers=getattr(evaluator, "max_in_flight", config.workers),
         max_evals=config.max_evals, rule=rule,
         retime=retime_runs(rule.objective, config.retime),
-        nominees_in_order=floor_saturation_enabled(config),
+        nominees_in_order=config.builtin,
         judge_reference_note=judges_note(config, store))
 
 

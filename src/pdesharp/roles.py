@@ -93,6 +93,8 @@ class RoundInfo(BaseModel):
     # or below it are ties and a lower one is not an improvement; None: unknown
     round_off: float | None = None
     concurrent: int = 1  # evaluations that may run at once during the search (--workers)
+    # nominees run one at a time and a nominee at the stop score ends the search at once
+    nominees_in_order: bool = False
 
     @property
     def time_rule(self) -> str:

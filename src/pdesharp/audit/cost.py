@@ -21,9 +21,12 @@ from pdesharp.task import Task
 AUTO_SECONDS = 60.0  # --audit auto computes a missing audit estimated to take at most this
 # measured per sample (docs/data.md): the exact shift, refined float64 finite volumes, refined
 # elliptic solves with Richardson extrapolation
-PER_SAMPLE = {"advection": 0.15, "cns1d": 140.0, "darcy": 12.0}
-# the spectral method of lines at a finer grid: 138 s for Burgers' 20 x 1024 x 201 and 164 s
-# for reaction-diffusion's 20 x 1024 x 101 (the larger, 8e-5 s per sample, point and frame)
+# elliptic solves with Richardson extrapolation; the spectral method of lines at a finer grid
+# for Burgers (138 s for 20 samples) and reaction-diffusion (164 s)
+PER_SAMPLE = {"advection": 0.15, "cns1d": 140.0, "darcy": 12.0, "burgers": 7.0,
+              "reacdiff1d": 8.5}
+# any other task the spectral method covers: per sample, grid point and frame, the larger of
+# Burgers' 20 x 1024 x 201 and reaction-diffusion's 20 x 1024 x 101 (stiffer, 8e-5 s)
 SPECTRAL_PER_POINT_FRAME = 8e-5
 
 

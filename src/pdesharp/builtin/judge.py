@@ -246,6 +246,9 @@ class BuiltinJudge:
             return self._decline(base, f"the base's score {base.result.score:.1e} is at or "
                                        f"below the floor {self._floor():.1e} (the reference's "
                                        "own error or its round-off): no change can improve it")
+        agreed = self._agreement(results + [base])
+        if agreed and not self._speed(base.result):
+            return self._decline(base, agreed)
         if self.strategy == "hybrid":
             prop = self._hybrid(task, p, base, d, results, seen)
             if prop is not None:
@@ -289,6 +292,35 @@ class BuiltinJudge:
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
         return self._switch(task, p, base, run_or_tried | seen) or self._decline(
             base, "every design in the catalogue's neighbourhood of this solver has been tried")
+
+    def _agreement(self, entries: list[PoolEntry]) -> str:
+        """Without a reference floor: do designs of two different method families agree on the
+        lowest score within the tie tolerance? Then that score is the reference's own error
+        (two independent discretisations cannot share their errors, only the data's), every
+        change of design is predicted to move the score by less than the tie, and no evaluation
+        is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
+        i = self._info
+        if i is None or i.ranking_floor is not None or i.feedback != "nrmse":
+            return ""
+        scored = {}
+        for e in entries:
+            r = e.result
+            d = read_design(e.candidate.code)
+            if r is None or r.score is None or d is None:
+                continue
+            if d.family not in scored or r.score < scored[d.family][0]:
+                scored[d.family] = (r.score, e.candidate.id)
+        if len(scored) < 2:
+            return ""
+        (low, a), *rest = sorted(scored.values())
+        tie = low * (1 + max(Rule.of(i).tie_tolerance, 0.0))
+        close = [(s, cid) for s, cid in rest if s <= tie]
+        if not close:
+            return ""
+        return (f"{a} ({low:.3e}) and {close[0][1]} ({close[0][0]:.3e}), designs of different "
+                f"method families, agree within the {100 * Rule.of(i).tie_tolerance:g} % tie: "
+                "their common score is the reference's own error, which no change of design "
+                "can be told apart from")
 
     def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], fam: str) -> set[str]:
         """Axes whose change, measured on a child of ``base``, did not pay off (the child's

@@ -52,9 +52,10 @@ class TournamentSettings:
     rule: Rule = field(default_factory=Rule)
     judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
     retime: int = 0  # extra timing runs per finalist when time decides at the end (timing.py)
-    # run a round's nominees one at a time in nomination order while the rule has a stop score
-    # (the built-in default: the best-predicted design first, and nothing more once it is at
-    # the floor); False: concurrently, as the paper's rounds
+    # run a round's nominees one at a time in nomination order while the rule has a stop score,
+    # and end the search as soon as one reaches it (the built-in judges: the first nominates the
+    # best-predicted design); False: concurrently, as the paper's rounds, and a floor reached
+    # ends the search with its round
     nominees_in_order: bool = False
 
 
@@ -168,7 +169,8 @@ class Tournament:
         if c.static_check != "ok":  # free check failed: not executed, not counted
             return _static_failure(c, self.s.feedback)
         async with self._gate:
-            if self._stopped and not self._modifying:  # the floor was reached by a nominee
+            if self._stopped and self.s.nominees_in_order and not self._modifying:
+                # the floor was reached by an earlier nominee: spend nothing more
                 return self.known.get(c.id) or _not_run(c, self.s.feedback, self._stopped)
             if self._running:  # another evaluation is running: both timings shared the cores
                 self._contended |= self._running | {c.id}
@@ -210,9 +212,10 @@ class Tournament:
     def _check_stop(self) -> None:
         """End the search once the lowest score reaches the rule's stop score (the reference
         floor, else the data's round-off floor; accuracy objective): no evaluation can then
-        improve on the PDE. A nominee at the floor ends the round at once (nominees not yet run
-        and the modification step are not spent); in the modification step the round's
-        proposals, already made, still run, and the search ends with the round."""
+        improve on the PDE. With nominees in order, a nominee at the floor ends the round at
+        once (nominees not yet run and the modification step are not spent); otherwise, and in
+        the modification step, the round's evaluations still run and the search ends with the
+        round."""
         stop, low = self.rule.stop_score(), self.best_score()
         if self._stopped or stop is None or low is None or low > stop:
             return
@@ -233,7 +236,8 @@ class Tournament:
         if any(p.origin == "debug" and p.parents == [c.id] for p in self.pool):
             return cur, result  # this failure was debugged before; judges see the fixes
         for attempt in range(1, self.s.debug_attempts + 1):
-            if result.ok or judge is None or (self._stopped and not self._modifying):
+            if result.ok or judge is None or (self._stopped and self.s.nominees_in_order
+                                                and not self._modifying):
                 break
             self.store.count_debug_iteration(cur.id, key=f"{c.id}#{attempt}")
             proposal = await judge.debug(PoolEntry(candidate=cur, result=result))
@@ -304,6 +308,8 @@ class Tournament:
                          tie_tolerance=self.rule.tie_tolerance, feedback=self.s.feedback,
                          ranking_floor=self.rule.floor,
                          round_off=self.rule.round_off, concurrent=max(1, self.s.workers),
+                         nominees_in_order=self.s.nominees_in_order
+                         and self.rule.stop_score() is not None,
                          reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:
@@ -401,7 +407,8 @@ class Tournament:
         else:
             ran = await gather_all(self.evaluate(c, j, rnd, cycle, why) for c, j, why in runs)
         final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
-        if self._stopped:  # the floor is reached: no modification can improve on the PDE
+        if self._stopped and self.s.nominees_in_order:
+            # a nominee reached the floor: no modification can improve on the PDE
             self._sort_pool()
             return 0
         self._modifying = True
