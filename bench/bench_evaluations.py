@@ -42,6 +42,8 @@ def solve(python: str, task: str, out: Path, cache: Path, args) -> dict:
             "--out", str(out), "--run-id", run_id, "--quiet", "--no-cache"]
     env = {**os.environ, "PDESHARP_DATA": args.data_dir, "XDG_CACHE_HOME": str(cache),
            "HOME": str(cache.parent)}
+    if python != sys.executable:  # the other interpreter's own pdesharp, not ours
+        env.pop("PYTHONPATH", None)
     t0 = time.time()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.time() - t0
