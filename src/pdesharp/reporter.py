@@ -15,14 +15,14 @@ never part of the narrative prompt: no model ever sees it.
 from __future__ import annotations
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
-from pdesharp.audit.runs import ranking_floor
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
-from pdesharp.store import RunStore
+from pdesharp.store import RunStore, retime_id
+from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 from pdesharp.untrusted import markdown_text
@@ -92,7 +92,7 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     below = (final.get("reference_audit") or {}).get("ranked_below_floor")
     if rule.objective.by_time or below:
         lines.append(f"- Objective: {final.get('objective_words') or rule.objective.words(metric)}"
-                     f"; time decides only past a {100 * rule.time_margin:g} % margin")
+                     f"; time: {rule.time_words()}")
     timed = final.get("winner_time") or {}
     if timed.get("per_sample") is not None:
         lines.append(f"- Winner's time: {_sps(timed['per_sample'])} per sample on the dev "
@@ -114,6 +114,25 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
             f"sample{_conv(floor.get('best_vs_converged'))}); `--no-floor-saturation` ranks "
             "by the lowest score alone")
     return lines
+
+
+TIME_COLUMN = ("s/sample: the evaluator's wall-clock time of one solver call on all the split's "
+               "samples, from before the solver module is imported (imports count) to the end "
+               "of the call, divided by the number of samples; a median when re-timed")
+
+
+def _change(ev: dict) -> str:
+    """What one evaluation changed, from its ``evaluation`` event."""
+    if not ev or "lowest_after" not in ev:
+        return ""
+    before, after = ev.get("lowest_before"), ev.get("lowest_after")
+    if before != after:
+        return f"lowest {_fmt(before)} → {_fmt(after)}" + (" (improved)" if ev.get("improved")
+                                                           else "")
+    t0, t1 = ev.get("pick_seconds_before"), ev.get("pick_seconds_after")
+    if t0 is not None and t1 is not None and t0 != t1:
+        return f"pick's time {_sps(t0)} → {_sps(t1)}"
+    return "nothing"
 
 
 def _conv(v) -> str:
@@ -158,7 +177,7 @@ def analysis_lines(analysis: Analysis) -> list[str]:
 async def write_report(task: Task, store: RunStore, analysis: Analysis | None, config,
                        reporter_model, final: dict) -> str:
     feedback = config.feedback
-    rule = Rule.of(config, floor=ranking_floor(store.events("reference_audit")))
+    rule = run_rule.recorded(store, config)
     metric = "nRMSE" if feedback == "nrmse" else f"{feedback} score"
     cands, results, rows, rounds = _tables(store, feedback, rule)
     best = results.get(final.get("best_id") or "")
@@ -176,8 +195,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
                      f"({_fmt(tie_break['lowest_score'])} in "
                      f"{_sps(tie_break.get('lowest_per_sample'))} per sample); scores within "
-                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest count as a tie, won "
-                     f"by a solver more than {100 * rule.time_margin:g} % faster (this one: "
+                     f"{100 * tie_break['tie_tolerance']:g} % of the lowest"
+                     + (f" and scores at or below the data's round-off floor "
+                        f"{tie_break['round_off']:.1e}" if tie_break.get("round_off") else "")
+                     + f" count as a tie, and {rule.time_words()} (this one: "
                      f"{_sps(tie_break.get('best_per_sample'))} per sample)")
     lines += objective_lines(final, rule, metric)
     if final.get("stop_reason"):
@@ -215,7 +236,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               "Every solver that ran, in the round it ran in (Genesis candidates in the round "
               "they were first nominated), ranked by the tournament's rule"
               + (" (vs converged: nRMSE against the audit's converged solution of the PDE, "
-                 "never shown to a judge)" if conv else "") + ":", "",
+                 "never shown to a judge)" if conv else "") + ". " + TIME_COLUMN + ":", "",
               f"| cycle | round | solver | origin | parents | judge | change | {feedback} | "
               + ("vs converged | " if conv else "") + "s/sample | rank |",
               "|---|---|---|---|---|---|---|---|" + ("---|" if conv else "") + "---|---|"]
@@ -256,15 +277,21 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
             (store.dir / "narrative.md").write_text(narrative.strip() + "\n")
             lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
+    why = {(e.get("candidate"), e.get("split", "dev")): e for e in store.events("evaluation")}
     lines += ["", "## Evaluations", "",
               "Counted executions are numbered; a request for code that already ran reuses "
-              "its result and is not counted.", "",
-              f"| # | solver | split | status | {feedback} | s/sample |", "|---|---|---|---|---|---|"]
+              "its result and is not counted. Why each was spent, and what it changed (the "
+              "lowest score before → after, or the pick's time):", "",
+              f"| # | solver | split | status | {feedback} | s/sample | why | changed |",
+              "|---|---|---|---|---|---|---|---|"]
     for e in tables.evaluation_rows(store.db):
         number = str(e.number) if e.number else f"– (reuses {e.reused_from})"
+        label = e.candidate if not e.retime else retime_id(e.candidate, e.retime)
+        ev = why.get((label, e.split), {})
         lines.append(f"| {number} | `{e.candidate}`{f' (re-timing {e.retime})' if e.retime else ''}"
                      f" | {e.split} | {e.result.status} | "
-                     f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} |")
+                     f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} | "
+                     f"{_cell(ev.get('reason', ''))} | {_change(ev)} |")
     calls = tables.call_rows(store.db)
     if calls:
         lines += ["", "## Model calls", "",
@@ -317,7 +344,7 @@ def _facts_of(store: RunStore) -> TaskFacts:
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     cfg = store.config
-    rule = Rule.of(cfg, floor=ranking_floor(store.events("reference_audit")))
+    rule = run_rule.recorded(store, cfg)
     scores = [r.score for r in rows if r.score is not None]
     in_force = bool(scores) and rule.below_floor(min(scores))
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,

@@ -56,6 +56,9 @@ class Proposal(BaseModel):
     declined: bool = False
 
 
+JUDGE_NAMES = ["judge-1", "judge-2", "judge-3"]  # the three judges of a tournament
+
+
 class RoundInfo(BaseModel):
     """The tournament's rules and state, given to every judge before each round's nominations
     and again before its modifications (:meth:`Judge.observe`)."""
@@ -86,6 +89,26 @@ class RoundInfo(BaseModel):
     leader_per_sample: float | None = None
     # the reference floor in the ranking (ranking.Rule.floor; --floor-saturation): None: none
     ranking_floor: float | None = None
+    # the data's round-off floor (ranking.Rule.round_off): without a reference floor, scores at
+    # or below it are ties and a lower one is not an improvement; None: unknown
+    round_off: float | None = None
+    concurrent: int = 1  # evaluations that may run at once during the search (--workers)
+    # nominees run one at a time and a nominee at the stop score ends the search at once
+    nominees_in_order: bool = False
+
+    @property
+    def time_rule(self) -> str:
+        """The time rule as one formula (:meth:`pdesharp.synthesis.ranking.Rule.time_words`),
+        word for word what the report says."""
+        from pdesharp.synthesis.ranking import Rule
+
+        return Rule.of(self).time_words()
+
+    @property
+    def round_off_reached(self) -> bool:
+        """Without a reference floor: is the lowest score at or below the round-off floor?"""
+        return (self.ranking_floor is None and self.round_off is not None
+                and self.best_score is not None and self.best_score <= self.round_off)
 
     @property
     def evals_left(self) -> int | None:

@@ -33,14 +33,13 @@ from pdesharp.genesis import LLMAuthor
 from pdesharp.llm.base import ChatParams, Message, Reply
 from pdesharp.llm.presets import is_builtin  # noqa: F401  (the one definition, re-exported)
 from pdesharp.llm.scripted import ScriptedModel
-from pdesharp.pipeline import SolveConfig
+from pdesharp.config import SolveConfig
 from pdesharp.recording import RecordingModel
-from pdesharp.roles import Roles
+from pdesharp.roles import JUDGE_NAMES, Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import LLMJudge
 from pdesharp.task import Task, TaskError, load_task, load_task_file
 
-JUDGE_NAMES = ["judge-1", "judge-2", "judge-3"]
 
 
 class RulesModel:

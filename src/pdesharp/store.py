@@ -350,6 +350,12 @@ class RunStore:
             (_now(), cid, sha, split, feedback, result.status, result.score,
              result.model_dump_json(), int(counted)))
 
+    def counted(self, cid: str, split: Split, feedback: Feedback) -> bool:
+        """Was ``cid``'s result on ``split`` a counted execution (not a look-up)?"""
+        row = self.db.execute("SELECT counted FROM evaluations WHERE candidate_id=? AND "
+                              "split=? AND feedback=?", (cid, split, feedback)).fetchone()
+        return bool(row and row["counted"])
+
     def results_for(self, cid: str) -> list[EvalResult]:
         rows = self.db.execute("SELECT result FROM evaluations WHERE candidate_id=? ORDER BY seq",
                                (cid,))

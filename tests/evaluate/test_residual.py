@@ -110,3 +110,25 @@ def test_darcy_discrete_solution_vs_perturbed():
     r_wrong = residual(task, {"u": bumped}, ref)
     assert r_exact < 1e-10  # direct sparse solve: round-off only; measured 4e-14
     assert r_wrong > 100 * r_exact and r_wrong > 1e-4
+
+
+def test_darcy_solution_with_other_boundary_values_loses():
+    """u + c solves -div(a grad u) = 1 too (the PDE holds to round-off), but not u = 0 on the
+    boundary: the residual score adds that mismatch (issue 18: scores a solver cannot game),
+    while the honest discrete solution, whose wall value is zero to the grid's resolution,
+    adds nothing."""
+    from darcy_fd import solver
+    from pdesharp.evaluate.residual import residual_parts
+
+    task = load_task("darcy")
+    rng = np.random.default_rng(3)
+    a = np.where(rng.normal(size=(1, 6, 6)) >= 0, 12.0, 3.0).repeat(8, 1).repeat(8, 2)
+    u = solver(a)
+    ref = _ref({"u": u}, coefficients={"a": a})
+    honest = residual_parts(task, {"u": u}, ref)
+    shifted = residual_parts(task, {"u": u + 0.1 * np.abs(u).max()}, ref)
+    assert honest["boundary"] == 0.0 and honest["initial"] == 0.0
+    assert shifted["pde"] < 1e-10  # another exact solution of the PDE (measured 5e-14)
+    # the offset is 10 % of max|u| on every wall; relative to rms(u) + rms(g = 0): measured 0.10
+    assert shifted["boundary"] > 0.05
+    assert residual(task, {"u": u + 0.1 * np.abs(u).max()}, ref) > 1e6 * residual(task, {"u": u}, ref)

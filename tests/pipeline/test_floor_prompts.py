@@ -84,7 +84,7 @@ def _tournament(tmp_path, objective="accuracy", floor=FLOOR):
     task = load_task("advection")
     store = RunStore.create(tmp_path, task=task, config={}, run_id="t")
     t = Tournament(task, None, [], store, None, TournamentSettings(
-        objective=Objective.parse(objective), ranking_floor=floor))
+        rule=Rule(Objective.parse(objective), floor=floor)))
     for c, r in ADVECTION:
         t.pool.append(c)
         t.known[c.id] = r

@@ -74,19 +74,31 @@ def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
 
 
 def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
-    """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit,
-    "compute" computes (and caches) one if none is cached, "off" ignores audits."""
+    """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit and
+    computes (and caches) a missing one when it is cheap (:mod:`pdesharp.audit.cost`),
+    "compute" computes one if none is cached, "off" ignores audits."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
     path, indices = dev_indices(task, evaluator)
     result: AuditResult | None = cached_audit(task, path, indices)
+    estimate = None
+    if result is None and mode == "auto":
+        from pdesharp.audit.cost import AUTO_SECONDS, estimate_seconds
+
+        estimate = estimate_seconds(task, path, len(indices))
+        if estimate is not None and estimate <= AUTO_SECONDS:
+            mode = "compute"  # cheap: the default path gets its floor without a cache
     if result is None and mode == "compute":
         spec = task.data.dev
         result = audit_with_cache(task, path, samples=spec.samples if spec else None,
                                   limit=getattr(evaluator, "max_samples", None),
                                   progress=progress)
     if result is None:
-        return None, f"no audit of {path} is cached; " + NO_AUDIT_HINT.format(task=task.name)
+        cost = ("" if estimate is None else
+                f" (computing it would take about {estimate:.0f} s, more than --audit auto "
+                "spends)")
+        return None, (f"no audit of {path} is cached{cost}; "
+                      + NO_AUDIT_HINT.format(task=task.name))
     if not result.report.ok:
         return None, f"the audit found no converged solution: {result.report.reason}"
     error = result.report.error_for(indices)
@@ -103,7 +115,7 @@ def floor_saturation_enabled(config) -> bool:
     """The config's choice, else on for the built-in analyst and off for LLM roles."""
     if config.floor_saturation is not None:
         return bool(config.floor_saturation)
-    from pdesharp.rolesets import is_builtin
+    from pdesharp.llm.presets import is_builtin
 
     return is_builtin(config.model)
 
@@ -202,7 +214,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
     if first is not None and first.get("status") != "ok":
         return None, str(first.get("reason", "")), None
     try:
-        if config.audit == "compute" and progress is not None:
+        if config.audit != "off" and progress is not None:
             progress(stage="reference audit")  # here: the display reads the store (one thread)
         audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
     except Exception as exc:  # noqa: BLE001 - missing data, a foreign evaluator, a broken cache

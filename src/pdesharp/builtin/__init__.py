@@ -32,7 +32,7 @@ def make_roles(config):
 
     The analyst reads the field bounds from the dev data when it can find it.
     """
-    from pdesharp.rolesets import JUDGE_NAMES, Roles
+    from pdesharp.roles import JUDGE_NAMES, Roles
     from pdesharp.task import load_task
 
     if getattr(config, "task", ""):

@@ -36,7 +36,9 @@ from pdesharp.synthesis.ranking import Rule, rank, seconds
 from pdesharp.task import Task
 
 STRATEGIES = ("accuracy", "robust", "hybrid")
-# a score at round-off (double precision) cannot be improved: the judges stop exploring then
+# a score at round-off cannot be improved: the judges stop exploring then. The run's rule says
+# where that is (the reference floor, else the data's round-off floor, RoundInfo); this is the
+# fallback before a judge has been told (double precision, with room for the solver's own)
 ROUND_OFF = 1e-11
 _LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
 _HEAD = re.compile(r"# ---- design axes.*?\n(.*?)# ---- end of design axes", re.S)
@@ -141,6 +143,13 @@ class BuiltinJudge:
         return (i is not None and Rule.of(i).objective.by_time and i.bar is not None
                 and r is not None and r.score is not None and r.score <= i.bar)
 
+    def _floor(self) -> float:
+        """The score at or below which nothing measurable is left to gain: the run's tie floor
+        (reference floor, else the data's round-off floor), else :data:`ROUND_OFF`."""
+        i = self._info
+        floor = Rule.of(i).tie_floor if i is not None else None
+        return ROUND_OFF if floor is None else floor
+
     def _problem(self, task: Task) -> Problem:
         return problem(task, design_facts(self._analysis))
 
@@ -175,7 +184,7 @@ class BuiltinJudge:
         fresh = [e for e in ranked if e.result is None]
         top = (measured or ranked)[0]  # the accuracy judge's pick
         others = [e for e in fresh if e is not top] or fresh
-        exact = measured and measured[0].result.score < ROUND_OFF
+        exact = measured and measured[0].result.score <= self._floor()
         if self.strategy == "accuracy" or not fresh or exact:  # nothing left to gain when exact
             pick = top
         elif self.strategy == "robust":
@@ -233,9 +242,13 @@ class BuiltinJudge:
         seen = self._seen(results + [base], p)
         failed = base.result is not None and not base.result.ok
         if base.result is not None and base.result.score is not None \
-                and base.result.score < ROUND_OFF:
-            return self._decline(base, f"the base agrees with the reference to round-off"
-                                       f" ({base.result.score:.1e}): no change can improve it")
+                and base.result.score <= self._floor() and not self._speed(base.result):
+            return self._decline(base, f"the base's score {base.result.score:.1e} is at or "
+                                       f"below the floor {self._floor():.1e} (the reference's "
+                                       "own error or its round-off): no change can improve it")
+        agreed = self._agreement(results + [base])
+        if agreed and not self._speed(base.result):
+            return self._decline(base, agreed)
         if self.strategy == "hybrid":
             prop = self._hybrid(task, p, base, d, results, seen)
             if prop is not None:
@@ -248,8 +261,11 @@ class BuiltinJudge:
             more = [m for m in fam.moves(d, p, "robust", failed)
                     if m[0] in present and m not in moves]
             cost = fam.cost(d, p)
-            moves = sorted(moves + more,
-                           key=lambda m: fam.cost(d.with_(**{m[0]: m[1]}), p) >= cost)
+            margin = Rule.of(self._info).time_margin
+            # only moves predicted clearly faster: a smaller gain is inside the timing noise
+            # and its evaluation could not change the pick
+            moves = [m for m in moves + more
+                     if fam.cost(d.with_(**{m[0]: m[1]}), p) * (1 + margin) <= cost]
         moves = [m for m in moves if m[0] not in dead]
         last = self._last_move.get(bid)
         if last and not failed:  # keep going along an axis that paid off for this lineage
@@ -276,6 +292,35 @@ class BuiltinJudge:
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
         return self._switch(task, p, base, run_or_tried | seen) or self._decline(
             base, "every design in the catalogue's neighbourhood of this solver has been tried")
+
+    def _agreement(self, entries: list[PoolEntry]) -> str:
+        """Without a reference floor: do designs of two different method families agree on the
+        lowest score within the tie tolerance? Then that score is the reference's own error
+        (two independent discretisations cannot share their errors, only the data's), every
+        change of design is predicted to move the score by less than the tie, and no evaluation
+        is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
+        i = self._info
+        if i is None or i.ranking_floor is not None or i.feedback != "nrmse":
+            return ""
+        scored = {}
+        for e in entries:
+            r = e.result
+            d = read_design(e.candidate.code)
+            if r is None or r.score is None or d is None:
+                continue
+            if d.family not in scored or r.score < scored[d.family][0]:
+                scored[d.family] = (r.score, e.candidate.id)
+        if len(scored) < 2:
+            return ""
+        (low, a), *rest = sorted(scored.values())
+        tie = low * (1 + max(Rule.of(i).tie_tolerance, 0.0))
+        close = [(s, cid) for s, cid in rest if s <= tie]
+        if not close:
+            return ""
+        return (f"{a} ({low:.3e}) and {close[0][1]} ({close[0][0]:.3e}), designs of different "
+                f"method families, agree within the {100 * Rule.of(i).tie_tolerance:g} % tie: "
+                "their common score is the reference's own error, which no change of design "
+                "can be told apart from")
 
     def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], fam: str) -> set[str]:
         """Axes whose change, measured on a child of ``base``, did not pay off (the child's

@@ -75,8 +75,9 @@ def register(sub) -> None:
     add_sandbox_arguments(p)
     p.add_argument("--audit", choices=["auto", "compute", "off"], default="auto",
                    help="reference audit of the dev data (pdesharp data audit): auto uses a "
-                        "cached one (default), compute computes it first if none is cached, "
-                        "off ignores it")
+                        "cached one and computes a missing one estimated at a minute or less "
+                        "(default), compute computes it first if none is cached, off ignores "
+                        "it")
     floor = p.add_mutually_exclusive_group()
     floor.add_argument("--floor-saturation", dest="floor_saturation", action="store_true",
                        default=None,
@@ -146,7 +147,8 @@ def add_objective_arguments(p) -> None:
     p.add_argument("--retime", type=int, default=None, metavar="N",
                    help="when time decides between close candidates at the end, run each "
                         "finalist N more times (counted evaluations) and use the median "
-                        "(default 2 under a fastest-* objective, 0 under accuracy)")
+                        "(default 2, under every objective: time decides on repeatable "
+                        "timings)")
 
 
 def runs_root(out: str | None) -> Path:

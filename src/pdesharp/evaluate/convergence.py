@@ -134,6 +134,33 @@ class Plan:
     finish: Callable[[list[dict[str, np.ndarray]]], tuple[float, list[float]]]
 
 
+IC_TOL = 1e-3  # relative rms of frame 0 against the given initial data
+
+
+class NotMeasured(ValueError):
+    """The refinement study's outputs cannot give a rate that means anything (the message says
+    why); the rate is withheld rather than shown."""
+
+
+def _starts_from_given(spec: ChildSpec, run_inputs: dict, out: dict, nx: int) -> None:
+    """The errors of the study are differences between the solver's own outputs, which a
+    solver can shape at will (``1 + C/N**4`` has "order 4" and solves nothing). What it cannot
+    choose is the initial data it was given: every run's frame 0 must be it, else the rate is
+    not a rate of this problem's solutions."""
+    for a in spec.args:
+        if a.kind != "initial" or a.field not in out:
+            continue
+        given = np.asarray(run_inputs[f"initial:{a.field}"], dtype=float)
+        got = np.asarray(out[a.field], dtype=float)[:, 0]
+        scale = float(np.sqrt(np.mean(given**2))) or 1.0
+        miss = float(np.sqrt(np.mean((got - given) ** 2))) / scale
+        if not miss <= IC_TOL:
+            raise NotMeasured(
+                f"rate withheld: on {nx} cells the solver's frame 0 of {a.field!r} is not the "
+                f"initial data it was given (relative rms mismatch {miss:.1e}), so the "
+                f"differences between its outputs do not measure its error on this problem")
+
+
 def time_1d(spec: ChildSpec, inputs: dict) -> Plan:
     conv = spec.convergence
     grids = conv["grids"]
@@ -163,6 +190,8 @@ def time_1d(spec: ChildSpec, inputs: dict) -> Plan:
         xcs.append(xc)
 
     def finish(outputs):
+        for (run_inputs, _), out, nx in zip(cases, outputs, grids):
+            _starts_from_given(spec, run_inputs, out, nx)
         sols = [_stack(spec, o) for o in outputs]
         errors = []
         for i in range(len(grids) - 1):
@@ -227,4 +256,7 @@ def convergence_order(spec: ChildSpec, fn: Callable, inputs: dict,
             if arr.shape != shape:
                 raise ValueError(f"output {name!r} has shape {arr.shape}, expected {shape}")
         outputs.append(dict(zip(spec.returns, arrays)))
-    return rate_note(*p.finish(outputs))
+    try:
+        return rate_note(*p.finish(outputs))
+    except NotMeasured as exc:
+        return None, str(exc)

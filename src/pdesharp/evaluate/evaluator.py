@@ -225,6 +225,8 @@ class Evaluator:
             return None, f"the solver failed in the convergence test: {run.message}"[:1000]
         try:
             rate, errors = await asyncio.to_thread(plan.finish, run.outputs)
+        except conv.NotMeasured as exc:  # the outputs ignore the given data: no rate
+            return None, str(exc)
         except Exception as exc:  # noqa: BLE001
             return None, f"the convergence test failed: {type(exc).__name__}: {exc}"[:1000]
         return conv.rate_note(rate, errors)

@@ -63,7 +63,8 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
         worst = max(frame0_mismatch(pred[n], ref.initial(n)) for n in task.solver.returns)
         if worst > FRAME0_TOL:
             s.notes.append(f"frame 0 differs from the initial condition (max rel. {worst:.1e}); "
-                           "CodePDE does not check this, but it costs nRMSE")
+                           "CodePDE does not check this, but it costs nRMSE and the residual "
+                           "score")
     arrays = [pred[n] for n in task.solver.returns]
     mean, per = nrmse(stack_fields(arrays), stack_fields([ref.fields[n] for n in task.solver.returns]))
     s.nrmse, s.nrmse_per_sample = mean, [float(v) for v in per]
@@ -75,9 +76,14 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
         s.nrmse_per_field = {task.solver.returns[0]: mean}
     if residual:
         try:
-            from pdesharp.evaluate.residual import residual as pde_residual
+            from pdesharp.evaluate.residual import residual_parts
 
-            s.residual = pde_residual(task, pred, ref)
+            parts = residual_parts(task, pred, ref)
+            s.residual = sum(parts.values())
+            if parts["initial"] + parts["boundary"] > 0.1 * parts["pde"]:
+                s.notes.append(f"residual {s.residual:.3e} = PDE {parts['pde']:.3e} + mismatch "
+                               f"with the given initial data {parts['initial']:.3e} + with the "
+                               f"boundary conditions {parts['boundary']:.3e}")
         except Exception as exc:  # an unsupported equation form must not void the nRMSE
             s.notes.append(f"residual: {type(exc).__name__}: {exc}"[:500])
     if plot_path is not None:

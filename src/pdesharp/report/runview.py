@@ -14,12 +14,12 @@ from pathlib import Path
 
 import yaml
 
-from pdesharp.audit.runs import ranking_floor
 from pdesharp.records import Analysis, Candidate, EvalResult
 from pdesharp.report.pareto import ParetoView, pareto
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_converged,
                                     call_rows, evaluation_rows, played_rounds, results_of, round_rows,
                                     seconds_per_sample, solver_rows)
+from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 
 __all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
@@ -193,7 +193,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     for c in cands:
         parent = next((p for p in c.parents if p in nodes and p != c.id), None)
         (nodes[parent].children if parent else roots).append(nodes[c.id])
-    rule = Rule.of(config, floor=ranking_floor(events))
+    rule = run_rule.from_events(events, config)
     rows = solver_rows(cands, results, events, rule) \
         if any(c.origin in ("genesis", "patch") for c in cands) else []
     narrative = (run_dir / "narrative.md").read_text() \

@@ -52,7 +52,10 @@ FEEDBACK_NOTES = {
                 "data) and its solver time per sample",
     "none": "only whether each solver executed successfully; no accuracy numbers",
 }
-CONVERGENCE_NOTE = ", and its empirical convergence rate (from a refinement study)"
+CONVERGENCE_NOTE = (", and its self-convergence rate (a refinement study that compares the "
+                    "solver's own outputs at several resolutions: the solver controls it, so it "
+                    "is not an error measured against data and plays no part in the ranking; "
+                    "withheld when the outputs do not start from the given initial data)")
 
 # A judge that expects no modification to help says so with this marker on a line of its own
 # (or "no_change": true in its JSON); that is recorded, and no evaluation is spent.
@@ -90,7 +93,8 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
     elif result.solver_seconds is not None:
         parts.append(f"time: {result.solver_seconds:.3g} s")
     if result.convergence_order is not None:
-        parts.append(f"average convergence rate: {result.convergence_order:.3f}")
+        parts.append(f"self-convergence rate (solver-controlled, not ranked): "
+                     f"{result.convergence_order:.3f}")
     return " | ".join(parts) if parts else result.summary_line()
 
 

@@ -32,6 +32,12 @@ paper-comparable ranking is the plain lowest score). For ``fastest-within`` and
 ``fastest-below`` the floor only widens the bar: a target below the floor asks for fitting the
 reference's errors, which the floor says cannot be told apart from solving the PDE.
 
+The round-off floor (``Rule.round_off``; :func:`round_off_floor`): without a reference floor,
+scores at or below the data's rounding level (a few units of round-off of the reference arrays'
+float type) are ties in the same way: they say the solver agrees with the reference to its last
+digits, and 2e-16 against 1e-18 is not a 150x improvement. From that floor down a lower score is
+not an improvement for saturation either (the reference floor ends the search instead).
+
 Saturation under an objective (:func:`improved`): a round improves if the lowest score fell by the
 saturation factor (as in the paper), or, under a time objective, if the objective's pick got
 faster by the saturation factor *and* by more than the timing margin (less is timing noise). For
@@ -131,16 +137,73 @@ def floor_words(floor: float, metric: str = "score") -> str:
             f"error of the PDE: the fastest of them wins")
 
 
+ROUND_OFF_ULPS = 4  # the round-off floor: this many machine epsilons of the data's float type
+
+
+def round_off_floor(dtype) -> float | None:
+    """The score below which agreement with reference data of this float type is round-off:
+    :data:`ROUND_OFF_ULPS` x its machine epsilon (8.9e-16 for float64, 4.8e-7 for float32);
+    None for a type that is not floating point."""
+    import numpy as np
+
+    try:
+        return ROUND_OFF_ULPS * float(np.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        return None
+
+
+def round_off_words(round_off: float, metric: str = "score") -> str:
+    return (f"{metric}s at or below {round_off:.1e}, the rounding level of the reference data "
+            f"({ROUND_OFF_ULPS} units of round-off of its float type), are ties: they agree with "
+            f"the reference to its last digits, and a lower one is not an improvement")
+
+
 @dataclass(frozen=True)
 class Rule:
-    """The objective and its two tolerances: everything a ranking depends on."""
+    """Everything a ranking, the search's stop and saturation depend on: the objective, its two
+    tolerances, the reference floor and the data's round-off floor. A run builds it once
+    (:mod:`pdesharp.synthesis.run_rule`) and passes it along; the report reads it back."""
 
     objective: Objective = ACCURACY
     tie_tolerance: float = 0.01  # relative score gap counted as a tie (accuracy objective)
     time_margin: float = 0.3  # relative time gap within which one timing cannot tell apart
     # the reference floor: once the lowest score is at or below it, every score at or below it
-    # is eligible (see the module docstring); None: no floor
+    # is eligible (see the module docstring), and under accuracy the search stops there; None:
+    # no floor
     floor: float | None = None
+    # without a reference floor, the data's rounding level (round_off_floor): the same tie rule
+    round_off: float | None = None
+    # runs recorded before the floor entered the ranking: their floor only stops the search
+    stop_only_floor: float | None = None
+
+    @property
+    def tie_floor(self) -> float | None:
+        """The score at or below which everything counts as equally accurate: the reference
+        floor, else the round-off floor (None: neither)."""
+        return self.floor if self.floor is not None else self.round_off
+
+    @property
+    def reference_floor(self) -> float | None:
+        """The reference floor the search stops at (ranking by it or, for older runs, not)."""
+        return self.floor if self.floor is not None else self.stop_only_floor
+
+    def stop_score(self) -> float | None:
+        """The search stops once the lowest score is at or below this (accuracy objective only:
+        under a time objective a solver at the floor can still get faster)."""
+        if self.objective.by_time:
+            return None
+        for floor in (self.floor, self.stop_only_floor, self.round_off):
+            if floor is not None:
+                return floor
+        return None
+
+    def time_words(self, timings: int = 1) -> str:
+        """The time rule as one formula, the same for judges, the reporter and the docs."""
+        m = self.margin(timings)
+        return (f"among eligible solvers, one whose time per sample t is at most (1 + {m:g}) x "
+                f"t_fastest (t_fastest: the fastest eligible one's) counts as equally fast, and "
+                f"among those the lower score wins; the margin {self.time_margin:g} is divided "
+                f"by sqrt(k) for a median of k timings")
 
     @classmethod
     def of(cls, config, floor: float | None = None) -> Rule:
@@ -151,13 +214,15 @@ class Rule:
         get = config.get if isinstance(config, dict) else (lambda k: getattr(config, k, None))
         tie, margin = get("tie_tolerance"), get("time_margin")
         floor = get("ranking_floor") if floor is None else floor
+        round_off = get("round_off")
         return cls(Objective.parse(get("objective")), 0.01 if tie is None else float(tie),
                    0.3 if margin is None else float(margin),
-                   None if floor is None else float(floor))
+                   None if floor is None else float(floor),
+                   None if round_off is None else float(round_off))
 
     def below_floor(self, lowest: float) -> bool:
-        """Is the floor in force (known, and the lowest score at or below it)?"""
-        return self.floor is not None and lowest <= self.floor
+        """Is the tie floor in force (known, and the lowest score at or below it)?"""
+        return self.tie_floor is not None and lowest <= self.tie_floor
 
     def bar(self, lowest: float) -> float | None:
         """The highest score that is eligible, given the lowest score; None when the target of
@@ -172,17 +237,20 @@ class Rule:
             bar = o.value
         else:
             bar = tie
-        return max(bar, self.floor) if self.below_floor(lowest) else bar
+        return max(bar, self.tie_floor) if self.below_floor(lowest) else bar
 
     def unfloored(self) -> Rule:
-        """The same rule without the floor (what the run would have picked without it)."""
-        return replace(self, floor=None)
+        """The same rule without the floors (what the run would have picked without them)."""
+        return replace(self, floor=None, round_off=None)
 
     def words(self, metric: str = "score", lowest: float | None = None) -> str:
         """The objective in one sentence, plus the floor's rule when it is in force."""
         text = self.objective.words(metric)
         if lowest is not None and self.below_floor(lowest):
-            text += "; " + floor_words(self.floor, metric)
+            if self.floor is not None:
+                text += "; " + floor_words(self.floor, metric)
+            else:
+                text += "; " + round_off_words(self.round_off, metric)
         return text
 
     def margin(self, timings: int = 1) -> float:
@@ -210,7 +278,7 @@ def eligible(scored: list[tuple[T, EvalResult]], rule: Rule) -> list[int]:
     lowest = min(r.score for _, r in scored)
     cap = rule.bar(lowest)
     if cap is None:  # fastest-below with the target not reached: the accuracy rule
-        cap = Rule(tie_tolerance=rule.tie_tolerance, floor=rule.floor).bar(lowest)
+        cap = replace(rule, objective=ACCURACY).bar(lowest)
     return [i for i, (_, r) in enumerate(scored) if r.score <= cap]
 
 
@@ -271,7 +339,7 @@ def decided_by_time(scored: list[tuple[T, EvalResult]], rule: Rule) -> bool:
 
 def decided_by_floor(scored: list[tuple[T, EvalResult]], rule: Rule) -> bool:
     """Did the floor change the pick? (The rule without its floor picks another solver.)"""
-    if not scored or rule.floor is None:
+    if not scored or rule.tie_floor is None:
         return False
     return _best_index(scored, rule) != _best_index(scored, rule.unfloored())
 
@@ -302,7 +370,11 @@ def improved(rule: Rule, before: Standing | None, after: Standing | None,
         return False
     if before is None:
         return True
-    better_score = after.lowest < factor * before.lowest
+    # at the data's round-off a lower score is not an improvement: only a score that was above
+    # the round-off floor can improve (the reference floor stops the search instead)
+    at_round_off = rule.round_off is not None and rule.tie_floor == rule.round_off \
+        and before.lowest <= rule.round_off
+    better_score = after.lowest < factor * before.lowest and not at_round_off
     if not rule.objective.by_time:
         return better_score
     faster = after.seconds < min(factor, 1.0 / (1.0 + rule.time_margin)) * before.seconds

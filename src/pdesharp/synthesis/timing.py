@@ -4,7 +4,9 @@ During the search every solver has one evaluator timing, and the ranking rule
 (:mod:`pdesharp.synthesis.ranking`) lets time decide only past a margin. At the end, if the pick
 still depends on time (two or more eligible solvers with a known time), the *finalists* are run
 again: the eligible solvers whose single time is within ``(1 + time_margin)^2`` of the fastest
-eligible one (a gap that timing noise of one margin on each side could close), at most
+eligible one (a gap that timing noise of one margin on each side could close; every eligible
+solver when one of their timings ran beside another evaluation, since two timings taken on
+shared cores are not comparable at all), at most
 :data:`MAX_FINALISTS` of them fastest first, and always the provisional winner. Each finalist
 runs ``repeats`` more times, one run at a time and interleaved (a, b, a, b) so that neither
 competes with the other for the cores and a drift in the machine's load falls on both. A
@@ -24,20 +26,23 @@ from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import RunStore, code_sha256
+from pdesharp.store import RunStore, code_sha256, retime_id
 from pdesharp.synthesis.ranking import Rule, decided_by_time, eligible, pick_best, seconds
 
 MAX_FINALISTS = 3
-RETIME_RUNS = 2  # extra runs per finalist under a time objective (``--retime`` default)
+RETIME_RUNS = 2  # extra runs per finalist whenever time decides (``--retime`` default)
 
 
 def retime_runs(objective, requested: int | None) -> int:
-    """Re-timing runs per finalist: ``requested`` if given, else :data:`RETIME_RUNS` under a
-    time objective and none under ``accuracy`` (there time only breaks near-ties between equally
-    accurate solvers, the margin keeps that robust, and the paper's evaluation counts stay)."""
+    """Re-timing runs per finalist: ``requested`` if given, else :data:`RETIME_RUNS` under every
+    objective. Under ``accuracy`` time decides only a tie, but when it does, it decides on
+    repeatable timings: the search's single timings ran two at a time on shared cores, so a
+    30 % gap between two of them is noise (issue 21). No finalists (time did not decide, or
+    decided by more than the noise): no re-timing, so a run that ends on one eligible solver
+    spends nothing here."""
     if requested is not None:
         return requested
-    return RETIME_RUNS if objective.by_time else 0
+    return RETIME_RUNS
 
 
 @dataclass
@@ -85,9 +90,13 @@ def settled(result: EvalResult, reruns: list[EvalResult]) -> EvalResult:
 
 
 def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
-              limit: int = MAX_FINALISTS) -> list[Candidate]:
+              limit: int = MAX_FINALISTS, contended: set[str] = frozenset()
+              ) -> list[Candidate]:
     """The solvers worth re-timing (see the module docstring); none when time does not decide.
-    Candidates with the same code are one solver (the first in ``scored`` stands for it)."""
+    Candidates with the same code are one solver (the first in ``scored`` stands for it).
+    ``contended``: ids whose single timing ran while another evaluation did (the cores were
+    shared, so the gap between two such timings says nothing): if an eligible solver's timing
+    is one of them, every eligible solver is a finalist, however far apart the timings."""
     first = {}
     for i, (c, _) in enumerate(scored):
         first.setdefault(code_sha256(c.code), i)
@@ -96,7 +105,9 @@ def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
     if len(pool) < 2:
         return []
     t_min = min(seconds(scored[i][1]) for i in pool)
-    window = t_min * (1 + rule.time_margin) ** 2
+    shared = {code_sha256(c.code) for c, _ in scored if c.id in contended}
+    window = float("inf") if any(code_sha256(scored[i][0].code) in shared for i in pool) \
+        else t_min * (1 + rule.time_margin) ** 2
     near = sorted((i for i in pool if seconds(scored[i][1]) <= window),
                   key=lambda i: (seconds(scored[i][1]), i))
     if len(near) < 2:
@@ -109,13 +120,14 @@ def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
 
 
 async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalResult]],
-                 rule: Rule, repeats: int, *, split: str = "dev", feedback: str = "nrmse"
+                 rule: Rule, repeats: int, *, split: str = "dev", feedback: str = "nrmse",
+                 contended: set[str] = frozenset()
                  ) -> tuple[dict[str, EvalResult], Settlement]:
     """Re-time the finalists of ``scored``; returns the settled results (time = the median of
     the timings) by candidate id, for every candidate that has a finalist's code, and the
     :class:`Settlement`."""
     out = Settlement(repeats=0)
-    chosen = finalists(scored, rule)
+    chosen = finalists(scored, rule, contended=contended)
     if not chosen:
         out.note = ("not re-timed: time decided by more than the timing noise"
                     if decided_by_time(scored, rule)
@@ -123,8 +135,8 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
         return {}, out
     out.finalists = [c.id for c in chosen]
     if repeats <= 0:
-        out.note = ("not re-timed: --retime 0, the default under the accuracy objective, so "
-                    "the decision used single timings and the time margin")
+        out.note = ("not re-timed: --retime 0, so the decision used single timings and the "
+                    "time margin")
         return {}, out
     done = store.retimings(split, feedback)  # a resumed run: runs already in the journal
     have = min(len(done.get(c.id, [])) for c in chosen)
@@ -143,8 +155,14 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     try:
         for k in range(1, repeats + 1):  # interleaved, one run at a time
             for c in chosen:
-                runs[c.id].append(await store.retime(evaluator, c, k, split=split,
-                                                     feedback=feedback))
+                r = await store.retime(evaluator, c, k, split=split, feedback=feedback)
+                runs[c.id].append(r)
+                label = retime_id(c.id, k)
+                if not any(e.get("candidate") == label for e in store.events("evaluation")):
+                    store.event("evaluation", candidate=label, status=r.status,
+                                reason=f"re-timing {k} of {c.id} (finalists "
+                                       f"{', '.join(x.id for x in chosen)}, one at a time)",
+                                per_sample=r.seconds_per_sample, score=r.score)
     except BudgetExceeded as exc:  # cannot happen within the check above; keep what ran
         out.note = f"re-timing stopped: {exc}"
     out.evaluations = sum(len(v) for v in runs.values())

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
@@ -29,7 +29,7 @@ from pdesharp.roles import Judge, PoolEntry, RoundInfo
 from pdesharp.store import RunStore, code_sha256
 from pdesharp.synthesis.patch import PatchError, apply_patch
 from pdesharp.synthesis import ranking
-from pdesharp.synthesis.ranking import Objective, Rule, pick_best, rank
+from pdesharp.synthesis.ranking import Rule, pick_best, rank
 from pdesharp.synthesis.timing import Settlement, settle
 from pdesharp.task import Task
 
@@ -45,19 +45,18 @@ class TournamentSettings:
     patience: int = 1  # rounds without improvement before the cycle stops
     debug_attempts: int = 2
     workers: int = 2
-    tie_tolerance: float = 0.01  # relative score gap within which the faster solver wins
     max_evals: int | None = None  # the run's evaluation budget (told to the judges)
-    # saturated outright once the best score is at or below this (a reference audit's floor,
-    # see pdesharp.audit.runs; accuracy objective only: a time objective can still get faster
-    # at the floor); None: no floor
-    floor: float | None = None
-    # the floor in the ranking (ranking.Rule.floor): scores at or below it are eligible once the
-    # lowest is, and time decides among them; None: no floor (LLM default, paper-comparable)
-    ranking_floor: float | None = None
+    # the run's one ranking rule (objective, tie tolerance, time margin, reference floor,
+    # round-off floor; pdesharp.synthesis.run_rule builds it): every ranking, the stop at the
+    # floor and saturation use it
+    rule: Rule = field(default_factory=Rule)
     judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
-    objective: Objective = Objective()  # what the ranking picks (pdesharp.synthesis.ranking)
-    time_margin: float = 0.3  # relative time gap one timing cannot tell apart
     retime: int = 0  # extra timing runs per finalist when time decides at the end (timing.py)
+    # run a round's nominees one at a time in nomination order while the rule has a stop score,
+    # and end the search as soon as one reaches it (the built-in judges: the first nominates the
+    # best-predicted design); False: concurrently, as the paper's rounds, and a floor reached
+    # ends the search with its round
+    nominees_in_order: bool = False
 
 
 async def gather_all(coros) -> list:
@@ -80,8 +79,7 @@ class Tournament:
         self.progress = progress or (lambda **kw: None)
         self.pool: list[Candidate] = []
         self.known: dict[str, EvalResult] = {}
-        self.rule = Rule(Objective.parse(settings.objective), settings.tie_tolerance,
-                         settings.time_margin, settings.ranking_floor)
+        self.rule = settings.rule
         # finalists' results with their settled (median) time, once the search is over
         self.settled: dict[str, EvalResult] = {}
         self.settlement = Settlement(note="the search did not end normally")
@@ -92,6 +90,12 @@ class Tournament:
         # count, which on a resumed run already holds the killed run's later evaluations (a
         # judge's prompt must say what the killed run's said, or replay breaks).
         self._ran: set[str] = set()
+        self._stopped = ""  # why the search ended at the rule's stop score ("": it has not)
+        # in a round's modification step: its proposals are made (calls paid), so they run even
+        # once the floor is reached; a nominee at the floor ends the round before that step
+        self._modifying = False
+        self._running: set[str] = set()  # evaluations in flight now
+        self._contended: set[str] = set()  # evaluations that ran while another one did
 
     # -- results -------------------------------------------------------------------------
     # The tournament sees only results it obtained itself in this execution (self.known),
@@ -132,9 +136,11 @@ class Tournament:
         if not scored:
             self.settlement = Settlement(note="no solver has a score")
             return self.settlement
+        contended = {e.get("candidate") for e in self.store.events("evaluation")
+                     if e.get("contended")}  # from the journal: a resumed run decides alike
         self.settled, self.settlement = await settle(
             self.store, self.evaluator, scored, self.rule, self.s.retime,
-            feedback=self.s.feedback)
+            feedback=self.s.feedback, contended=contended)
         return self.settlement
 
     def ranked(self, entries: list[PoolEntry]) -> list[PoolEntry]:
@@ -158,26 +164,80 @@ class Tournament:
         low = self.lowest()
         return low[1].score if low else None
 
-    async def _run(self, c: Candidate) -> EvalResult:
+    async def _run(self, c: Candidate, why: str) -> EvalResult:
+        """Run ``c`` (``why``: the reason the evaluation is spent, for the journal)."""
         if c.static_check != "ok":  # free check failed: not executed, not counted
             return _static_failure(c, self.s.feedback)
         async with self._gate:
-            result = await self.store.evaluate(self.evaluator, c, split="dev",
-                                               feedback=self.s.feedback)
+            if self._stopped and self.s.nominees_in_order and not self._modifying:
+                # the floor was reached by an earlier nominee: spend nothing more
+                return self.known.get(c.id) or _not_run(c, self.s.feedback, self._stopped)
+            if self._running:  # another evaluation is running: both timings shared the cores
+                self._contended |= self._running | {c.id}
+            self._running.add(c.id)
+            try:
+                result = await self.store.evaluate(self.evaluator, c, split="dev",
+                                                   feedback=self.s.feedback)
+            finally:
+                self._running.discard(c.id)
+        before = ranking.standing(self._scored(), self.rule)
         self.known[c.id] = result
         self._ran.add(code_sha256(c.code))
+        self._journal(c, result, why, before)
+        self._check_stop()
         return result
 
-    async def evaluate(self, c: Candidate, judge: Judge | None, rnd: int, cycle: int
-                       ) -> tuple[Candidate, EvalResult]:
+    def _journal(self, c: Candidate, result: EvalResult, why: str,
+                 before: ranking.Standing | None) -> None:
+        """One ``evaluation`` event per counted evaluation: why it was spent and what it changed
+        (the lowest score and the objective's pick's time, before and after). A result looked
+        up (identical code, or a resumed run's journal) writes nothing new."""
+        if any(e.get("candidate") == c.id for e in self.store.events("evaluation")):
+            return  # a resumed run: the killed run recorded it
+        if not self.store.counted(c.id, "dev", self.s.feedback):
+            return
+        after = ranking.standing(self._scored(), self.rule)
+        improved = ranking.improved(self.rule, before, after, self.s.saturation_factor)
+        self.store.event(
+            "evaluation", candidate=c.id, reason=why, status=result.status, score=result.score,
+            per_sample=result.seconds_per_sample,
+            lowest_before=before.lowest if before else None,
+            lowest_after=after.lowest if after else None,
+            pick_seconds_before=_finite(before.seconds) if before else None,
+            pick_seconds_after=_finite(after.seconds) if after else None,
+            improved=improved,
+            # its timing overlapped another evaluation's (cores shared): not comparable
+            contended=c.id in self._contended)
+
+    def _check_stop(self) -> None:
+        """End the search once the lowest score reaches the rule's stop score (the reference
+        floor, else the data's round-off floor; accuracy objective): no evaluation can then
+        improve on the PDE. With nominees in order, a nominee at the floor ends the round at
+        once (nominees not yet run and the modification step are not spent); otherwise, and in
+        the modification step, the round's evaluations still run and the search ends with the
+        round."""
+        stop, low = self.rule.stop_score(), self.best_score()
+        if self._stopped or stop is None or low is None or low > stop:
+            return
+        if self.rule.reference_floor is not None:
+            self._stopped = (f"the best score {low:.3e} reached the reference floor {stop:.3e} "
+                             "(a multiple of the reference's own error, from its audit): no "
+                             "cycle can improve on the PDE")
+        else:
+            self._stopped = (f"the best score {low:.3e} reached the round-off floor {stop:.1e} "
+                             "of the reference data: a lower score would not be an improvement")
+
+    async def evaluate(self, c: Candidate, judge: Judge | None, rnd: int, cycle: int,
+                       why: str = "") -> tuple[Candidate, EvalResult]:
         """Run ``c``; while it fails, let ``judge`` debug it (up to K times). Returns the last
         version and its result."""
-        result = await self._run(c)
+        result = await self._run(c, why)
         cur = c
         if any(p.origin == "debug" and p.parents == [c.id] for p in self.pool):
             return cur, result  # this failure was debugged before; judges see the fixes
         for attempt in range(1, self.s.debug_attempts + 1):
-            if result.ok or judge is None:
+            if result.ok or judge is None or (self._stopped and self.s.nominees_in_order
+                                                and not self._modifying):
                 break
             self.store.count_debug_iteration(cur.id, key=f"{c.id}#{attempt}")
             proposal = await judge.debug(PoolEntry(candidate=cur, result=result))
@@ -187,11 +247,13 @@ class Tournament:
                 self.store.event("debug_patch_failed", candidate=cur.id, judge=judge.name,
                                  error=str(exc)[:500])
                 continue
+            prev = cur
             cur = self._add(Candidate(
                 id=f"{c.id}-d{attempt}", code=code, origin="debug", parents=[cur.id],
                 judge=judge.name, round=rnd, cycle=cycle, title=proposal.title or cur.title,
                 justification=proposal.justification))
-            result = await self._run(cur)
+            result = await self._run(cur, f"debug of {prev.id} (attempt {attempt}, "
+                                          f"{judge.name})")
             self.store.event("debug", candidate=cur.id, attempt=attempt, status=result.status)
         return cur, result
 
@@ -243,8 +305,11 @@ class Tournament:
                          patience=self.s.patience, stale_rounds=stale,
                          best_score=self.best_score(), executed=len(self.known),
                          debug_attempts=self.s.debug_attempts,
-                         tie_tolerance=self.s.tie_tolerance, feedback=self.s.feedback,
+                         tie_tolerance=self.rule.tie_tolerance, feedback=self.s.feedback,
                          ranking_floor=self.rule.floor,
+                         round_off=self.rule.round_off, concurrent=max(1, self.s.workers),
+                         nominees_in_order=self.s.nominees_in_order
+                         and self.rule.stop_score() is not None,
                          reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:
@@ -275,13 +340,13 @@ class Tournament:
                                  score=best[1].score if best else None)
                 self.progress(stage="synthesis", cycle=cycle, round=rnd, best=after)
                 stale = 0 if improved else stale + 1
-                if self.s.floor is not None and self.s.objective.kind == "accuracy" \
-                        and after is not None and after <= self.s.floor:
-                    self.end_reason = (f"the best score {after:.3e} reached the reference floor "
-                                       f"{self.s.floor:.3e} (a multiple of the reference's own "
-                                       "error, from its audit): no cycle can improve on the PDE")
+                if self._stopped:
+                    self.end_reason = self._stopped
+                    ref = self.rule.reference_floor
+                    floor = {"floor": ref} if ref is not None else \
+                        {"round_off": self.rule.round_off}
                     self.store.event("saturation", cycle=cycle, round=rnd, best=after,
-                                     floor=self.s.floor, reason=self.end_reason)
+                                     reason=self.end_reason, **floor)
                     self.store.event("cycle_end", cycle=cycle, reason=self.end_reason)
                     return
                 if stale >= self.s.patience:
@@ -296,6 +361,11 @@ class Tournament:
                 self.end_reason = (f"cycle {cycle} ran its {self.s.max_rounds} round(s) "
                                    "(--max-rounds)")
             self.store.event("cycle_end", cycle=cycle, reason=self.end_reason)
+
+    def _nominee_reason(self, c: Candidate, judges: list[str]) -> str:
+        kind = {"genesis": "Genesis candidate", "patch": "patched solver",
+                "debug": "debugged solver"}.get(c.origin, c.origin)
+        return f"{kind} {c.id} nominated by {', '.join(judges)}"
 
     def _no_gain(self) -> str:
         o = self.rule.objective
@@ -324,9 +394,24 @@ class Tournament:
                              nominee=n.nominee, ranking=n.ranking, reasons=n.reasons)
             if n.nominee in by_id:
                 nominators.setdefault(n.nominee, j)
-        ran = await gather_all(self.evaluate(by_id[cid], j, rnd, cycle)
-                               for cid, j in nominators.items())
+        self._modifying = False
+        voters: dict[str, list[str]] = {}
+        for j, n in zip(self.judges, noms):
+            voters.setdefault(n.nominee, []).append(j.name)
+        runs = [(by_id[cid], j, self._nominee_reason(by_id[cid], voters[cid]))
+                for cid, j in nominators.items()]
+        if self.s.nominees_in_order and self.rule.stop_score() is not None:
+            # one at a time in nomination order (the first judge's pick, the best-predicted
+            # design, first): the search stops at the floor without spending the others
+            ran = [await self.evaluate(c, j, rnd, cycle, why) for c, j, why in runs]
+        else:
+            ran = await gather_all(self.evaluate(c, j, rnd, cycle, why) for c, j, why in runs)
         final = {cid: cur for cid, (cur, _) in zip(nominators, ran)}
+        if self._stopped and self.s.nominees_in_order:
+            # a nominee reached the floor: no modification can improve on the PDE
+            self._sort_pool()
+            return 0
+        self._modifying = True
         self._sort_pool()
         shared = self.ranked([self.entry(c) for c in self.pool if c.id in self.known])
         info = self.info(cycle, rnd, stale)  # the nominees' evaluations are spent now
@@ -375,7 +460,8 @@ class Tournament:
                 id=f"c{cycle}r{rnd}-j{idx + 1}", code=code, origin="patch",
                 parents=proposal.parents or [base_entry.candidate.id], judge=judge.name,
                 round=rnd, cycle=cycle, title=proposal.title, justification=proposal.justification))
-            await self.evaluate(child, judge, rnd, cycle)
+            await self.evaluate(child, judge, rnd, cycle,
+                                f"patch of {', '.join(child.parents)} by {judge.name}")
 
         await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
         self._sort_pool()
@@ -386,6 +472,15 @@ def _apply(proposal, code: str) -> str:
     if proposal.code is not None:
         return proposal.code
     return apply_patch(code, proposal.patch or "")
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or x == float("inf") else x
+
+
+def _not_run(c: Candidate, feedback: Feedback, why: str) -> EvalResult:
+    return EvalResult(status="error", split="dev", feedback=feedback,
+                      message=f"not executed: the search had ended ({why})")
 
 
 def _static_failure(c: Candidate, feedback: Feedback) -> EvalResult:

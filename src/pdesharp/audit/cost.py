@@ -1,0 +1,54 @@
+"""What an audit would cost: the estimate behind ``--audit auto``.
+
+``auto`` (the default) uses a cached audit; where none is cached it computes one when the task
+supports it and the estimate is at most :data:`AUTO_SECONDS`, so that a newcomer's first
+``pdesharp solve burgers --max-samples 5`` has the reference floor as the README says, while
+``pdesharp solve cns1d`` does not start with minutes of auditing (``--audit compute`` does).
+
+The estimates are the audit's measured wall times on the project's 2-core machine
+(docs/data.md, "The shared dev files"), per sample, or per sample, grid point and frame for the
+spectral method every generic task gets; they are upper bounds taken on a loaded machine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+
+from pdesharp.task import Task
+
+AUTO_SECONDS = 60.0  # --audit auto computes a missing audit estimated to take at most this
+# measured per sample (docs/data.md): the exact shift, refined float64 finite volumes, refined
+# elliptic solves with Richardson extrapolation
+# elliptic solves with Richardson extrapolation; the spectral method of lines at a finer grid
+# for Burgers (138 s for 20 samples) and reaction-diffusion (164 s)
+PER_SAMPLE = {"advection": 0.15, "cns1d": 140.0, "darcy": 12.0, "burgers": 7.0,
+              "reacdiff1d": 8.5}
+# any other task the spectral method covers: per sample, grid point and frame, the larger of
+# Burgers' 20 x 1024 x 201 and reaction-diffusion's 20 x 1024 x 101 (stiffer, 8e-5 s)
+SPECTRAL_PER_POINT_FRAME = 8e-5
+
+
+def estimate_seconds(task: Task, path: Path, samples: int) -> float | None:
+    """The estimated wall time of auditing ``samples`` samples of ``path``; None when the task
+    has no converged-solution method or the file cannot be read."""
+    from pdesharp.audit.solutions import AuditUnavailable, is_builtin, solver_for
+
+    try:
+        solver_for(task)
+    except AuditUnavailable:
+        return None
+    for name, per in PER_SAMPLE.items():
+        if is_builtin(task, name):
+            return per * samples
+    key = next(iter(task.data.fields.values()))
+    try:
+        with h5py.File(path, "r") as h5:
+            shape = h5[key].shape
+    except (OSError, KeyError):
+        return None
+    points = 1
+    for n in shape[1:]:  # frames and grid points of one sample
+        points *= int(n)
+    return SPECTRAL_PER_POINT_FRAME * points * samples

@@ -1,0 +1,82 @@
+"""The run's ranking rule, built once and recorded: objective, tie tolerance, time margin,
+reference floor and round-off floor (:class:`pdesharp.synthesis.ranking.Rule`).
+
+The pipeline builds it after the reference audit is known (:func:`build`) and records it as the
+run's first ``rule`` event (:func:`record`); the tournament, the judges, the settlement of the
+winner's time, the summary and the report all use that one value, and a resumed run or
+``pdesharp report`` read it back (:func:`recorded`) instead of re-deriving the floor from the
+config and the audit events. Runs recorded before this event existed are read as they ranked:
+the config's tolerances and the first audit event's ``ranking_floor``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pdesharp.synthesis.ranking import Objective, Rule, round_off_floor
+
+
+def data_round_off(evaluator) -> float | None:
+    """The round-off floor of the run's dev data (its float type), None when the evaluator has
+    no reference arrays to look at (a stand-in evaluator, feedback without data)."""
+    reference = getattr(evaluator, "reference", None)
+    if reference is None:
+        return None
+    try:
+        fields = reference("dev").fields
+    except Exception:  # noqa: BLE001 - no dev data: no round-off floor, the run goes on
+        return None
+    dtypes = [a.dtype for a in fields.values()]
+    floors = [f for f in map(round_off_floor, dtypes) if f is not None]
+    return max(floors) if floors else None  # the coarsest type decides
+
+
+def build(config, *, floor: float | None, ranking_floor: float | None,
+          round_off: float | None) -> Rule:
+    """The run's rule. ``floor``: the reference floor the search stops at (floor saturation on,
+    an audit); ``ranking_floor``: the floor recorded for the ranking (the same value, None for
+    runs recorded before the floor entered the ranking); ``round_off``: the data's rounding
+    floor, in force only where there is no reference floor."""
+    ranks = ranking_floor if ranking_floor is not None else None
+    old = floor if ranking_floor is None else None  # a run recorded before floors ranked
+    return Rule(Objective.parse(config.objective), float(config.tie_tolerance),
+                float(config.time_margin), ranks, round_off, stop_only_floor=old)
+
+
+def as_record(rule: Rule) -> dict[str, Any]:
+    return {"objective": str(rule.objective), "tie_tolerance": rule.tie_tolerance,
+            "time_margin": rule.time_margin, "floor": rule.floor, "round_off": rule.round_off,
+            "stop_only_floor": rule.stop_only_floor}
+
+
+def record(store, rule: Rule) -> Rule:
+    """Record the rule once (the first ``rule`` event wins: a resumed run keeps it); returns
+    the recorded rule."""
+    first = next(iter(store.events("rule")), None)
+    if first is not None:
+        return _from_event(first)
+    store.event("rule", **as_record(rule))
+    return rule
+
+
+def _from_event(e: dict) -> Rule:
+    return Rule(Objective.parse(e.get("objective")), float(e.get("tie_tolerance", 0.01)),
+                float(e.get("time_margin", 0.3)), e.get("floor"), e.get("round_off"),
+                stop_only_floor=e.get("stop_only_floor"))
+
+
+def recorded(store, config=None) -> Rule:
+    """The rule a run ranked by (see :func:`from_events`)."""
+    return from_events(store.events(), config if config is not None else store.config)
+
+
+def from_events(events: list[dict], config) -> Rule:
+    """The rule a run ranked by: its first ``rule`` event, else (older runs) its config's
+    tolerances and the first reference-audit event's ranking floor. ``events``: the run's
+    events (all kinds, each with its ``kind``)."""
+    first = next((e for e in events if e.get("kind") == "rule"), None)
+    if first is not None:
+        return _from_event(first)
+    from pdesharp.audit.runs import ranking_floor
+
+    return Rule.of(config, floor=ranking_floor(events))
