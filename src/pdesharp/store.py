@@ -55,6 +55,7 @@ import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded, Message, Reply
@@ -114,6 +115,56 @@ class RunStoreError(RuntimeError):
     """A run folder is missing or is not a pdesharp run."""
 
 
+LOCK_NAME = "run.lock"  # the pid of the one process working on a run folder
+
+
+class RunBusy(RunStoreError):
+    """Another live process works on the run folder."""
+
+    def __init__(self, run_dir: Path, pid: int):
+        super().__init__(f"{run_dir} is being worked on by process {pid}")
+        self.pid = pid
+
+
+def lock_owner(run_dir: str | Path) -> int | None:
+    """The live process holding ``run_dir``'s lock, or None (no lock, or a stale one)."""
+    import psutil
+
+    try:
+        pid = int((Path(run_dir) / LOCK_NAME).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    return pid if pid and psutil.pid_exists(pid) else None
+
+
+def claim(run_dir: str | Path) -> Path:
+    """Make this process the one working on ``run_dir`` (an exclusive create, so two commands
+    started together cannot both win); a stale lock (its process is gone) is taken over.
+    Raises :class:`RunBusy` before anything else in the folder is touched."""
+    import os
+
+    lock = Path(run_dir) / LOCK_NAME
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            owner = lock_owner(run_dir)
+            if owner is not None and owner != os.getpid():
+                raise RunBusy(Path(run_dir), owner) from None
+            lock.unlink(missing_ok=True)  # stale (or ours): take it over
+            continue
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        except OSError:  # a full disk: no half-written lock left behind
+            os.close(fd)
+            lock.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        return lock
+    owner = lock_owner(run_dir)
+    raise RunBusy(Path(run_dir), owner or 0)
+
+
 class RunStore:
     """The journal of one run. Create with :meth:`create`, reopen with :meth:`open`."""
 
@@ -134,6 +185,9 @@ class RunStore:
         # evaluation is outside this budget: it is the number the run reports.
         self.eval_limit: int | None = None
         self._session_start = time.monotonic()
+        # Told of every evaluation request (progress display): observer(what, label, split,
+        # result), what = "start" | "done" (a counted execution) | "reused" (a stored result).
+        self.observer: Callable[[str, str, str, EvalResult | None], None] | None = None
         (self.dir / "candidates").mkdir(exist_ok=True)
         (self.dir / "logs").mkdir(exist_ok=True)
 
@@ -171,13 +225,15 @@ class RunStore:
         row = self.db.execute("SELECT config FROM runs WHERE id=?", (self.run_id,)).fetchone()
         return json.loads(row["config"])
 
-    def update_config(self, config: dict) -> None:
-        """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget)."""
+    def update_config(self, config: dict, changed: list[str] | None = None) -> None:
+        """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget,
+        ``--data-dir`` says where the data are now); the event records the ``changed`` keys
+        (default: the budgets)."""
+        keys = changed if changed is not None else ["max_usd", "max_tokens", "max_evals"]
         self.db.execute("UPDATE runs SET config=? WHERE id=?",
                         (json.dumps(config, default=str), self.run_id))
         (self.dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
-        self.event("config_updated", **{k: config.get(k) for k in ("max_usd", "max_tokens",
-                                                                   "max_evals")})
+        self.event("config_updated", **{k: config.get(k) for k in keys})
 
     @property
     def task_name(self) -> str:
@@ -190,6 +246,15 @@ class RunStore:
     @property
     def status(self) -> str:
         return self.db.execute("SELECT status FROM runs WHERE id=?", (self.run_id,)).fetchone()[0]
+
+    @property
+    def shown_status(self) -> str:
+        """The status to show a user: a run recorded as ``running`` whose process is gone (it
+        was killed, or a full disk kept it from recording its end) is ``interrupted``."""
+        status = self.status
+        if status == "running" and lock_owner(self.dir) is None:
+            return "interrupted"
+        return status
 
     def close(self) -> None:
         self._flush_wall()
@@ -260,10 +325,12 @@ class RunStore:
         stored = None if fresh else self.stored_result(candidate.code, split, feedback)
         if stored is not None:
             self._insert_eval(candidate.id, sha, split, feedback, stored, counted=False)
+            self._observe("reused", candidate.id, split, stored)
             return stored
         if key in self._inflight and not fresh:
             result = await asyncio.shield(self._inflight[key])
             self._insert_eval(candidate.id, sha, split, feedback, result, counted=False)
+            self._observe("reused", candidate.id, split, result)
             return result
         if self.eval_limit is not None and split != "test" and \
                 self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
@@ -271,6 +338,7 @@ class RunStore:
                                  " (--max-evals)")
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
+        self._observe("start", candidate.id, split, None)
         try:
             result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
                                               label=candidate.id)
@@ -286,6 +354,7 @@ class RunStore:
         self._insert_eval(candidate.id, sha, split, feedback, result, counted=True,
                           replace=fresh)
         fut.set_result(result)
+        self._observe("done", candidate.id, split, result)
         if not result.ok:
             log = self.dir / "logs" / f"{candidate.id}.{split}.log"
             log.write_text(f"{result.summary_line()}\n--- stdout ---\n{result.stdout_tail}\n"
@@ -303,17 +372,28 @@ class RunStore:
                               "code_sha256=? AND split=? AND feedback=?",
                               (label, sha, split, feedback)).fetchone()
         if row is not None:
-            return EvalResult.model_validate_json(row["result"])
+            stored = EvalResult.model_validate_json(row["result"])
+            self._observe("reused", label, split, stored)
+            return stored
         if self.eval_limit is not None and \
                 self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
             raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
                                  " (--max-evals)")
+        self._observe("start", label, split, None)
         result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
                                           label=label)
         self._floor["all"] += 1
         self._floor["feedback"] += 1
         self._insert_eval(label, sha, split, feedback, result, counted=True)
+        self._observe("done", label, split, result)
         return result
+
+    def _observe(self, what: str, label: str, split: str, result: EvalResult | None) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(what, label, split, result)
+            except Exception:  # noqa: BLE001 - a display must never cost a result
+                pass
 
     def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse"
                   ) -> dict[str, list[EvalResult]]:
