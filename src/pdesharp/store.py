@@ -170,14 +170,21 @@ class RunStore:
 
     DB_NAME = "run.sqlite"
 
-    def __init__(self, run_dir: Path, run_id: str):
+    def __init__(self, run_dir: Path, run_id: str, *, readonly: bool = False):
         self.dir = Path(run_dir)
         self.run_id = run_id
-        self.db = sqlite3.connect(self.dir / self.DB_NAME, isolation_level=None)
+        self.readonly = readonly
+        if readonly:  # show / runs: look, never write (not even the wall time)
+            self.db = sqlite3.connect(f"file:{self.dir / self.DB_NAME}?mode=ro", uri=True)
+        else:
+            self.db = sqlite3.connect(self.dir / self.DB_NAME, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        if not readonly:
+            # WAL while the run is open (readers never block the writer); close() goes back
+            # to a rollback journal, which leaves no run.sqlite-wal / -shm files behind
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
         self._inflight: dict[tuple[str, str, str], asyncio.Future] = {}
         # executions counted at open and run since, by split kind: a floor for the table's counts
         self._floor = {"all": self._count_rows(False), "feedback": self._count_rows(True)}
@@ -188,8 +195,9 @@ class RunStore:
         # Told of every evaluation request (progress display): observer(what, label, split,
         # result), what = "start" | "done" (a counted execution) | "reused" (a stored result).
         self.observer: Callable[[str, str, str, EvalResult | None], None] | None = None
-        (self.dir / "candidates").mkdir(exist_ok=True)
-        (self.dir / "logs").mkdir(exist_ok=True)
+        if not readonly:
+            (self.dir / "candidates").mkdir(exist_ok=True)
+            (self.dir / "logs").mkdir(exist_ok=True)
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -209,16 +217,21 @@ class RunStore:
         return store
 
     @classmethod
-    def open(cls, run_dir: str | Path) -> "RunStore":
+    def open(cls, run_dir: str | Path, *, readonly: bool = False) -> "RunStore":
+        """An existing run folder; ``readonly`` for commands that only look at it."""
         run_dir = Path(run_dir).expanduser()
         if not (run_dir / cls.DB_NAME).is_file():
             raise RunStoreError(f"{run_dir} is not a pdesharp run folder (no {cls.DB_NAME})")
-        db = sqlite3.connect(run_dir / cls.DB_NAME)
-        row = db.execute("SELECT id FROM runs LIMIT 1").fetchone()
-        db.close()
+        db = sqlite3.connect(f"file:{run_dir / cls.DB_NAME}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT id FROM runs LIMIT 1").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise RunStoreError(f"{run_dir}/{cls.DB_NAME} is not a pdesharp run ({exc})") from None
+        finally:
+            db.close()
         if row is None:
             raise RunStoreError(f"{run_dir}/{cls.DB_NAME} has no run record")
-        return cls(run_dir, row[0])
+        return cls(run_dir, row[0], readonly=readonly)
 
     @property
     def config(self) -> dict:
@@ -257,8 +270,16 @@ class RunStore:
         return status
 
     def close(self) -> None:
-        self._flush_wall()
-        self.db.close()
+        try:
+            if not self.readonly:
+                self._flush_wall()
+        finally:
+            if not self.readonly:
+                try:  # checkpoint and drop the WAL: no -wal/-shm files left in the folder
+                    self.db.execute("PRAGMA journal_mode=DELETE")
+                except sqlite3.Error:  # another process reads it now: it stays until then
+                    pass
+            self.db.close()
 
     # -- candidates ----------------------------------------------------------------------
     def add_candidate(self, c: Candidate) -> None:
@@ -524,6 +545,8 @@ class RunStore:
 
     # -- accounting ----------------------------------------------------------------------
     def _flush_wall(self) -> None:
+        if self.readonly:
+            return
         now = time.monotonic()
         self.db.execute("UPDATE runs SET wall_seconds = wall_seconds + ? WHERE id=?",
                         (now - self._session_start, self.run_id))

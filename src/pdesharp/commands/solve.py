@@ -164,10 +164,10 @@ def run_path(run: str, out: str | None) -> Path:
     return path
 
 
-def find_run(run: str, out: str | None) -> RunStore:
+def find_run(run: str, out: str | None, *, readonly: bool = False) -> RunStore:
     path = run_path(run, out)
     try:
-        return RunStore.open(path)
+        return RunStore.open(path, readonly=readonly)
     except RunStoreError as exc:
         fail(str(exc))
 

@@ -79,7 +79,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
     from pdesharp.evaluate import Evaluator
     from pdesharp.rolesets import build_roles
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # a log's lines are never wrapped
     try:
         lock = claim(store.dir)
     except RunBusy as exc:
