@@ -24,6 +24,8 @@ from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
+from pdesharp.untrusted import (markdown_code, markdown_prose, markdown_span, markdown_text,
+                                one_line)
 
 
 
@@ -36,7 +38,14 @@ def _fmt(v) -> str:
 
 
 def _cell(text: str, limit: int = 70) -> str:
-    return shorten(str(text).replace("|", "/"), limit)
+    """A model- or solver-written string for a Markdown table cell or list item: one line,
+    shortened, HTML and pipes escaped (report.md is rendered by viewers that run HTML)."""
+    return markdown_text(shorten(str(text), limit))
+
+
+def _line(text, limit: int = 80) -> str:
+    """The same for a line inside a code block (no HTML there: only controls removed)."""
+    return one_line(shorten(str(text), limit), limit + 1)
 
 
 def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[str]:
@@ -49,7 +58,7 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
         r = store.result_for(c.id, "dev", feedback)
         score = _fmt(r.score) if r and r.ok and r.score is not None else (
             r.status if r else "not run")
-        return f"{c.id}" + (f" — {_cell(c.title, 80)}" if c.title else "") + f" [{score}]"
+        return f"{c.id}" + (f" — {_line(c.title, 80)}" if c.title else "") + f" [{score}]"
 
     def walk(node_id: str, prefix: str, last: bool, root: bool) -> None:
         c = store.candidate(node_id)
@@ -141,13 +150,13 @@ def analysis_lines(analysis: Analysis) -> list[str]:
         if st.skipped:
             lines.append(f"- Step {n} ({st.name}): not asked, {st.skipped}")
         elif st.applies is not None:
-            summary = shorten(str((st.facts or {}).get("summary", "")), 200)
+            summary = _cell((st.facts or {}).get("summary", ""), 200)
             lines.append(f"- Step {n} ({st.name}): {'applies' if st.applies else 'does not apply'}"
                          + (f"; {summary}" if summary else ""))
     for b in analysis.stability:
-        lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
+        lines.append(f"- Stability ({_cell(b.scheme)}): dt ≤ {markdown_span(b.expression)}"
                      + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
-    lines += [f"- {f}" for f in analysis.key_facts]
+    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts]
     return lines
 
 
@@ -166,7 +175,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f", solver time {_sps(tables.seconds_per_sample(best))} per sample"
                  if tables.seconds_per_sample(best) is not None else ""),
               f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
-              + (f" ({final['test_note']})" if final.get("test_note") else "")]
+              + (f" ({_cell(final['test_note'], 500)})" if final.get("test_note") else "")]
     tie_break = final.get("tie_break")
     if tie_break:
         lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
@@ -178,7 +187,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     lines += objective_lines(final, rule, metric)
     if final.get("stop_reason"):
         lines.append(("- Stopped early: " if final.get("budget_stop") else "- Search ended: ")
-                     + final["stop_reason"])
+                     + _cell(final["stop_reason"], 500))
     iso = final.get("isolation") or {}
     if iso.get("unsafe"):
         lines.append("- **WARNING: solvers ran without isolation (`--unsafe-no-isolation`)**: a "
@@ -194,8 +203,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         disagreements = store.events("disagreement")
         if disagreements:
             lines += ["Checks against the built-in symbolic analysis:", ""]
-            lines += [f"- **{d['severity']}** `{d['fact']}`: model says {d['llm']}, symbolic "
-                      f"analysis says {d['builtin']}" + (f" ({d['note']})" if d.get("note") else "")
+            lines += [f"- **{_cell(d['severity'], 20)}** {markdown_span(d['fact'], 80)}: model "
+                      f"says {_cell(d['llm'], 300)}, symbolic analysis says "
+                      f"{_cell(d['builtin'], 300)}"
+                      + (f" ({_cell(d['note'], 300)})" if d.get("note") else "")
                       for d in disagreements]
             lines.append("")
 
@@ -212,7 +223,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         c = row.cand
         score = _fmt(row.score) if row.score is not None else row.status
         lines.append(f"| {row.cycle} | {row.round} | `{c.id}` | {c.origin} | "
-                     f"{', '.join(c.parents)} | {c.judge or ''} | "
+                     f"{_cell(', '.join(c.parents))} | {_cell(c.judge or '', 40)} | "
                      f"{_cell(c.title or c.justification)} | {score} | "
                      + (f"{_fmt(row.vs_converged)} | " if conv else "")
                      + f"{_sps(row.per_sample)} | {row.rank or '–'} |")
@@ -224,7 +235,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f"; never run: {', '.join(never)}" if never else "") + ".", ""]
     if final.get("best_id"):
         lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
-                  "", "```", *ancestry_tree(store, final["best_id"], feedback), "```", ""]
+                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback))),
+                  ""]
     if rounds:
         lines += ["Per round (best by the tournament's rule):", "",
                   f"| round | solvers run | best in round | {feedback} | s/sample | best so far |",
@@ -243,7 +255,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         narrative = await _narrative(task, store, analysis, reporter_model, rows, rounds, final)
         if narrative:
             (store.dir / "narrative.md").write_text(narrative.strip() + "\n")
-            lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
+            lines[2:2] = ["## Narrative (model-written)", "", markdown_prose(narrative.strip()),
+                          ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
     lines += ["", "## Evaluations", "",
               "Counted executions are numbered; a request for code that already ran reuses "

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import fail, task_or_exit
 from pdesharp.data.paths import data_dir
+from pdesharp.progress import Progress
 from pdesharp.task import builtin_task_names
 
 
@@ -282,6 +284,16 @@ def run_generate(args) -> int:
     return 0
 
 
+_OF = re.compile(r"(\d+)(?:-(\d+))? of (\d+)")
+
+
+def _audit_step(shown, message: str) -> None:
+    """An audit stage's message ("...: samples 3-4 of 20") as a progress step with k of N."""
+    m = _OF.search(message)
+    counts = {"done": int(m.group(2) or m.group(1)), "total": int(m.group(3))} if m else {}
+    shown.step(message, stage=message, **counts)
+
+
 def run_audit(args) -> int:
     from pdesharp.audit import audit_with_cache
     from pdesharp.audit.present import summary_lines
@@ -300,13 +312,20 @@ def run_audit(args) -> int:
         fail(str(exc))
     spec = getattr(task.data, args.split)
     selection = spec.samples if spec is not None and args.data_file is None else None
+    from pdesharp.audit.solutions import AuditUnavailable, solver_for
+
+    try:  # refuse before reading the data or creating a cache folder
+        solver_for(task)
+    except AuditUnavailable as exc:
+        fail(f"cannot audit {args.task}: {exc}", code=1)
     console = _console()
     try:
-        with console.status(f"auditing {path.name} for {task.name}") as status:
+        with Progress(f"data audit {task.name}", unit="samples") as shown:
+            shown.set(stage=f"auditing {path.name}")
             result = audit_with_cache(task, path, samples=selection, limit=args.samples,
                                       frames=args.frames, force=args.force,
                                       store=not args.no_store,
-                                      progress=lambda m: status.update(f"audit: {m}"))
+                                      progress=lambda m: _audit_step(shown, m))
     except (DataError, ValueError) as exc:
         fail(f"cannot audit {path}: {exc}")
     except MemoryError:
