@@ -40,6 +40,10 @@ def register(sub) -> None:
     info = dsub.add_parser("info", help="which reference files are present, per task and split")
     info.add_argument("task", nargs="?", help="task name or YAML path (default: all built-in tasks)")
     _add_data_dir(info)
+    info.add_argument("--dev-data", default=None, metavar="FILE",
+                      help="check this file as the task's dev split (as `solve --dev-data`)")
+    info.add_argument("--test-data", default=None, metavar="FILE",
+                      help="check this file as the task's test split")
     info.set_defaults(func=run_info)
 
     dl = dsub.add_parser("download", help="fetch the published dev/test files of a task")
@@ -106,6 +110,10 @@ def run_info(args) -> int:
     from pdesharp.data.info import generated_files, human_size, task_status
 
     names = [args.task] if args.task else builtin_task_names()
+    explicit = {"dev": args.dev_data, "test": args.test_data}
+    if any(explicit.values()) and not args.task:
+        fail("--dev-data/--test-data describe one task's files: name the task "
+             "(pdesharp data info TASK --dev-data FILE)")
     root = data_dir(args.data_dir)
     # Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
     console = Console() if Console().is_terminal else Console(width=200)
@@ -117,9 +125,8 @@ def run_info(args) -> int:
     hints: list[str] = []
     for name in names:
         task = task_or_exit(name)
-        for st in task_status(task, args.data_dir):
-            if args.data_dir:  # the hint must write where this listing looked
-                st.hint += f" --data-dir {args.data_dir}" if st.hint.startswith("pdesharp") else ""
+        # hints name the task as typed (a YAML path stays a path) and where this listing looked
+        for st in task_status(task, args.data_dir, ref=name, explicit=explicit):
             if st.present:
                 shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
                 n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
