@@ -57,6 +57,11 @@ class BenchConfig:
     debug_rounds: int = 4
     optillm_url: str | None = None
     data_dir: str | None = None
+    # Explicit data files (one task only), as `pdesharp solve --dev-data/--test-data`: with the
+    # same files and --no-convergence a bench cell is comparable with a solve run.
+    dev_data: str | None = None
+    test_data: str | None = None
+    convergence: bool = True  # CodePDE's empirical convergence test in every evaluation
     max_samples: int | None = None  # evaluate on the first k samples of each split (smoke runs)
     workers: int = 1  # solver executions at once (per task; local executor)
     executor: str = "local"  # where solvers run: "local" or "ray" (same results either way)
@@ -89,6 +94,9 @@ class BenchConfig:
                              f"{', '.join(ALL_METHODS)}")
         if not self.tasks:
             raise BenchError("no tasks given (--tasks advection,burgers,...)")
+        if (self.dev_data or self.test_data) and len(self.tasks) > 1:
+            raise BenchError("--dev-data/--test-data name one task's files: bench one task "
+                             f"at a time with them (got --tasks {','.join(self.tasks)})")
         if self.repeats < 1:
             raise BenchError("--repeats must be at least 1")
         from pdesharp.synthesis.ranking import Objective, ObjectiveError
@@ -168,9 +176,10 @@ def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
         from pdesharp.evaluate.sandbox import SandboxUnavailable
 
         try:
-            return Evaluator(task, data_dir=cfg.data_dir, max_samples=cfg.max_samples,
-                             workers=cfg.workers, executor=cfg.executor,
-                             ray_address=cfg.ray_address)
+            return Evaluator(task, data_dir=cfg.data_dir, dev_data=cfg.dev_data,
+                             test_data=cfg.test_data, max_samples=cfg.max_samples,
+                             convergence=cfg.convergence, workers=cfg.workers,
+                             executor=cfg.executor, ray_address=cfg.ray_address)
         except (SandboxUnavailable, ExecutorUnavailable) as exc:
             raise BenchError(str(exc)) from None
 
@@ -192,6 +201,8 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
     from pdesharp.rolesets import build_roles
 
     options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir,
+               "dev_data": cfg.dev_data, "test_data": cfg.test_data,
+               "convergence": cfg.convergence,
                "task_facts": cfg.task_facts, "objective": cfg.objective,
                "time_margin": cfg.time_margin, "retime": cfg.retime,
                "executor": cfg.executor, "ray_address": cfg.ray_address, **cfg.sharp_options}
@@ -210,7 +221,7 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
 # and added cells stay comparable with the finished ones. Tasks, methods and repeats may grow.
 CELL_SETTINGS = ("model", "samples", "refine_samples", "debug_rounds", "budget_evals",
                  "optillm_url", "max_samples", "sharp_options", "task_facts", "objective",
-                 "time_margin", "retime")
+                 "time_margin", "retime", "dev_data", "test_data", "convergence")
 
 
 def bench_facts(task: Task, cfg: BenchConfig):
@@ -219,6 +230,7 @@ def bench_facts(task: Task, cfg: BenchConfig):
     from pdesharp.rolesets import facts_for
 
     return facts_for(solve_model_config(cfg, task=task.name, data_dir=cfg.data_dir,
+                                        dev_data=cfg.dev_data, test_data=cfg.test_data,
                                         max_samples=cfg.max_samples,
                                         task_facts=cfg.task_facts), task)
 
@@ -228,7 +240,9 @@ def _check_same_settings(path: Path, cfg: BenchConfig) -> None:
         return
     old = json.loads(path.read_text())
     new = asdict(cfg)
-    changed = [k for k in CELL_SETTINGS if k in old and old[k] != new[k]]
+    # a setting an older bench.json lacks had its default then
+    defaults = asdict(BenchConfig(tasks=[], methods=[], model=""))
+    changed = [k for k in CELL_SETTINGS if old.get(k, defaults[k]) != new[k]]
     if changed:
         what = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in changed)
         raise BenchError(f"{path.parent} was benched with other settings ({what}); its finished "
@@ -265,10 +279,34 @@ async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
     return run_dir
 
 
+class ObservedEvaluator:
+    """A task's evaluator that tells ``report(label, split, result)`` of every execution (the
+    bench's progress lines); everything else is the evaluator's own."""
+
+    def __init__(self, inner, report: Callable[[str, str, Any], None]):
+        self._inner, self._report = inner, report
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+    async def evaluate(self, code: str, *, split, feedback, label: str = "", **kw):
+        result = await self._inner.evaluate(code, split=split, feedback=feedback, label=label,
+                                            **kw)
+        try:
+            self._report(label, split, result)
+        except Exception:  # noqa: BLE001 - a progress line must never cost a result
+            pass
+        return result
+
+
 async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = None,
                     evaluator_factory: EvaluatorFactory | None = None,
-                    progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every (task, method, repeat) cell not yet finished, then write the tables."""
+                    progress: Callable[[str], None] | None = None,
+                    on_evaluation: Callable[[str, str, str, Any], None] | None = None,
+                    on_cell: Callable[[int, int, str], None] | None = None) -> list[dict]:
+    """Run every (task, method, repeat) cell not yet finished, then write the tables.
+    ``on_evaluation(task, label, split, result)``: every solver execution; ``on_cell(done,
+    total, words)``: cells finished so far of all cells (finished ones of an earlier run too)."""
     cfg.validate()
     if model_factory is None:
         cfg.check_model_spec()
@@ -285,27 +323,47 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
     sem = asyncio.Semaphore(max(1, cfg.parallel_cells))
 
     failures: list[str] = []
+    n_cells = cfg.repeats * len(tasks) * len(cfg.methods)
+    finished = [0]
+
+    def cell_done(words: str) -> None:
+        finished[0] += 1
+        if on_cell:
+            on_cell(finished[0], n_cells, words)
 
     async def cell(task: Task, method: str, repeat: int, evaluator) -> None:
         async with sem:
+            name = f"{task.name} / {method} / repeat {repeat}"
             done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
             if progress:
-                progress(f"{task.name} / {method} / repeat {repeat}: "
-                         f"{'already finished' if done else 'running'}")
+                progress(f"{name}: {'already finished' if done else 'running'}")
             try:
-                await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
-                               evaluator=evaluator)
+                run_dir = await run_cell(task, method, repeat, cfg=cfg,
+                                         model_factory=model_factory, evaluator=evaluator)
             except BenchError:
                 raise
             except Exception as exc:  # one broken cell must not cost the others their results
-                msg = f"{task.name} / {method} / repeat {repeat} failed: {type(exc).__name__}: {exc}"
+                msg = f"{name} failed: {type(exc).__name__}: {exc}"
                 failures.append(msg)
                 if progress:
                     progress(msg + " (its folder is kept; run the bench again to continue it)")
+                cell_done(f"{name}: failed")
+                return
+            summary = json.loads((run_dir / "summary.json").read_text())
+            score = summary.get("test_nrmse")
+            which = "test nRMSE"
+            if score is None:
+                score, which = summary.get("best_dev_score"), "dev score"
+            cell_done(f"{name}: {summary.get('status')}"
+                      + (f", {which} {score:.3e}" if isinstance(score, float) else ""))
 
     for repeat in range(cfg.repeats):
         for task in tasks:
             evaluator = evaluator_factory(task)
+            if on_evaluation is not None:
+                evaluator = ObservedEvaluator(
+                    evaluator, lambda label, split, r, t=task.name: on_evaluation(t, label,
+                                                                                 split, r))
             # codepde-r last, so that it finds its codepde seeds finished or in progress.
             methods = sorted(cfg.methods, key=lambda m: m == "codepde-r")
             await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))

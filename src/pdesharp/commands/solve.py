@@ -185,10 +185,10 @@ def resolved_data(data_dir: str | None, dev_data: str | None, test_data: str | N
     `show` find them from any shell and any working folder (``$PDESHARP_DATA`` resolved)."""
     from pdesharp.data.paths import data_dir as default_data_dir
 
-    def absolute(p: str | None) -> str | None:
-        return None if p is None else str(Path(p).expanduser().resolve())
+    def absolute(p: str | None) -> str | None:  # absolute, symlinks kept as the user gave them
+        return None if p is None else os.path.abspath(Path(p).expanduser())
 
-    return {"data_dir": str(default_data_dir(data_dir).expanduser().resolve()),
+    return {"data_dir": os.path.abspath(default_data_dir(data_dir).expanduser()),
             "dev_data": absolute(dev_data), "test_data": absolute(test_data)}
 
 
