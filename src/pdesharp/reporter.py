@@ -142,7 +142,8 @@ def analysis_lines(analysis: Analysis) -> list[str]:
     c = analysis.classification
     lines = [f"- Source: {analysis.source}; route: **{analysis.route}**",
              f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
-             f"order {c.time_order} in time / {c.space_order} in space; boundary: {c.boundary}"]
+             f"order {c.time_order} in time / {c.space_order} in space; boundary: "
+             f"{_cell(c.boundary, 200)}"]
     for st in analysis.steps:
         if st.name == "classification":
             continue
@@ -211,7 +212,12 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
             lines.append("")
 
     conv = tables.any_converged(rows)  # the audit's converged solution: its own column
-    lines += ["## Tournament", "",
+    lines += ["## Tournament", ""]
+    if feedback == "residual":  # the score column needs saying what it measures
+        from pdesharp.evaluate.residual import EXPLANATION
+
+        lines += [EXPLANATION, ""]
+    lines += [
               "Every solver that ran, in the round it ran in (Genesis candidates in the round "
               "they were first nominated), ranked by the tournament's rule"
               + (" (vs converged: nRMSE against the audit's converged solution of the PDE, "

@@ -94,8 +94,10 @@ def prompt_block(text: object, what: str, *, limit: int | None = None) -> str:
 
 def markdown_text(text: object) -> str:
     """Untrusted text for a Markdown paragraph or table cell: controls removed, HTML escaped,
-    table pipes escaped, on one line."""
-    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|")
+    table pipes and backticks escaped, on one line."""
+    # backticks escaped too: one in here must not open a code span that a later one closes
+    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|").replace(
+        "`", "\\`")
 
 
 def markdown_prose(text: object) -> str:
