@@ -265,18 +265,44 @@ def resume_changes(args, config: SolveConfig) -> dict:
 
 
 def cmd_resume(args) -> int:
-    from pdesharp.store import lock_owner
+    from pdesharp.store import RunBusy, claim
 
     path = run_path(args.run, args.out)
-    owner = lock_owner(path)
-    if owner is not None:  # refused before the folder is opened: nothing is written
-        fail(f"run {path.name} is being worked on by process {owner}; wait for it or stop "
+    if not (path / RunStore.DB_NAME).is_file():
+        find_run(args.run, args.out)  # fails with what is wrong
+    try:  # claimed before the folder is opened: a refused resume writes nothing at all
+        lock = claim(path)
+    except RunBusy as exc:
+        fail(f"run {path.name} is being worked on by process {exc.pid}; wait for it or stop "
              f"it first (a killed run leaves a stale lock, which is ignored)")
-    store = find_run(args.run, args.out)
+    except OSError as exc:
+        fail(f"cannot write the run folder {path}: {exc.strerror or exc}")
+    try:
+        store, config, task, changes = _resume_setup(args, path)
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+    if store is None:  # already finished: nothing to do
+        lock.unlink(missing_ok=True)
+        return 0
+
+    def on_start() -> None:  # the run is set up and going: now record the resume
+        if changes:
+            store.update_config(dump_config(config), changed=sorted(changes))
+        store.event("resume", changed=sorted(changes))
+
+    return run_solve(task, config, store, quiet=args.quiet, on_start=on_start, lock=lock)
+
+
+def _resume_setup(args, path: Path):
+    """The run's store, config (with the resume's changes), task and changes; store None
+    when the run is already finished."""
+    store = find_run(str(path), None, readonly=True)  # checks only read: nothing written
     complete = all((store.dir / f).is_file() for f in ("summary.json", "report.md"))
     if store.status == "finished" and complete:
+        store.close()
         print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
-        return 0
+        return None, None, None, None
     # A "finished" run without its report (an older pdesharp set the status before writing
     # them) is resumed like any other: only the final steps are really redone.
     try:
@@ -291,10 +317,5 @@ def cmd_resume(args) -> int:
         task = load_task_file(store.dir / "task.yaml")
     except TaskError as exc:
         fail(str(exc))
-
-    def on_start() -> None:  # the run is claimed and set up: now record the resume
-        if changes:
-            store.update_config(dump_config(config), changed=sorted(changes))
-        store.event("resume", changed=sorted(changes))
-
-    return run_solve(task, config, store, quiet=args.quiet, on_start=on_start)
+    store.close()
+    return find_run(str(path), None), config, task, changes

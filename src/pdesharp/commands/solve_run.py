@@ -74,14 +74,17 @@ def _remove(store: RunStore) -> None:
 
 
 def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False,
-              fresh: bool = False, on_start: Callable[[], None] | None = None) -> int:
+              fresh: bool = False, on_start: Callable[[], None] | None = None,
+              lock=None) -> int:
+    """Run (or resume) ``store``'s solve. ``lock``: the run's lock if the caller claimed it
+    already (resume claims before it opens the folder), else it is claimed here."""
     from pdesharp.data.paths import DataNotFound
     from pdesharp.evaluate import Evaluator
     from pdesharp.rolesets import build_roles
 
     console = Console(stderr=True, soft_wrap=True)  # a log's lines are never wrapped
     try:
-        lock = claim(store.dir)
+        lock = lock or claim(store.dir)
     except RunBusy as exc:
         _quietly(store.db.close)
         fail(f"run {store.run_id} is being worked on by process {exc.pid}; wait for it or stop "
