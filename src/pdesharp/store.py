@@ -195,6 +195,7 @@ class RunStore:
         # Told of every evaluation request (progress display): observer(what, label, split,
         # result), what = "start" | "done" (a counted execution) | "reused" (a stored result).
         self.observer: Callable[[str, str, str, EvalResult | None], None] | None = None
+        self._own_lock: Path | None = None  # a lock this store took (see set_status)
         if not readonly:
             (self.dir / "candidates").mkdir(exist_ok=True)
             (self.dir / "logs").mkdir(exist_ok=True)
@@ -253,8 +254,15 @@ class RunStore:
         return self.db.execute("SELECT task FROM runs WHERE id=?", (self.run_id,)).fetchone()[0]
 
     def set_status(self, status: str, note: str = "") -> None:
-        """``running`` / ``finished`` / ``budget_stop`` / ``failed`` (+ a one-line note)."""
+        """``running`` / ``finished`` / ``budget_stop`` / ``failed`` (+ a one-line note).
+        A run set ``running`` by a process that holds no lock (a bench cell, the Python API)
+        takes one, so that :attr:`shown_status` can tell it from a run whose process died."""
         self.db.execute("UPDATE runs SET status=?, note=? WHERE id=?", (status, note, self.run_id))
+        if status == "running" and self._own_lock is None and lock_owner(self.dir) is None:
+            try:
+                self._own_lock = claim(self.dir)
+            except (RunStoreError, OSError):
+                pass
 
     @property
     def status(self) -> str:
@@ -280,6 +288,9 @@ class RunStore:
                 except sqlite3.Error:  # another process reads it now: it stays until then
                     pass
             self.db.close()
+            if self._own_lock is not None:
+                self._own_lock.unlink(missing_ok=True)
+                self._own_lock = None
 
     # -- candidates ----------------------------------------------------------------------
     def add_candidate(self, c: Candidate) -> None:

@@ -98,11 +98,12 @@ def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
     return path, list(picked)
 
 
-def find(task: Task, evaluator, mode: str, progress=None, task_ref: str | None = None
-         ) -> tuple[RunAudit | None, str]:
+NOT_CACHED = "no audit of {path} is cached"  # attach() adds the command that computes it
+
+
+def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
     """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit,
-    "compute" computes (and caches) one if none is cached, "off" ignores audits. ``task_ref``:
-    how the run names the task (a YAML path for a user's task), for the hint."""
+    "compute" computes (and caches) one if none is cached, "off" ignores audits."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
     path, indices = dev_indices(task, evaluator)
@@ -119,8 +120,7 @@ def find(task: Task, evaluator, mode: str, progress=None, task_ref: str | None =
             solver_for(task)
         except AuditUnavailable as exc:
             return None, f"no reference audit: {exc}"
-        return None, f"no audit of {path} is cached; " + NO_AUDIT_HINT.format(
-            command=audit_command(task_ref or task.name, evaluator))
+        return None, NOT_CACHED.format(path=path)
     if not result.report.ok:
         return None, f"the audit found no converged solution: {result.report.reason}"
     error = result.report.error_for(indices)
@@ -247,8 +247,11 @@ async def attach(task: Task, config, evaluator, store, progress=None
     try:
         if config.audit == "compute" and progress is not None:
             progress(stage="reference audit")  # here: the display reads the store (one thread)
-        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, None,
-                                                config.task or task.name)
+        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
+        if audit is None and reason.startswith("no audit of") and reason.endswith("is cached"):
+            # the command names the task as the run does (a user's YAML by its path)
+            reason += "; " + NO_AUDIT_HINT.format(
+                command=audit_command(config.task or task.name, evaluator))
     except Exception as exc:  # noqa: BLE001 - missing data, a foreign evaluator, a broken cache
         audit, reason = None, f"no reference audit ({type(exc).__name__}: {exc})"[:300]
     if first is not None and (audit is None or audit.reference_error != first["reference_error"]):
