@@ -16,17 +16,42 @@ import pytest
 from cli_helpers import pdesharp, rows
 
 
-@pytest.fixture
-def small_disk(tmp_path):
+def mounted(tmp_path, size: str):
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (CI runs as root)")
     mount = tmp_path / f"disk-{uuid.uuid4().hex[:6]}"
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                   check=True)
+    return mount
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = mounted(tmp_path, "24m")
     try:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    mount = mounted(tmp_path, "16k")  # room for a few files, not for a run folder
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_run_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(tiny_disk,
+                                                                         shared_data):
+    got = pdesharp("solve", "advection", "--dev-data", str(shared_data / "advection_dev.hdf5"),
+                   "--out", str(tiny_disk / "runs"), "--run-id", "t", "--quiet", timeout=300)
+    assert got.returncode == 2, got.stderr
+    assert "Traceback" not in got.stderr
+    assert [line for line in got.stderr.splitlines() if line.startswith("pdesharp: error:")]
+    assert not (tiny_disk / "runs" / "t").exists()
 
 
 def fill(folder) -> None:

@@ -18,7 +18,7 @@ from pdesharp.commands.solve_display import Display  # noqa: F401 - the live pan
 from pdesharp.commands.solve_run import run_solve
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.pipeline import SolveConfig, config_of, dump_config
-from pdesharp.store import RunStore, RunStoreError
+from pdesharp.store import RunStore, RunStoreError, new_run_id
 from pdesharp.synthesis.judges import CODE_BUDGET
 from pdesharp.synthesis.ranking import OBJECTIVE_HELP, Objective, ObjectiveError
 from pdesharp.task import TaskError, load_task, load_task_file
@@ -220,16 +220,14 @@ def cmd_solve(args) -> int:
     except ValueError as exc:
         fail(str(exc))
     task = load_task(config.task)
+    run_id = args.run_id or new_run_id(task.name)
     try:
-        store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=args.run_id)
+        store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=run_id)
     except FileExistsError:
-        fail(f"run folder {runs_root(args.out) / args.run_id} exists; resume it with "
-             f"`pdesharp resume {args.run_id}` or choose another --run-id")
+        fail(f"run folder {runs_root(args.out) / run_id} exists; resume it with "
+             f"`pdesharp resume {run_id}` or choose another --run-id")
     except (OSError, sqlite3.Error) as exc:  # a full disk: leave no half-made folder
-        if args.run_id or getattr(exc, "filename", None):
-            folder = Path(config.out) / (args.run_id or Path(exc.filename).parent.name)
-            if folder.is_dir() and folder.parent == Path(config.out):
-                shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(Path(config.out) / run_id, ignore_errors=True)
         fail(f"cannot create a run folder under {config.out}: {exc}")
     return run_solve(task, config, store, quiet=args.quiet, fresh=True)
 
