@@ -60,6 +60,7 @@ from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded, Message, Reply
 from pdesharp.records import Candidate, EvalResult, Feedback, Split
+from pdesharp.runlock import LOCK_NAME, RunBusy, claim, lock_owner  # noqa: F401 - re-exported
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -113,56 +114,6 @@ def new_run_id(task_name: str) -> str:
 
 class RunStoreError(RuntimeError):
     """A run folder is missing or is not a pdesharp run."""
-
-
-LOCK_NAME = "run.lock"  # the pid of the one process working on a run folder
-
-
-class RunBusy(RunStoreError):
-    """Another live process works on the run folder."""
-
-    def __init__(self, run_dir: Path, pid: int):
-        super().__init__(f"{run_dir} is being worked on by process {pid}")
-        self.pid = pid
-
-
-def lock_owner(run_dir: str | Path) -> int | None:
-    """The live process holding ``run_dir``'s lock, or None (no lock, or a stale one)."""
-    import psutil
-
-    try:
-        pid = int((Path(run_dir) / LOCK_NAME).read_text().strip() or 0)
-    except (OSError, ValueError):
-        return None
-    return pid if pid and psutil.pid_exists(pid) else None
-
-
-def claim(run_dir: str | Path) -> Path:
-    """Make this process the one working on ``run_dir`` (an exclusive create, so two commands
-    started together cannot both win); a stale lock (its process is gone) is taken over.
-    Raises :class:`RunBusy` before anything else in the folder is touched."""
-    import os
-
-    lock = Path(run_dir) / LOCK_NAME
-    for _ in range(3):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            owner = lock_owner(run_dir)
-            if owner is not None and owner != os.getpid():
-                raise RunBusy(Path(run_dir), owner) from None
-            lock.unlink(missing_ok=True)  # stale (or ours): take it over
-            continue
-        try:
-            os.write(fd, str(os.getpid()).encode())
-        except OSError:  # a full disk: no half-written lock left behind
-            os.close(fd)
-            lock.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        return lock
-    owner = lock_owner(run_dir)
-    raise RunBusy(Path(run_dir), owner or 0)
 
 
 class RunStore:
@@ -261,7 +212,7 @@ class RunStore:
         if status == "running" and self._own_lock is None and lock_owner(self.dir) is None:
             try:
                 self._own_lock = claim(self.dir)
-            except (RunStoreError, OSError):
+            except (RunBusy, OSError):
                 pass
 
     @property

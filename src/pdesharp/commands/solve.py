@@ -263,7 +263,7 @@ def resume_changes(args, config: SolveConfig) -> dict:
 
 
 def cmd_resume(args) -> int:
-    from pdesharp.store import RunBusy, claim
+    from pdesharp.runlock import RunBusy, claim
 
     path = run_path(args.run, args.out)
     if not (path / RunStore.DB_NAME).is_file():

@@ -28,7 +28,8 @@ from pdesharp.commands._common import fail
 from pdesharp.commands.solve_display import Display, log_progress
 from pdesharp.llm.base import ModelError
 from pdesharp.pipeline import SolveConfig, solve
-from pdesharp.store import RunBusy, RunStore, claim
+from pdesharp.runlock import RunBusy, claim
+from pdesharp.store import RunStore
 from pdesharp.untrusted import one_line, rich_markup
 
 
