@@ -315,5 +315,15 @@ def _resume_setup(args, path: Path):
         task = load_task_file(store.dir / "task.yaml")
     except TaskError as exc:
         fail(str(exc))
+    # the data are checked before the folder is opened for writing: a resume that cannot find
+    # them leaves the folder byte for byte as it was
+    from pdesharp.data.paths import DataNotFound, resolve_split
+
+    try:
+        resolve_split(task, "dev", data_dir_override=config.data_dir, explicit=config.dev_data)
+    except DataNotFound as exc:
+        store.close()
+        fail(f"{exc}\n(nothing was changed in the run folder {path}; `pdesharp resume --help` "
+             "lists the options a resume takes, e.g. --data-dir, --dev-data, --base-url)")
     store.close()
     return find_run(str(path), None), config, task, changes

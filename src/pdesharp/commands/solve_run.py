@@ -113,7 +113,9 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
         if fresh:  # nothing happened yet: leave no run folder behind
             _remove(store)
             fail(str(exc))
-        _quietly(store.db.close)  # a resume that cannot start changes nothing
+        # a resume that cannot start changes nothing: no wall time, no WAL files left
+        _quietly(lambda: store.db.execute("PRAGMA journal_mode=DELETE"))
+        _quietly(store.db.close)
         broken = storage_error(exc)
         fail(storage_advice(store.dir, broken) if broken else
              f"{exc}\n(nothing was changed in the run folder {store.dir}; `pdesharp resume "
