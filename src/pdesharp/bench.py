@@ -20,21 +20,17 @@ and continued. All counts in the table are read back from the cells' run stores:
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import json
-import math
-import sqlite3
-import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdesharp.baselines import BASELINES, OPTILLM_METHODS, short_label
+from pdesharp.baselines import BASELINES, OPTILLM_METHODS
 from pdesharp.baselines.common import BaselineConfig
 from pdesharp.baselines.runner import run_baseline
-from pdesharp.store import RunStore
+from pdesharp.bench_tables import (COLUMNS, SOLVER_ORIGINS, cell_dir,  # noqa: F401 - re-exported
+                                   cell_stats, collect, fmt, to_csv, to_markdown, write_tables)
 from pdesharp.task import Task, load_task
 
 ALL_METHODS = ("sharp",) + BASELINES
@@ -57,6 +53,11 @@ class BenchConfig:
     debug_rounds: int = 4
     optillm_url: str | None = None
     data_dir: str | None = None
+    # Explicit data files (one task only), as `pdesharp solve --dev-data/--test-data`: with the
+    # same files and --no-convergence a bench cell is comparable with a solve run.
+    dev_data: str | None = None
+    test_data: str | None = None
+    convergence: bool = True  # CodePDE's empirical convergence test in every evaluation
     max_samples: int | None = None  # evaluate on the first k samples of each split (smoke runs)
     workers: int = 1  # solver executions at once (per task; local executor)
     executor: str = "local"  # where solvers run: "local" or "ray" (same results either way)
@@ -89,6 +90,9 @@ class BenchConfig:
                              f"{', '.join(ALL_METHODS)}")
         if not self.tasks:
             raise BenchError("no tasks given (--tasks advection,burgers,...)")
+        if (self.dev_data or self.test_data) and len(self.tasks) > 1:
+            raise BenchError("--dev-data/--test-data name one task's files: bench one task "
+                             f"at a time with them (got --tasks {','.join(self.tasks)})")
         if self.repeats < 1:
             raise BenchError("--repeats must be at least 1")
         from pdesharp.synthesis.ranking import Objective, ObjectiveError
@@ -128,10 +132,6 @@ ModelFactory = Callable[[str, Task, int], Any]  # (method, task, repeat) -> Chat
 EvaluatorFactory = Callable[[Task], Any]
 
 
-def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
-    return Path(out) / task / f"{method}-r{repeat}"
-
-
 def solve_model_config(cfg: BenchConfig, **changes):
     """The SolveConfig fields that build models, from the bench's model options."""
     from pdesharp.pipeline import SolveConfig
@@ -168,9 +168,10 @@ def _default_evaluator_factory(cfg: BenchConfig) -> EvaluatorFactory:
         from pdesharp.evaluate.sandbox import SandboxUnavailable
 
         try:
-            return Evaluator(task, data_dir=cfg.data_dir, max_samples=cfg.max_samples,
-                             workers=cfg.workers, executor=cfg.executor,
-                             ray_address=cfg.ray_address)
+            return Evaluator(task, data_dir=cfg.data_dir, dev_data=cfg.dev_data,
+                             test_data=cfg.test_data, max_samples=cfg.max_samples,
+                             convergence=cfg.convergence, workers=cfg.workers,
+                             executor=cfg.executor, ray_address=cfg.ray_address)
         except (SandboxUnavailable, ExecutorUnavailable) as exc:
             raise BenchError(str(exc)) from None
 
@@ -192,6 +193,8 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
     from pdesharp.rolesets import build_roles
 
     options = {"max_samples": cfg.max_samples, "data_dir": cfg.data_dir,
+               "dev_data": cfg.dev_data, "test_data": cfg.test_data,
+               "convergence": cfg.convergence,
                "task_facts": cfg.task_facts, "objective": cfg.objective,
                "time_margin": cfg.time_margin, "retime": cfg.retime,
                "executor": cfg.executor, "ray_address": cfg.ray_address, **cfg.sharp_options}
@@ -210,7 +213,7 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
 # and added cells stay comparable with the finished ones. Tasks, methods and repeats may grow.
 CELL_SETTINGS = ("model", "samples", "refine_samples", "debug_rounds", "budget_evals",
                  "optillm_url", "max_samples", "sharp_options", "task_facts", "objective",
-                 "time_margin", "retime")
+                 "time_margin", "retime", "dev_data", "test_data", "convergence")
 
 
 def bench_facts(task: Task, cfg: BenchConfig):
@@ -219,6 +222,7 @@ def bench_facts(task: Task, cfg: BenchConfig):
     from pdesharp.rolesets import facts_for
 
     return facts_for(solve_model_config(cfg, task=task.name, data_dir=cfg.data_dir,
+                                        dev_data=cfg.dev_data, test_data=cfg.test_data,
                                         max_samples=cfg.max_samples,
                                         task_facts=cfg.task_facts), task)
 
@@ -228,7 +232,9 @@ def _check_same_settings(path: Path, cfg: BenchConfig) -> None:
         return
     old = json.loads(path.read_text())
     new = asdict(cfg)
-    changed = [k for k in CELL_SETTINGS if k in old and old[k] != new[k]]
+    # a setting an older bench.json lacks had its default then
+    defaults = asdict(BenchConfig(tasks=[], methods=[], model=""))
+    changed = [k for k in CELL_SETTINGS if old.get(k, defaults[k]) != new[k]]
     if changed:
         what = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in changed)
         raise BenchError(f"{path.parent} was benched with other settings ({what}); its finished "
@@ -265,10 +271,34 @@ async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
     return run_dir
 
 
+class ObservedEvaluator:
+    """A task's evaluator that tells ``report(label, split, result)`` of every execution (the
+    bench's progress lines); everything else is the evaluator's own."""
+
+    def __init__(self, inner, report: Callable[[str, str, Any], None]):
+        self._inner, self._report = inner, report
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+    async def evaluate(self, code: str, *, split, feedback, label: str = "", **kw):
+        result = await self._inner.evaluate(code, split=split, feedback=feedback, label=label,
+                                            **kw)
+        try:
+            self._report(label, split, result)
+        except Exception:  # noqa: BLE001 - a progress line must never cost a result
+            pass
+        return result
+
+
 async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = None,
                     evaluator_factory: EvaluatorFactory | None = None,
-                    progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Run every (task, method, repeat) cell not yet finished, then write the tables."""
+                    progress: Callable[[str], None] | None = None,
+                    on_evaluation: Callable[[str, str, str, Any], None] | None = None,
+                    on_cell: Callable[[int, int, str], None] | None = None) -> list[dict]:
+    """Run every (task, method, repeat) cell not yet finished, then write the tables.
+    ``on_evaluation(task, label, split, result)``: every solver execution; ``on_cell(done,
+    total, words)``: cells finished so far of all cells (finished ones of an earlier run too)."""
     cfg.validate()
     if model_factory is None:
         cfg.check_model_spec()
@@ -285,27 +315,47 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
     sem = asyncio.Semaphore(max(1, cfg.parallel_cells))
 
     failures: list[str] = []
+    n_cells = cfg.repeats * len(tasks) * len(cfg.methods)
+    finished = [0]
+
+    def cell_done(words: str) -> None:
+        finished[0] += 1
+        if on_cell:
+            on_cell(finished[0], n_cells, words)
 
     async def cell(task: Task, method: str, repeat: int, evaluator) -> None:
         async with sem:
+            name = f"{task.name} / {method} / repeat {repeat}"
             done = (cell_dir(out, task.name, method, repeat) / "summary.json").is_file()
             if progress:
-                progress(f"{task.name} / {method} / repeat {repeat}: "
-                         f"{'already finished' if done else 'running'}")
+                progress(f"{name}: {'already finished' if done else 'running'}")
             try:
-                await run_cell(task, method, repeat, cfg=cfg, model_factory=model_factory,
-                               evaluator=evaluator)
+                run_dir = await run_cell(task, method, repeat, cfg=cfg,
+                                         model_factory=model_factory, evaluator=evaluator)
             except BenchError:
                 raise
             except Exception as exc:  # one broken cell must not cost the others their results
-                msg = f"{task.name} / {method} / repeat {repeat} failed: {type(exc).__name__}: {exc}"
+                msg = f"{name} failed: {type(exc).__name__}: {exc}"
                 failures.append(msg)
                 if progress:
                     progress(msg + " (its folder is kept; run the bench again to continue it)")
+                cell_done(f"{name}: failed")
+                return
+            summary = json.loads((run_dir / "summary.json").read_text())
+            score = summary.get("test_nrmse")
+            which = "test nRMSE"
+            if score is None:
+                score, which = summary.get("best_dev_score"), "dev score"
+            cell_done(f"{name}: {summary.get('status')}"
+                      + (f", {which} {score:.3e}" if isinstance(score, float) else ""))
 
     for repeat in range(cfg.repeats):
         for task in tasks:
             evaluator = evaluator_factory(task)
+            if on_evaluation is not None:
+                evaluator = ObservedEvaluator(
+                    evaluator, lambda label, split, r, t=task.name: on_evaluation(t, label,
+                                                                                 split, r))
             # codepde-r last, so that it finds its codepde seeds finished or in progress.
             methods = sorted(cfg.methods, key=lambda m: m == "codepde-r")
             await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))
@@ -322,156 +372,6 @@ class BenchIncomplete(RuntimeError):
     def __init__(self, failures: list[str], rows: list[dict]):
         super().__init__(f"{len(failures)} cell(s) failed:\n  " + "\n  ".join(failures))
         self.failures, self.rows = failures, rows
-
-
-# -- the table -------------------------------------------------------------------------------
-
-SOLVER_ORIGINS = ("genesis", "patch", "baseline")  # solvers written from scratch or by patch
-
-
-def cell_stats(run_dir: Path) -> dict:
-    """One finished cell's numbers: counts from its store (read-only), scores from summary.json."""
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
-    split = summary.get("feedback_split", "dev")
-    db = sqlite3.connect(f"file:{Path(run_dir) / RunStore.DB_NAME}?mode=ro", uri=True)
-    try:
-        evals = db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND split=?",
-                           (split,)).fetchone()[0]
-        debug = db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0]
-        calls, t_in, t_out, cost = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),"
-            " COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE cached=0 AND error=''").fetchone()
-        n_solvers = db.execute(
-            "SELECT COUNT(*) FROM candidates WHERE origin IN (%s)" % ",".join("?" * len(SOLVER_ORIGINS)),
-            SOLVER_ORIGINS).fetchone()[0]
-    finally:
-        db.close()
-    return {
-        "run": str(run_dir),
-        "status": summary.get("status"),
-        "test_nrmse": summary.get("test_nrmse"),
-        "dev_score": summary.get("best_dev_score"),
-        "seconds_per_sample": summary.get("best_seconds_per_sample"),
-        "evaluations": evals,
-        "debug_iterations": debug,
-        "solvers": n_solvers,
-        "model_calls": calls,
-        "tokens_in": t_in,
-        "tokens_out": t_out,
-        "tokens_in_reported": summary.get("tokens_in_reported", True),
-        "cost_usd": round(cost, 6),
-        "wall_seconds": summary.get("wall_seconds"),
-        "label": summary.get("method_short"),
-    }
-
-
-def _mean_spread(values: list[float]) -> tuple[float | None, float | None]:
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None, None
-    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else 0.0)
-
-
-def collect(out: str | Path, tasks: list[str], methods: list[str], repeats: int) -> list[dict]:
-    """One row per (task, method): means (and spread of the score) over finished repeats."""
-    rows = []
-    for task in tasks:
-        for method in methods:
-            cells = [cell_stats(d) for k in range(repeats)
-                     if ((d := cell_dir(out, task, method, k)) / "summary.json").is_file()]
-            if not cells:
-                continue
-            has_test = all(c["test_nrmse"] is not None for c in cells)
-            scores = [c["test_nrmse"] if has_test else c["dev_score"] for c in cells]
-            score, spread = _mean_spread(scores)
-            mean = lambda key: statistics.fmean(c[key] for c in cells)  # noqa: E731
-            solvers = sum(c["solvers"] for c in cells)
-            rows.append({
-                "task": task, "method": method,
-                "label": cells[0]["label"] or short_label(method),
-                "repeats": len(cells),
-                "score_split": "test" if has_test else "dev",
-                "nrmse": score, "nrmse_spread": spread, "nrmse_per_repeat": scores,
-                "dev_score": _mean_spread([c["dev_score"] for c in cells])[0],
-                "seconds_per_sample": _mean_spread([c["seconds_per_sample"] for c in cells])[0],
-                "evaluations": mean("evaluations"),
-                "debug_iterations": mean("debug_iterations"),
-                "debug_per_solver": (sum(c["debug_iterations"] for c in cells) / solvers
-                                     if solvers else None),
-                "model_calls": mean("model_calls"),
-                "tokens_in": mean("tokens_in") if all(c["tokens_in_reported"] for c in cells)
-                else None,
-                "tokens_out": mean("tokens_out"),
-                "cost_usd": mean("cost_usd"),
-                "wall_seconds": statistics.fmean(c["wall_seconds"] or 0.0 for c in cells),
-                "runs": [c["run"] for c in cells],
-                "statuses": [c["status"] for c in cells],
-            })
-    return rows
-
-
-COLUMNS = [
-    ("task", "task"), ("label", "method"), ("nrmse", "nRMSE"), ("dev_score", "dev score"),
-    ("seconds_per_sample", "s/sample"),
-    ("evaluations", "solver evals"), ("debug_per_solver", "debug iters / solver"),
-    ("model_calls", "model calls"), ("tokens_in", "tokens in"), ("tokens_out", "tokens out"),
-    ("cost_usd", "cost USD"), ("wall_seconds", "wall s"), ("repeats", "repeats"),
-]
-
-
-def fmt(key: str, row: dict) -> str:
-    v = row.get(key)
-    if key == "nrmse":
-        if v is None:
-            return "failed"
-        spread = f" ± {row['nrmse_spread']:.1e}" if row["repeats"] > 1 else ""
-        return f"{v:.3e}{spread} ({row['score_split']})"
-    if v is None:
-        return "n/a"
-    if key == "dev_score":
-        return f"{v:.3e}"
-    if key == "seconds_per_sample":
-        return f"{v:.3g}"
-    if key in ("evaluations", "model_calls", "tokens_in", "tokens_out", "debug_iterations"):
-        return f"{v:.1f}" if row["repeats"] > 1 and v != int(v) else f"{int(round(v))}"
-    if key == "debug_per_solver":
-        return f"{v:.2f}"
-    if key == "cost_usd":
-        return f"{v:.4f}"
-    if key == "wall_seconds":
-        return f"{v:.1f}"
-    return str(v)
-
-
-def to_markdown(rows: list[dict]) -> str:
-    head = "| " + " | ".join(h for _, h in COLUMNS) + " |"
-    sep = "|" + "|".join("---" for _ in COLUMNS) + "|"
-    lines = [head, sep] + ["| " + " | ".join(fmt(k, r) for k, _ in COLUMNS) + " |" for r in rows]
-    notes = ["", "nRMSE: mean ± sample standard deviation over repeats, on the test split when "
-             "every repeat has one, else on dev (labelled). s/sample: the winner's solver time "
-             "per sample on dev, as the evaluator measured it (mean over repeats). Solver evals: "
-             "counted executions on the feedback split, debugging and re-timing runs included. 'n/a' tokens in: the OptiLLM proxy "
-             "reports completion tokens only."]
-    return "\n".join(lines + notes) + "\n"
-
-
-def to_csv(rows: list[dict]) -> str:
-    keys = ["task", "method", "label", "repeats", "score_split", "nrmse", "nrmse_spread",
-            "dev_score", "seconds_per_sample", "evaluations", "debug_iterations", "debug_per_solver", "model_calls",
-            "tokens_in", "tokens_out", "cost_usd", "wall_seconds"]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in keys})
-    return buf.getvalue()
-
-
-def write_tables(out: str | Path, rows: list[dict]) -> None:
-    out = Path(out)
-    (out / "table.md").write_text(to_markdown(rows))
-    (out / "table.csv").write_text(to_csv(rows))
-    (out / "table.json").write_text(json.dumps(rows, indent=2))
 
 
 def load_bench(out: str | Path) -> tuple[BenchConfig, list[dict]]:

@@ -17,10 +17,13 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pdesharp import __version__
+
     parser = argparse.ArgumentParser(
         prog="pdesharp",
         description="PDE-SHARP: from a PDE description to an accurate, fast numerical solver.",
     )
+    parser.add_argument("--version", action="version", version=f"pdesharp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -44,6 +47,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+
+
+def _broken_pipe() -> int:
+    """``pdesharp tasks show X | head``: the reader left; exit quietly, as `cat` does. Python
+    would otherwise print a traceback, and another when it flushes stdout at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader left
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from pdesharp.store import RunStore, retime_id
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
-from pdesharp.untrusted import markdown_text
+from pdesharp.untrusted import (markdown_code, markdown_prose, markdown_span, markdown_text,
+                                one_line)
 
 
 
@@ -38,7 +39,14 @@ def _fmt(v) -> str:
 
 
 def _cell(text: str, limit: int = 70) -> str:
-    return shorten(str(text).replace("|", "/"), limit)
+    """A model- or solver-written string for a Markdown table cell or list item: one line,
+    shortened, HTML and pipes escaped (report.md is rendered by viewers that run HTML)."""
+    return markdown_text(shorten(str(text), limit))
+
+
+def _line(text, limit: int = 80) -> str:
+    """The same for a line inside a code block (no HTML there: only controls removed)."""
+    return one_line(shorten(str(text), limit), limit + 1)
 
 
 def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[str]:
@@ -51,7 +59,7 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
         r = store.result_for(c.id, "dev", feedback)
         score = _fmt(r.score) if r and r.ok and r.score is not None else (
             r.status if r else "not run")
-        return f"{c.id}" + (f" — {_cell(c.title, 80)}" if c.title else "") + f" [{score}]"
+        return f"{c.id}" + (f" — {_line(c.title, 80)}" if c.title else "") + f" [{score}]"
 
     def walk(node_id: str, prefix: str, last: bool, root: bool) -> None:
         c = store.candidate(node_id)
@@ -156,7 +164,7 @@ def analysis_lines(analysis: Analysis) -> list[str]:
              f"- Classification: {c.pde_type}, {'linear' if c.linear else 'nonlinear'}, "
              + (f"order {c.time_order} in time / {c.space_order} in space"
                 if c.time_order is not None else f"steady, order {c.space_order} in space")
-             + f"; boundary: {c.boundary}"]
+             + f"; boundary: {_cell(c.boundary, 200)}"]
     for st in analysis.steps:
         if st.name == "classification":
             continue
@@ -164,13 +172,13 @@ def analysis_lines(analysis: Analysis) -> list[str]:
         if st.skipped:
             lines.append(f"- Step {n} ({st.name}): not asked, {st.skipped}")
         elif st.applies is not None:
-            summary = shorten(str((st.facts or {}).get("summary", "")), 200)
+            summary = _cell((st.facts or {}).get("summary", ""), 200)
             lines.append(f"- Step {n} ({st.name}): {'applies' if st.applies else 'does not apply'}"
                          + (f"; {summary}" if summary else ""))
     for b in analysis.stability:
-        lines.append(f"- Stability ({b.scheme}): dt ≤ `{b.expression}`"
+        lines.append(f"- Stability ({_cell(b.scheme)}): dt ≤ {markdown_span(b.expression)}"
                      + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
-    lines += [f"- {f}" for f in analysis.key_facts]
+    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts]
     return lines
 
 
@@ -189,7 +197,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f", solver time {_sps(tables.seconds_per_sample(best))} per sample"
                  if tables.seconds_per_sample(best) is not None else ""),
               f"- Test-split nRMSE: {_fmt(final.get('test_nrmse'))}"
-              + (f" ({final['test_note']})" if final.get("test_note") else "")]
+              + (f" ({_cell(final['test_note'], 500)})" if final.get("test_note") else "")]
     tie_break = final.get("tie_break")
     if tie_break:
         lines.append(f"- Run-time tie-break: `{tie_break['lowest_id']}` scored lowest "
@@ -203,7 +211,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     lines += objective_lines(final, rule, metric)
     if final.get("stop_reason"):
         lines.append(("- Stopped early: " if final.get("budget_stop") else "- Search ended: ")
-                     + final["stop_reason"])
+                     + _cell(final["stop_reason"], 500))
     iso = final.get("isolation") or {}
     if iso.get("unsafe"):
         lines.append("- **WARNING: solvers ran without isolation (`--unsafe-no-isolation`)**: a "
@@ -220,8 +228,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         skipped = store.events("cross_check_skipped")
         if disagreements:
             lines += ["Checks against the built-in symbolic analysis:", ""]
-            lines += [f"- **{d['severity']}** `{d['fact']}`: model says {d['llm']}, symbolic "
-                      f"analysis says {d['builtin']}" + (f" ({d['note']})" if d.get("note") else "")
+            lines += [f"- **{_cell(d['severity'], 20)}** {markdown_span(d['fact'], 80)}: model "
+                      f"says {_cell(d['llm'], 300)}, symbolic analysis says "
+                      f"{_cell(d['builtin'], 300)}"
+                      + (f" ({_cell(d['note'], 300)})" if d.get("note") else "")
                       for d in disagreements]
             lines.append("")
         elif skipped:  # e.g. the built-in analyst does not cover the task: say so, and why
@@ -232,7 +242,12 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                       "disagreement.", ""]
 
     conv = tables.any_converged(rows)  # the audit's converged solution: its own column
-    lines += ["## Tournament", "",
+    lines += ["## Tournament", ""]
+    if feedback == "residual":  # the score column needs saying what it measures
+        from pdesharp.evaluate.residual import EXPLANATION
+
+        lines += [EXPLANATION, ""]
+    lines += [
               "Every solver that ran, in the round it ran in (Genesis candidates in the round "
               "they were first nominated), ranked by the tournament's rule"
               + (" (vs converged: nRMSE against the audit's converged solution of the PDE, "
@@ -244,7 +259,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         c = row.cand
         score = _fmt(row.score) if row.score is not None else row.status
         lines.append(f"| {row.cycle} | {row.round} | `{c.id}` | {c.origin} | "
-                     f"{', '.join(c.parents)} | {c.judge or ''} | "
+                     f"{_cell(', '.join(c.parents))} | {_cell(c.judge or '', 40)} | "
                      f"{_cell(c.title or c.justification)} | {score} | "
                      + (f"{_fmt(row.vs_converged)} | " if conv else "")
                      + f"{_sps(row.per_sample)} | {row.rank or '–'} |")
@@ -256,7 +271,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f"; never run: {', '.join(never)}" if never else "") + ".", ""]
     if final.get("best_id"):
         lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
-                  "", "```", *ancestry_tree(store, final["best_id"], feedback), "```", ""]
+                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback))),
+                  ""]
     if rounds:
         lines += ["Per round (best by the tournament's rule):", "",
                   f"| round | solvers run | best in round | {feedback} | s/sample | best so far |",
@@ -275,7 +291,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         narrative = await _narrative(task, store, analysis, reporter_model, rows, rounds, final)
         if narrative:
             (store.dir / "narrative.md").write_text(narrative.strip() + "\n")
-            lines[2:2] = ["## Narrative (model-written)", "", narrative.strip(), ""]
+            lines[2:2] = ["## Narrative (model-written)", "", markdown_prose(narrative.strip()),
+                          ""]
     acc = store.accounting()  # after the narrative call, so the report counts it
     why = {(e.get("candidate"), e.get("split", "dev")): e for e in store.events("evaluation")}
     lines += ["", "## Evaluations", "",

@@ -55,10 +55,12 @@ import sqlite3
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded, Message, Reply
 from pdesharp.records import Candidate, EvalResult, Feedback, Split
+from pdesharp.runlock import LOCK_NAME, RunBusy, claim, lock_owner  # noqa: F401 - re-exported
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -119,14 +121,21 @@ class RunStore:
 
     DB_NAME = "run.sqlite"
 
-    def __init__(self, run_dir: Path, run_id: str):
+    def __init__(self, run_dir: Path, run_id: str, *, readonly: bool = False):
         self.dir = Path(run_dir)
         self.run_id = run_id
-        self.db = sqlite3.connect(self.dir / self.DB_NAME, isolation_level=None)
+        self.readonly = readonly
+        if readonly:  # show / runs: look, never write (not even the wall time)
+            self.db = sqlite3.connect(f"file:{self.dir / self.DB_NAME}?mode=ro", uri=True)
+        else:
+            self.db = sqlite3.connect(self.dir / self.DB_NAME, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        if not readonly:
+            # WAL while the run is open (readers never block the writer); close() goes back
+            # to a rollback journal, which leaves no run.sqlite-wal / -shm files behind
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
         self._inflight: dict[tuple[str, str, str], asyncio.Future] = {}
         # executions counted at open and run since, by split kind: a floor for the table's counts
         self._floor = {"all": self._count_rows(False), "feedback": self._count_rows(True)}
@@ -134,8 +143,13 @@ class RunStore:
         # evaluation is outside this budget: it is the number the run reports.
         self.eval_limit: int | None = None
         self._session_start = time.monotonic()
-        (self.dir / "candidates").mkdir(exist_ok=True)
-        (self.dir / "logs").mkdir(exist_ok=True)
+        # Told of every evaluation request (progress display): observer(what, label, split,
+        # result), what = "start" | "done" (a counted execution) | "reused" (a stored result).
+        self.observer: Callable[[str, str, str, EvalResult | None], None] | None = None
+        self._own_lock: Path | None = None  # a lock this store took (see set_status)
+        if not readonly:
+            (self.dir / "candidates").mkdir(exist_ok=True)
+            (self.dir / "logs").mkdir(exist_ok=True)
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -155,45 +169,79 @@ class RunStore:
         return store
 
     @classmethod
-    def open(cls, run_dir: str | Path) -> "RunStore":
+    def open(cls, run_dir: str | Path, *, readonly: bool = False) -> "RunStore":
+        """An existing run folder; ``readonly`` for commands that only look at it."""
         run_dir = Path(run_dir).expanduser()
         if not (run_dir / cls.DB_NAME).is_file():
             raise RunStoreError(f"{run_dir} is not a pdesharp run folder (no {cls.DB_NAME})")
-        db = sqlite3.connect(run_dir / cls.DB_NAME)
-        row = db.execute("SELECT id FROM runs LIMIT 1").fetchone()
-        db.close()
+        db = sqlite3.connect(f"file:{run_dir / cls.DB_NAME}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT id FROM runs LIMIT 1").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise RunStoreError(f"{run_dir}/{cls.DB_NAME} is not a pdesharp run ({exc})") from None
+        finally:
+            db.close()
         if row is None:
             raise RunStoreError(f"{run_dir}/{cls.DB_NAME} has no run record")
-        return cls(run_dir, row[0])
+        return cls(run_dir, row[0], readonly=readonly)
 
     @property
     def config(self) -> dict:
         row = self.db.execute("SELECT config FROM runs WHERE id=?", (self.run_id,)).fetchone()
         return json.loads(row["config"])
 
-    def update_config(self, config: dict) -> None:
-        """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget)."""
+    def update_config(self, config: dict, changed: list[str] | None = None) -> None:
+        """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget,
+        ``--data-dir`` says where the data are now); the event records the ``changed`` keys
+        (default: the budgets)."""
+        keys = changed if changed is not None else ["max_usd", "max_tokens", "max_evals"]
         self.db.execute("UPDATE runs SET config=? WHERE id=?",
                         (json.dumps(config, default=str), self.run_id))
         (self.dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
-        self.event("config_updated", **{k: config.get(k) for k in ("max_usd", "max_tokens",
-                                                                   "max_evals")})
+        self.event("config_updated", **{k: config.get(k) for k in keys})
 
     @property
     def task_name(self) -> str:
         return self.db.execute("SELECT task FROM runs WHERE id=?", (self.run_id,)).fetchone()[0]
 
     def set_status(self, status: str, note: str = "") -> None:
-        """``running`` / ``finished`` / ``budget_stop`` / ``failed`` (+ a one-line note)."""
+        """``running`` / ``finished`` / ``budget_stop`` / ``failed`` (+ a one-line note).
+        A run set ``running`` by a process that holds no lock (a bench cell, the Python API)
+        takes one, so that :attr:`shown_status` can tell it from a run whose process died."""
         self.db.execute("UPDATE runs SET status=?, note=? WHERE id=?", (status, note, self.run_id))
+        if status == "running" and self._own_lock is None and lock_owner(self.dir) is None:
+            try:
+                self._own_lock = claim(self.dir)
+            except (RunBusy, OSError):
+                pass
 
     @property
     def status(self) -> str:
         return self.db.execute("SELECT status FROM runs WHERE id=?", (self.run_id,)).fetchone()[0]
 
+    @property
+    def shown_status(self) -> str:
+        """The status to show a user: a run recorded as ``running`` whose process is gone (it
+        was killed, or a full disk kept it from recording its end) is ``interrupted``."""
+        status = self.status
+        if status == "running" and lock_owner(self.dir) is None:
+            return "interrupted"
+        return status
+
     def close(self) -> None:
-        self._flush_wall()
-        self.db.close()
+        try:
+            if not self.readonly:
+                self._flush_wall()
+        finally:
+            if not self.readonly:
+                try:  # checkpoint and drop the WAL: no -wal/-shm files left in the folder
+                    self.db.execute("PRAGMA journal_mode=DELETE")
+                except sqlite3.Error:  # another process reads it now: it stays until then
+                    pass
+            self.db.close()
+            if self._own_lock is not None:
+                self._own_lock.unlink(missing_ok=True)
+                self._own_lock = None
 
     # -- candidates ----------------------------------------------------------------------
     def add_candidate(self, c: Candidate) -> None:
@@ -260,10 +308,12 @@ class RunStore:
         stored = None if fresh else self.stored_result(candidate.code, split, feedback)
         if stored is not None:
             self._insert_eval(candidate.id, sha, split, feedback, stored, counted=False)
+            self._observe("reused", candidate.id, split, stored)
             return stored
         if key in self._inflight and not fresh:
             result = await asyncio.shield(self._inflight[key])
             self._insert_eval(candidate.id, sha, split, feedback, result, counted=False)
+            self._observe("reused", candidate.id, split, result)
             return result
         if self.eval_limit is not None and split != "test" and \
                 self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
@@ -271,6 +321,7 @@ class RunStore:
                                  " (--max-evals)")
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
+        self._observe("start", candidate.id, split, None)
         try:
             result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
                                               label=candidate.id)
@@ -286,6 +337,7 @@ class RunStore:
         self._insert_eval(candidate.id, sha, split, feedback, result, counted=True,
                           replace=fresh)
         fut.set_result(result)
+        self._observe("done", candidate.id, split, result)
         if not result.ok:
             log = self.dir / "logs" / f"{candidate.id}.{split}.log"
             log.write_text(f"{result.summary_line()}\n--- stdout ---\n{result.stdout_tail}\n"
@@ -303,17 +355,28 @@ class RunStore:
                               "code_sha256=? AND split=? AND feedback=?",
                               (label, sha, split, feedback)).fetchone()
         if row is not None:
-            return EvalResult.model_validate_json(row["result"])
+            stored = EvalResult.model_validate_json(row["result"])
+            self._observe("reused", label, split, stored)
+            return stored
         if self.eval_limit is not None and \
                 self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
             raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
                                  " (--max-evals)")
+        self._observe("start", label, split, None)
         result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
                                           label=label)
         self._floor["all"] += 1
         self._floor["feedback"] += 1
         self._insert_eval(label, sha, split, feedback, result, counted=True)
+        self._observe("done", label, split, result)
         return result
+
+    def _observe(self, what: str, label: str, split: str, result: EvalResult | None) -> None:
+        if self.observer is not None:
+            try:
+                self.observer(what, label, split, result)
+            except Exception:  # noqa: BLE001 - a display must never cost a result
+                pass
 
     def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse"
                   ) -> dict[str, list[EvalResult]]:
@@ -450,6 +513,8 @@ class RunStore:
 
     # -- accounting ----------------------------------------------------------------------
     def _flush_wall(self) -> None:
+        if self.readonly:
+            return
         now = time.monotonic()
         self.db.execute("UPDATE runs SET wall_seconds = wall_seconds + ? WHERE id=?",
                         (now - self._session_start, self.run_id))

@@ -14,8 +14,9 @@ clipboard write), Rich markup, HTML, or words dressed up as instructions from pd
   tag is a hash of the content, so the content cannot contain its own end line (that would need
   a SHA-256 fixed point), and prompts stay identical when a run is resumed (replay needs that).
   :data:`BLOCK_RULE` is what every system prompt says about such blocks.
-- :func:`markdown_text` / :func:`markdown_code` for ``report.md``: HTML escaped, or in a code
-  fence longer than any backtick run in the text.
+- :func:`markdown_text` / :func:`markdown_prose` / :func:`markdown_span` /
+  :func:`markdown_code` for ``report.md``: HTML escaped (one line, or paragraphs kept), or in
+  an inline code span or a code fence longer than any backtick run in the text.
 - :func:`identifier` for a name a solver chose (an exception's class name): letters, digits,
   ``_`` and ``.`` only, short.
 """
@@ -93,8 +94,26 @@ def prompt_block(text: object, what: str, *, limit: int | None = None) -> str:
 
 def markdown_text(text: object) -> str:
     """Untrusted text for a Markdown paragraph or table cell: controls removed, HTML escaped,
-    table pipes escaped, on one line."""
-    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|")
+    table pipes and backticks escaped, on one line."""
+    # backticks escaped too: one in here must not open a code span that a later one closes
+    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|").replace(
+        "`", "\\`")
+
+
+def markdown_prose(text: object) -> str:
+    """Untrusted Markdown prose (a model's narrative) kept as paragraphs: controls removed,
+    HTML escaped, so no tag or script in it is rendered."""
+    return html.escape(terminal(text), quote=False)
+
+
+def markdown_span(text: object, limit: int = 300) -> str:
+    """Untrusted text as an inline code span on one line (HTML inside a code span is shown,
+    never rendered): delimited by a backtick run longer than any inside."""
+    body = one_line(text, limit)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{tick}{pad}{body}{pad}{tick}".replace("|", "\\|")
 
 
 def markdown_code(text: object, lang: str = "") -> str:

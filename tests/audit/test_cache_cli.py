@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,9 +104,13 @@ def test_cli_says_why_a_task_cannot_be_audited(tmp_path, user_cache):
     task_file = tmp_path / "dirichlet.yaml"
     task_file.write_text(yaml.safe_dump(spec))
     data = write_1d(tmp_path / "d.h5", np.ones((1, 3, 16)), np.array([0.0, 0.1, 0.2]))
-    run = _cli("data", "audit", str(task_file), "--dev-data", str(data), "--no-store",
+    before = sorted(tmp_path.rglob("*"))
+    run = _cli("data", "audit", str(task_file), "--dev-data", str(data),
                env={"XDG_CACHE_HOME": str(user_cache)})
     assert run.returncode == 1
-    assert "no converged solution" in run.stdout and "periodic" in run.stdout
+    assert "no converged solution" in run.stderr and "periodic" in run.stderr
+    # a refusal creates nothing: no .audit folder beside the data, nothing in the user cache
+    assert sorted(tmp_path.rglob("*")) == before
+    assert not any(p.is_file() for p in Path(user_cache).rglob("*"))
     missing = _cli("data", "audit", "advection", "--dev-data", str(tmp_path / "none.h5"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr

@@ -46,12 +46,19 @@ def test_resume_raises_budget_and_show(tmp_path, capsys):
     store = RunStore.open(tmp_path / "b")
     store.set_status("budget_stop")
     store.close()
-    # the scripted file does not exist, so the resumed run fails early, after raising the budget
+    # no dev data and a missing scripted file: the resume fails before it starts, and a failed
+    # command changes nothing (issue 20: it used to write the raised budget anyway)
+    before = (tmp_path / "b" / "config.json").read_text()
     try:
         main(["resume", "b", "--out", str(tmp_path), "--max-evals", "9", "--quiet"])
     except SystemExit:
         pass
-    assert json.loads((tmp_path / "b" / "config.json").read_text())["max_evals"] == 9
+    assert (tmp_path / "b" / "config.json").read_text() == before
+    assert json.loads(before)["max_evals"] == 2
+    store = RunStore.open(tmp_path / "b")
+    assert store.config["max_evals"] == 2 and store.status == "budget_stop"
+    assert [e["kind"] for e in store.events()] == []
+    store.close()
 
 
 def test_a_live_run_cannot_be_resumed_twice(tmp_path, capsys):

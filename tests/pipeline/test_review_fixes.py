@@ -84,14 +84,15 @@ def test_resume_accepts_a_finished_run_without_its_report(tmp_path, capsys, monk
     assert RunStore.open(tmp_path / "f").db.execute(
         "SELECT wall_seconds FROM runs").fetchone()[0] == wall  # nor adds its own time
     # it proceeds, and then stops because this test gives it no dev data: a clean exit with
-    # the reason and the run folder, no traceback, the run marked failed (resumable once fixed)
+    # the reason and the run folder, no traceback; a resume that cannot start changes nothing
+    # (issue 20), so the status stays as it was and the next resume proceeds the same way
     with pytest.raises(SystemExit) as stop:
         main(["resume", "f", "--out", str(tmp_path), "--quiet"])
     assert stop.value.code not in (0, None)
     out, err = capsys.readouterr()
     assert "already finished" not in out
     assert "no dev data" in err and str(tmp_path / "f") in err and "Traceback" not in err
-    assert RunStore.open(tmp_path / "f").status == "failed"
+    assert RunStore.open(tmp_path / "f", readonly=True).status == "finished"
 
 
 def test_prompts_state_the_score_and_pass_the_task_notes():

@@ -168,7 +168,7 @@ def audit_with_cache(task: Task, path: str | Path, *, samples: str | None = None
                 return AuditResult(report, cache.load_converged(json_path), json_path)
     result = audit_file(task, path, samples=samples, limit=limit, frames=frames,
                         progress=progress)
-    if store:
+    if store and result.report.status != "unavailable":  # a refusal computed nothing to keep
         folder = cache.write_folder(path, sha)
         try:
             result.path = cache.save(folder, name, result.report, result.converged)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import fail, task_or_exit
 from pdesharp.data.paths import data_dir
+from pdesharp.progress import Progress
 from pdesharp.task import builtin_task_names
 
 
@@ -38,6 +40,10 @@ def register(sub) -> None:
     info = dsub.add_parser("info", help="which reference files are present, per task and split")
     info.add_argument("task", nargs="?", help="task name or YAML path (default: all built-in tasks)")
     _add_data_dir(info)
+    info.add_argument("--dev-data", default=None, metavar="FILE",
+                      help="check this file as the task's dev split (as `solve --dev-data`)")
+    info.add_argument("--test-data", default=None, metavar="FILE",
+                      help="check this file as the task's test split")
     info.set_defaults(func=run_info)
 
     dl = dsub.add_parser("download", help="fetch the published dev/test files of a task")
@@ -104,6 +110,10 @@ def run_info(args) -> int:
     from pdesharp.data.info import generated_files, human_size, task_status
 
     names = [args.task] if args.task else builtin_task_names()
+    explicit = {"dev": args.dev_data, "test": args.test_data}
+    if any(explicit.values()) and not args.task:
+        fail("--dev-data/--test-data describe one task's files: name the task "
+             "(pdesharp data info TASK --dev-data FILE)")
     root = data_dir(args.data_dir)
     # Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
     console = Console() if Console().is_terminal else Console(width=200)
@@ -115,9 +125,8 @@ def run_info(args) -> int:
     hints: list[str] = []
     for name in names:
         task = task_or_exit(name)
-        for st in task_status(task, args.data_dir):
-            if args.data_dir:  # the hint must write where this listing looked
-                st.hint += f" --data-dir {args.data_dir}" if st.hint.startswith("pdesharp") else ""
+        # hints name the task as typed (a YAML path stays a path) and where this listing looked
+        for st in task_status(task, args.data_dir, ref=name, explicit=explicit):
             if st.present:
                 shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
                 n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
@@ -282,6 +291,16 @@ def run_generate(args) -> int:
     return 0
 
 
+_OF = re.compile(r"(\d+)(?:-(\d+))? of (\d+)")
+
+
+def _audit_step(shown, message: str) -> None:
+    """An audit stage's message ("...: samples 3-4 of 20") as a progress step with k of N."""
+    m = _OF.search(message)
+    counts = {"done": int(m.group(2) or m.group(1)), "total": int(m.group(3))} if m else {}
+    shown.step(message, stage=message, **counts)
+
+
 def run_audit(args) -> int:
     from pdesharp.audit import audit_with_cache
     from pdesharp.audit.present import summary_lines
@@ -300,13 +319,20 @@ def run_audit(args) -> int:
         fail(str(exc))
     spec = getattr(task.data, args.split)
     selection = spec.samples if spec is not None and args.data_file is None else None
+    from pdesharp.audit.solutions import AuditUnavailable, solver_for
+
+    try:  # refuse before reading the data or creating a cache folder
+        solver_for(task)
+    except AuditUnavailable as exc:
+        fail(f"cannot audit {args.task}: {exc}", code=1)
     console = _console()
     try:
-        with console.status(f"auditing {path.name} for {task.name}") as status:
+        with Progress(f"data audit {task.name}", unit="samples") as shown:
+            shown.set(stage=f"auditing {path.name}")
             result = audit_with_cache(task, path, samples=selection, limit=args.samples,
                                       frames=args.frames, force=args.force,
                                       store=not args.no_store,
-                                      progress=lambda m: status.update(f"audit: {m}"))
+                                      progress=lambda m: _audit_step(shown, m))
     except (DataError, ValueError) as exc:
         fail(f"cannot audit {path}: {exc}")
     except MemoryError:

@@ -7,11 +7,16 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
 from pdesharp.commands.sandbox import (add_executor_arguments, add_sandbox_arguments,
                                        sandbox_or_exit)
 from pdesharp.data.paths import DataNotFound
+from pdesharp.evaluate.residual import EXPLANATION as RESIDUAL_EXPLAINED
+from pdesharp.untrusted import one_line, tail, terminal
+
+RESIDUAL_LABEL = "PDE residual"
 
 
 def register(sub) -> None:
@@ -73,32 +78,36 @@ def run(args) -> int:
         data["sandbox"] = ev.isolation
         Path(args.json_out).write_text(json.dumps(data, indent=2))
     console = Console()
-    table = Table(title=f"{task.name}: {path.name} on {args.split} ({result.n_samples} samples)")
+    # The solver chose its message, notes and output: plain Text with controls removed (Rich
+    # markup off), so it cannot draw a fake row, move the cursor or retitle the terminal.
+    table = Table(title=Text(f"{task.name}: {path.name} on {args.split} "
+                             f"({result.n_samples} samples)"))
     table.add_column("metric")
     table.add_column("value")
-    style = "green" if result.ok else "red"
-    table.add_row("status", f"[{style}]{result.status}[/{style}]")
+    table.add_row("status", Text(result.status, style="green" if result.ok else "red"))
     table.add_row("nRMSE", _fmt(result.nrmse))
     if len(result.nrmse_per_field) > 1:
         for name, v in result.nrmse_per_field.items():
-            table.add_row(f"  nRMSE of {name} alone", _fmt(v))
-    table.add_row("PDE residual", _fmt(result.residual))
+            table.add_row(Text(f"  nRMSE of {one_line(name, 40)} alone"), _fmt(v))
+    table.add_row(RESIDUAL_LABEL, _fmt(result.residual))
     table.add_row("convergence order", _fmt(result.convergence_order, ".3f"))
     table.add_row("solver time (s)", _fmt(result.solver_seconds, ".3f"))
     table.add_row("solver time per sample (s)", _fmt(result.seconds_per_sample, ".2e"))
     table.add_row("wall time (s)", _fmt(result.wall_seconds, ".2f"))
     table.add_row("peak memory (MB)", _fmt(result.peak_memory_mb, ".0f"))
-    table.add_row("isolation", result.isolation + (" (UNSAFE)" if result.isolation == "none"
-                                                   else ""))
+    table.add_row("isolation", Text(one_line(result.isolation, 60)
+                                    + (" (UNSAFE)" if result.isolation == "none" else "")))
     if result.message:
-        table.add_row("message", result.message)
+        table.add_row("message", Text(terminal(result.message)))
     if result.convergence_note:
-        table.add_row("convergence note", result.convergence_note)
+        table.add_row("convergence note", Text(terminal(result.convergence_note)))
     if result.plot_path:
-        table.add_row("plot", result.plot_path)
+        table.add_row("plot", Text(one_line(result.plot_path, 500)))
     console.print(table)
+    if result.residual is not None:
+        console.print(RESIDUAL_EXPLAINED, markup=False, highlight=False)
     if not result.ok and result.stderr_tail:
-        console.print("[bold]stderr (tail):[/bold]")
-        console.print(result.stderr_tail[-2000:], markup=False, highlight=False)
-    console.print(result.summary_line(), markup=False, highlight=False)
+        console.print("stderr (tail):", style="bold", markup=False, highlight=False)
+        console.print(tail(result.stderr_tail, 2000), markup=False, highlight=False)
+    console.print(one_line(result.summary_line(), 2000), markup=False, highlight=False)
     return 0 if result.ok else 1

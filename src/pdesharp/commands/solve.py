@@ -6,24 +6,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import sys
 import shutil
-import signal
+import sqlite3
+import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
-from pdesharp.commands.sandbox import (UNSAFE_WARNING, add_executor_arguments,
-                                       add_sandbox_arguments)
-from pdesharp.llm.base import ModelError
+from pdesharp.commands.sandbox import add_executor_arguments, add_sandbox_arguments
+from pdesharp.commands.solve_display import Display  # noqa: F401 - the live panel
+from pdesharp.commands.solve_run import run_solve
 from pdesharp.llm.cli_args import add_llm_arguments
-from pdesharp.pipeline import SolveConfig, config_of, dump_config, solve
-from pdesharp.store import RunStore, RunStoreError
+from pdesharp.pipeline import SolveConfig, config_of, dump_config
+from pdesharp.store import RunStore, RunStoreError, new_run_id
 from pdesharp.synthesis.judges import CODE_BUDGET
 from pdesharp.synthesis.ranking import OBJECTIVE_HELP, Objective, ObjectiveError
 from pdesharp.task import TaskError, load_task, load_task_file
@@ -118,11 +113,19 @@ def register(sub) -> None:
 
     r = sub.add_parser("resume", help="continue a killed or interrupted run")
     r.add_argument("run", help="run folder, or run id under the runs folder")
-    r.add_argument("--out", default=None)
+    r.add_argument("--out", default=None,
+                   help=f"runs folder to look the run id up in (default $PDESHARP_RUNS or "
+                        f"./{DEFAULT_OUT})")
     r.add_argument("--quiet", action="store_true")
     for flag, typ in (("--max-usd", float), ("--max-tokens", int), ("--max-evals", int)):
         r.add_argument(flag, type=typ, default=None,
                        help=f"raise the run's {flag[6:]} budget (after a budget stop)")
+    # Where the data and the model are, not what the run computes: a resumed run may find them
+    # elsewhere (a moved data folder, a proxy on a new port). Recorded once the run restarts.
+    add_data_arguments(r)
+    r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint URL")
+    add_llm_arguments(r)
+    r.set_defaults(llm_timeout=None, llm_retries=None)  # unset: keep the run's own
     r.set_defaults(func=cmd_resume)
 
 
@@ -155,12 +158,18 @@ def runs_root(out: str | None) -> Path:
     return Path(out or os.environ.get("PDESHARP_RUNS") or DEFAULT_OUT)
 
 
-def find_run(run: str, out: str | None) -> RunStore:
-    path = Path(run)
+def run_path(run: str, out: str | None) -> Path:
+    """A run given as a folder, or as a run id under the runs folder."""
+    path = Path(run).expanduser()
     if not (path / RunStore.DB_NAME).is_file():
         path = runs_root(out) / run
+    return path
+
+
+def find_run(run: str, out: str | None, *, readonly: bool = False) -> RunStore:
+    path = run_path(run, out)
     try:
-        return RunStore.open(path)
+        return RunStore.open(path, readonly=readonly)
     except RunStoreError as exc:
         fail(str(exc))
 
@@ -171,6 +180,18 @@ NO_MODEL_NOTICE = (
     "(e.g. --model openai:gpt-4o with OPENAI_API_KEY set, --model ollama:qwen2.5-coder:7b, or "
     "--model compat:NAME --base-url URL) or set $PDESHARP_MODEL; `pdesharp models` lists providers."
 )
+
+
+def resolved_data(data_dir: str | None, dev_data: str | None, test_data: str | None) -> dict:
+    """Where the data are, as absolute paths: a run records them so that `report`, `resume` and
+    `show` find them from any shell and any working folder (``$PDESHARP_DATA`` resolved)."""
+    from pdesharp.data.paths import data_dir as default_data_dir
+
+    def absolute(p: str | None) -> str | None:  # absolute, symlinks kept as the user gave them
+        return None if p is None else os.path.abspath(Path(p).expanduser())
+
+    return {"data_dir": os.path.abspath(default_data_dir(data_dir).expanduser()),
+            "dev_data": absolute(dev_data), "test_data": absolute(test_data)}
 
 
 def cmd_solve(args) -> int:
@@ -188,9 +209,9 @@ def cmd_solve(args) -> int:
             tie_tolerance=args.tie_tolerance, objective=args.objective,
             time_margin=args.time_margin, retime=args.retime,
             max_usd=args.max_usd, max_tokens=args.max_tokens, max_evals=args.max_evals,
-            seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out)),
+            seed=args.seed, no_cache=args.no_cache, out=str(runs_root(args.out).resolve()),
             task_facts=args.task_facts, genesis=args.genesis, prompt_budget=args.prompt_budget,
-            data_dir=args.data_dir, dev_data=args.dev_data, test_data=args.test_data,
+            **resolved_data(args.data_dir, args.dev_data, args.test_data),
             timeout=args.timeout, max_samples=args.max_samples,
             convergence=not args.no_convergence, base_url=args.base_url,
             device=args.device, unsafe_no_isolation=args.unsafe_no_isolation,
@@ -201,11 +222,15 @@ def cmd_solve(args) -> int:
     except ValueError as exc:
         fail(str(exc))
     task = load_task(config.task)
+    run_id = args.run_id or new_run_id(task.name)
     try:
-        store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=args.run_id)
+        store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=run_id)
     except FileExistsError:
-        fail(f"run folder {runs_root(args.out) / args.run_id} exists; resume it with "
-             f"`pdesharp resume {args.run_id}` or choose another --run-id")
+        fail(f"run folder {runs_root(args.out) / run_id} exists; resume it with "
+             f"`pdesharp resume {run_id}` or choose another --run-id")
+    except (OSError, sqlite3.Error) as exc:  # a full disk: leave no half-made folder
+        shutil.rmtree(Path(config.out) / run_id, ignore_errors=True)
+        fail(f"cannot create a run folder under {config.out}: {exc}")
     return run_solve(task, config, store, quiet=args.quiet, fresh=True)
 
 
@@ -216,12 +241,68 @@ def _llm_opts(args) -> dict:
     return opts
 
 
+# Options a resume may change: budgets (raised after a budget stop), and where the data and the
+# model are. What the run computes (task, model, candidates, ...) stays as it was started.
+RESUME_BUDGETS = ("max_usd", "max_tokens", "max_evals")
+
+
+def resume_changes(args, config: SolveConfig) -> dict:
+    """The config fields ``pdesharp resume`` was asked to change (only those that differ)."""
+    changes: dict = {k: getattr(args, k) for k in RESUME_BUDGETS
+                     if getattr(args, k, None) is not None}
+    if args.data_dir or args.dev_data or args.test_data:
+        data = resolved_data(args.data_dir or config.data_dir,
+                             args.dev_data or config.dev_data, args.test_data or config.test_data)
+        changes.update(data)
+    if args.base_url:
+        changes["base_url"] = args.base_url
+    if getattr(args, "prices", None):
+        changes["prices"] = str(Path(args.prices).expanduser().resolve())
+    llm = {**config.llm, **_llm_opts(args)}
+    if llm != config.llm:
+        changes["llm"] = llm
+    return {k: v for k, v in changes.items() if getattr(config, k) != v}
+
+
 def cmd_resume(args) -> int:
-    store = find_run(args.run, args.out)
+    from pdesharp.runlock import RunBusy, claim
+
+    path = run_path(args.run, args.out)
+    if not (path / RunStore.DB_NAME).is_file():
+        find_run(args.run, args.out)  # fails with what is wrong
+    try:  # claimed before the folder is opened: a refused resume writes nothing at all
+        lock = claim(path)
+    except RunBusy as exc:
+        fail(f"run {path.name} is being worked on by process {exc.pid}; wait for it or stop "
+             f"it first (a killed run leaves a stale lock, which is ignored)")
+    except OSError as exc:
+        fail(f"cannot write the run folder {path}: {exc.strerror or exc}")
+    try:
+        store, config, task, changes = _resume_setup(args, path)
+    except BaseException:
+        lock.unlink(missing_ok=True)
+        raise
+    if store is None:  # already finished: nothing to do
+        lock.unlink(missing_ok=True)
+        return 0
+
+    def on_start() -> None:  # the run is set up and going: now record the resume
+        if changes:
+            store.update_config(dump_config(config), changed=sorted(changes))
+        store.event("resume", changed=sorted(changes))
+
+    return run_solve(task, config, store, quiet=args.quiet, on_start=on_start, lock=lock)
+
+
+def _resume_setup(args, path: Path):
+    """The run's store, config (with the resume's changes), task and changes; store None
+    when the run is already finished."""
+    store = find_run(str(path), None, readonly=True)  # checks only read: nothing written
     complete = all((store.dir / f).is_file() for f in ("summary.json", "report.md"))
     if store.status == "finished" and complete:
+        store.close()
         print(f"run {store.run_id} already finished; `pdesharp show {store.dir}` prints it")
-        return 0
+        return None, None, None, None
     # A "finished" run without its report (an older pdesharp set the status before writing
     # them) is resumed like any other: only the final steps are really redone.
     try:
@@ -229,182 +310,22 @@ def cmd_resume(args) -> int:
     except ValueError as exc:  # pydantic's ValidationError: another command's run folder
         fail(f"{store.dir} is not a `pdesharp solve` run (its config does not validate: "
              f"{str(exc).splitlines()[0]})")
-    raised = {k: getattr(args, k) for k in ("max_usd", "max_tokens", "max_evals")
-              if getattr(args, k, None) is not None}
-    if raised:
-        config = config.model_copy(update=raised)
-        store.update_config(dump_config(config))
+    changes = resume_changes(args, config)
+    if changes:
+        config = config.model_copy(update=changes)
     try:  # the task exactly as solved (a built-in YAML may have changed since)
         task = load_task_file(store.dir / "task.yaml")
     except TaskError as exc:
         fail(str(exc))
-    store.event("resume")
-    return run_solve(task, config, store, quiet=args.quiet)
+    # the data are checked before the folder is opened for writing: a resume that cannot find
+    # them leaves the folder byte for byte as it was
+    from pdesharp.data.paths import DataNotFound, resolve_split
 
-
-def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False,
-              fresh: bool = False) -> int:
-    from pdesharp.data.paths import DataNotFound
-    from pdesharp.evaluate import Evaluator
-    from pdesharp.rolesets import build_roles
-
-    console = Console(stderr=True)
-    lock = _claim(store)
     try:
-        evaluator = Evaluator(task, data_dir=config.data_dir, dev_data=config.dev_data,
-                              test_data=config.test_data, workers=config.workers,
-                              timeout=config.timeout, max_samples=config.max_samples,
-                              convergence=config.convergence, device=config.device,
-                              unsafe_no_isolation=config.unsafe_no_isolation,
-                              executor=config.executor, ray_address=config.ray_address,
-                              hidden=[store.dir])  # the run folder and store: never in reach
-        evaluator.data_path("dev")
-        roles = build_roles(config, store, task=task)
-    except (DataNotFound, OSError, ValueError, RuntimeError, ImportError, ModelError) as exc:
-        if fresh:  # nothing happened yet: leave no empty run folder behind
-            store.db.close()
-            shutil.rmtree(store.dir, ignore_errors=True)
-            fail(str(exc))
-        store.set_status("failed", str(exc)[:300])
-        lock.unlink(missing_ok=True)
-        fail(f"{exc}\n(run folder: {store.dir})")
-    store.event("isolation", **evaluator.isolation)
-    if evaluator.isolation["unsafe"]:
-        print(UNSAFE_WARNING, file=sys.stderr)
-    display = Display(store.run_id)
-    progress = display.update(store)
-    for model in roles.models:  # refresh tokens/cost on every model call
-        model.on_call = lambda tag: progress(last_call=tag)
-    hint = f"the run is resumable: pdesharp resume {store.dir}"
-    previous = signal.signal(signal.SIGTERM, _terminate)  # `kill`/timeouts end like Ctrl-C
-    try:
-        with Live(display, console=console, refresh_per_second=4, transient=False,
-                  redirect_stdout=False) if not quiet and console.is_terminal else _Null():
-            result = asyncio.run(solve(task, config, store, roles, evaluator,
-                                       progress=progress))
-    except ModelError as exc:
-        store.set_status("interrupted", str(exc)[:300])
-        store.write_summary()
-        console.print(f"[red]model error:[/] {exc}\n{hint}")
-        return 1
-    except KeyboardInterrupt:
-        store.set_status("interrupted", "interrupted by the user")
-        console.print(f"interrupted; {hint}")
-        return 130
-    except Exception as exc:  # a bug or an unexpected failure: keep the traceback, stay resumable
-        import traceback
-
-        log = store.dir / "logs" / "error.log"
-        log.write_text(traceback.format_exc())
-        if store.status not in ("failed",):
-            store.set_status("failed", f"{type(exc).__name__}: {exc}"[:300])
-        console.print(f"[red]the run failed:[/] {type(exc).__name__}: {exc} (traceback in "
-                      f"{log}); {hint}")
-        return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        resolve_split(task, "dev", data_dir_override=config.data_dir, explicit=config.dev_data)
+    except DataNotFound as exc:
         store.close()
-        lock.unlink(missing_ok=True)
-    s = result.summary
-    if result.status == "budget_stop":
-        console.print(f"[yellow]budget stop:[/] {result.stop_reason} (best result so far kept)")
-    elif result.stop_reason:
-        print(f"search ended:   {result.stop_reason}")
-    print(f"run:            {result.run_dir}")
-    print(f"best solver:    {s.get('best_solver') or 'none'}")
-    print(f"{'dev ' + config.feedback + ':':<16}{_fmt(result.best_dev_score)}")
-    audit = s.get("reference_audit") or {}
-    if config.objective != "accuracy" or audit.get("ranked_below_floor"):
-        print(f"objective:      {s.get('objective_words') or config.objective}")
-    floor_pick = s.get("floor_pick")
-    if floor_pick:  # the floor changed the pick: name what the lowest score alone would take
-        t = floor_pick.get("lowest_per_sample")
-        print(f"lowest score:   {floor_pick['lowest_id']} {_fmt(floor_pick['lowest_score'])}, "
-              + (f"{t:.3g} s per sample" if t is not None else "time unknown")
-              + " (not picked: at or below the reference floor the fastest wins; "
-              "--no-floor-saturation ranks by score alone)")
-    timed = s.get("winner_time") or {}
-    if timed.get("per_sample") is not None:
-        print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
-    print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
-          + (f" ({s['test_note']})" if s.get("test_note") else ""))
-    if audit.get("status") == "ok":
-        print(f"reference err:  {_fmt(audit['reference_error'])} (dev data against a converged "
-              f"solution; best solver against it: {_fmt(audit.get('best_nrmse_vs_converged'))})")
-    print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")
-    print(f"model calls:    {s['model_calls']}, tokens {s['tokens_in']}/{s['tokens_out']}, "
-          f"${s['cost_usd']:.4f}")
-    print(f"report:         {result.run_dir / 'report.md'}")
-    if result.best_id is None:  # nothing usable was produced: say so, exit non-zero
-        console.print(f"[red]no solver ran successfully[/] ({s.get('test_note', '')}); the run"
-                      f" is kept in {result.run_dir}")
-        return 1
-    return 0
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # unwinds asyncio.run: tasks are cancelled, sandboxes cleaned up
-
-
-def _claim(store: RunStore) -> Path:
-    """One process per run folder: a second `resume` of a live run would duplicate work."""
-    import psutil
-
-    lock = store.dir / "run.lock"
-    if lock.is_file():
-        try:
-            pid = int(lock.read_text().strip() or 0)
-        except ValueError:
-            pid = 0
-        if pid and pid != os.getpid() and psutil.pid_exists(pid):
-            fail(f"run {store.run_id} is being worked on by process {pid}; wait for it or stop "
-                 f"it first (a killed run leaves a stale lock, which is ignored)")
-    lock.write_text(str(os.getpid()))
-    return lock
-
-
-def _fmt(v) -> str:
-    return "–" if v is None else f"{v:.3e}"
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class Display:
-    """The live status panel; updated from the pipeline's progress callback."""
-
-    def __init__(self, run_id: str):
-        self.state: dict = {"run": run_id, "stage": "starting"}
-
-    def update(self, store: RunStore):
-        def progress(**info) -> None:
-            self.state.update({k: v for k, v in info.items() if v is not None})
-            if info.get("last_call") == "genesis":
-                self.state["written"] = self.state.get("genesis_replies", 0) + 1
-                self.state["genesis_replies"] = self.state["written"]
-            acc = store.accounting()  # on the event-loop thread, where the store lives
-            self.state.update(tokens=f"{acc['tokens_in']}/{acc['tokens_out']}",
-                              cost=f"${acc['cost_usd']:.4f}", evaluations=acc["evaluations"])
-        return progress
-
-    def __rich__(self) -> Table:
-        t = Table(show_header=False, title="pdesharp solve", box=None)
-        s = self.state
-        rows = [("run", s.get("run")), ("stage", s.get("stage")),
-                ("candidates", s.get("written", s.get("candidates"))),
-                ("round", f"cycle {s['cycle']}, round {s['round']}" if "round" in s else None),
-                ("best score", _fmt(s["best"]) if s.get("best") is not None else None),
-                ("evaluations", s.get("evaluations")), ("last model call", s.get("last_call")),
-                ("tokens in/out", s.get("tokens")),
-                ("cost", s.get("cost"))]
-        for k, v in rows:
-            if v is not None:
-                t.add_row(k, str(v))
-        return t
-
-
+        fail(f"{exc}\n(nothing was changed in the run folder {path}; `pdesharp resume --help` "
+             "lists the options a resume takes, e.g. --data-dir, --dev-data, --base-url)")
+    store.close()
+    return find_run(str(path), None), config, task, changes

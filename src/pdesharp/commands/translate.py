@@ -10,6 +10,15 @@ from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 
 
+NO_MODEL = (
+    "translate needs a language model: pass --model provider:model (`pdesharp models` lists "
+    "providers; the built-in analyst cannot read prose).\n"
+    "Without a model, write the task YAML by hand: `pdesharp tasks new my_task.yaml` writes a "
+    "commented minimal file to fill in (the format is in docs/tasks.md; examples/tasks/ has "
+    "worked examples), `pdesharp tasks check my_task.yaml` checks it, and `pdesharp solve "
+    "my_task.yaml` solves it.")
+
+
 def register(sub) -> None:
     p = sub.add_parser("translate", help="turn a PDE description into a task spec (YAML)")
     p.add_argument("description", help="the description, or a path to a text file holding it")
@@ -29,7 +38,7 @@ def run(args) -> int:
     from pdesharp.translator import TranslateError, translate
 
     if not args.model or is_builtin(args.model):
-        fail("translate needs a language model: pass --model provider:model")
+        fail(NO_MODEL)
     text = args.description
     if len(text) < 4096 and Path(text).is_file():
         text = Path(text).read_text()

@@ -32,20 +32,43 @@ class SplitStatus:
         return self.path is not None and self.error is None
 
 
-def _hint(task: Task, split: str) -> str:
+# What a suggested `data generate` asks for: CodePDE's dev split has 50 samples; the test split
+# gets another seed, so that it never repeats a dev sample.
+GENERATE_SAMPLES = {"dev": 50, "test": 100}
+GENERATE_SEED = {"dev": 0, "test": 1}
+
+
+def _hint(task: Task, split: str, ref: str, root: Path, root_flag: str) -> str:
+    """A complete command that gets the split's file (``ref``: the task as the user named it,
+    a built-in name or a YAML path; ``root_flag``: `` --data-dir DIR`` or empty)."""
+    import shlex
+
+    name = shlex.quote(ref)
     spec = task.data.download
     if getattr(spec, f"codepde_{split}"):
-        return f"pdesharp data download {task.name} --split {split}"
+        return f"pdesharp data download {name} --split {split}{root_flag}"
     if spec.pdebench_file:
-        return f"pdesharp data download {task.name} --source pdebench --split {split}"
-    return f"pass --{split}-data FILE (or pdesharp data generate {task.name})"
+        return f"pdesharp data download {name} --source pdebench --split {split}{root_flag}"
+    n, seed = GENERATE_SAMPLES[split], GENERATE_SEED[split]
+    from pdesharp.data.generate import generated_path
+
+    out = generated_path(root, task.name, seed, n)
+    return (f"pdesharp data generate {name} --samples {n} --seed {seed}{root_flag}, then pass "
+            f"--{split}-data {shlex.quote(str(out))} (or pass --{split}-data FILE of your own)")
 
 
-def split_status(task: Task, split: str, root: Path) -> SplitStatus:
+def split_status(task: Task, split: str, root: Path, *, ref: str | None = None,
+                 explicit: str | os.PathLike | None = None, root_flag: str = "") -> SplitStatus:
+    """The split's file: ``explicit`` (``--dev-data FILE``) if given, else the first of the
+    task's candidate paths under ``root`` that exists."""
     spec = getattr(task.data, split)
-    candidates = [root / rel for rel in spec.files] if spec is not None else []
+    if explicit is not None:
+        candidates = [Path(explicit).expanduser()]
+    else:
+        candidates = [root / rel for rel in spec.files] if spec is not None else []
     status = SplitStatus(task=task.name, split=split, candidates=candidates,
-                         samples=spec.samples if spec else None, hint=_hint(task, split))
+                         samples=spec.samples if spec and explicit is None else None,
+                         hint=_hint(task, split, ref or task.name, root, root_flag))
     for path in candidates:
         if not path.is_file():
             continue
@@ -70,9 +93,15 @@ def split_status(task: Task, split: str, root: Path) -> SplitStatus:
     return status
 
 
-def task_status(task: Task, data_dir_override: str | os.PathLike | None = None) -> list[SplitStatus]:
+def task_status(task: Task, data_dir_override: str | os.PathLike | None = None, *,
+                ref: str | None = None, explicit: dict | None = None) -> list[SplitStatus]:
+    """Both splits of ``task``; ``explicit``: split -> file given on the command line."""
+    import shlex
+
     root = data_dir(data_dir_override)
-    return [split_status(task, s, root) for s in ("dev", "test")]
+    flag = f" --data-dir {shlex.quote(str(data_dir_override))}" if data_dir_override else ""
+    return [split_status(task, s, root, ref=ref, explicit=(explicit or {}).get(s),
+                         root_flag=flag) for s in ("dev", "test")]
 
 
 def generated_files(task: Task, data_dir_override: str | os.PathLike | None = None) -> list[Path]:

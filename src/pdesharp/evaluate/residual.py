@@ -32,6 +32,13 @@ import sympy as sp
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 
+# What "PDE residual" means, in one sentence for users (eval's table, report.md).
+EXPLANATION = ("PDE residual: how far the solver's output is from satisfying the equation "
+               "itself, with no reference data: the equation's terms evaluated on the output "
+               "frames by numerical derivatives, rms(dt q + rest) / (rms(dt q) + rms(rest)) "
+               "averaged over frames and samples; 0 means the equation holds exactly, 1 that "
+               "its terms do not balance at all.")
+
 _FUNCS = {"sin": np.sin, "cos": np.cos, "exp": np.exp, "tanh": np.tanh, "log": np.log,
           "sqrt": np.sqrt, "Abs": np.abs}
 

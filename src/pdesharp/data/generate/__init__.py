@@ -181,7 +181,10 @@ def _generate_generic(task: Any, n_samples: int, seed: int, *, out: str | os.Pat
         "task_spec": task.to_yaml(),  # the full spec: the file says which PDE it solves
     }
     attrs.update(extra_attrs or {})
-    attrs.update({f"scheme_{k}": v for k, v in {**generic.ATTRS, **info}.items()})
+    # A bounded domain goes to the Chebyshev generator, which names its own scheme: the
+    # periodic generator's name ("Fourier pseudo-spectral", "2/3 rule") would contradict it.
+    base = {} if generic._bounded(task) else generic.ATTRS
+    attrs.update({f"scheme_{k}": v for k, v in {**base, **info}.items()})
     return write_generated(out, arrays, attrs=attrs)
 
 

@@ -1,0 +1,137 @@
+"""Issue 20.2 / 18.7: a run is self-contained, and a refused or failed command changes nothing.
+
+Real CLI in subprocesses, real sandbox, the shared advection dev file; small budgets
+(--max-evals, one sample) keep each run to seconds of solver time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli_helpers import pdesharp, rows, snapshot
+
+QUICK = ("--max-samples", "1", "--no-convergence", "--audit", "off")
+
+
+@pytest.fixture(scope="module")
+def data_run(tmp_path_factory, shared_data):
+    """A run made with only $PDESHARP_DATA pointing at the data (no --data-dir)."""
+    root = tmp_path_factory.mktemp("selfcontained")
+    data = root / "mydata"
+    (data / "pdebench").mkdir(parents=True)
+    shutil.copy(shared_data / "advection_dev.hdf5", data / "pdebench" / "advection_dev.hdf5")
+    work = root / "work"
+    work.mkdir()
+    got = pdesharp("solve", "advection", "--max-evals", "1", *QUICK, "--run-id", "r1",
+                   cwd=work, env={"PDESHARP_DATA": str(data)})
+    assert got.returncode == 0, got.stderr
+    return root, data, work / "runs" / "r1"
+
+
+def test_run_records_where_its_data_came_from(data_run):
+    root, data, run = data_run
+    config = json.loads((run / "config.json").read_text())
+    assert config["data_dir"] == str(data.resolve())
+    assert Path(config["out"]).is_absolute()
+
+
+def test_report_show_and_resume_work_from_another_shell_and_folder(data_run, tmp_path):
+    root, data, run = data_run
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    drop = ("PDESHARP_DATA", "PDESHARP_RUNS")
+    shown = pdesharp("show", str(run), cwd=elsewhere, drop=drop)
+    assert shown.returncode == 0 and "r1" in shown.stdout
+    html = elsewhere / "r.html"
+    rep = pdesharp("report", str(run), "--out", str(html), cwd=elsewhere, drop=drop)
+    assert rep.returncode == 0, rep.stderr
+    text = html.read_text()
+    assert "plot not drawn" not in text and "data:image/png;base64" in text
+    res = pdesharp("resume", str(run), "--max-evals", "2", "--quiet", cwd=elsewhere, drop=drop)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((run / "summary.json").read_text())["feedback_evaluations"] == 2
+
+
+def test_failed_resume_changes_nothing_then_data_dir_fixes_it(tmp_path, shared_data):
+    data = tmp_path / "d1"
+    data.mkdir()
+    shutil.copy(shared_data / "advection_dev.hdf5", data / "adv.hdf5")
+    got = pdesharp("solve", "advection", "--dev-data", str(data / "adv.hdf5"), "--max-evals",
+                   "1", *QUICK, "--out", str(tmp_path / "runs"), "--run-id", "m", "--quiet")
+    assert got.returncode == 0, got.stderr
+    run = tmp_path / "runs" / "m"
+    moved = tmp_path / "d2"
+    data.rename(moved)  # the data folder moved: the recorded file is gone
+    before = snapshot(run)
+    failed = pdesharp("resume", str(run), "--max-evals", "16", "--quiet")
+    assert failed.returncode == 2
+    assert "adv.hdf5" in failed.stderr and "--dev-data" in failed.stderr
+    assert snapshot(run) == before  # no max_evals 16, no resume event, no status change
+    ok = pdesharp("resume", str(run), "--max-evals", "2", "--dev-data", str(moved / "adv.hdf5"),
+                  "--quiet")
+    assert ok.returncode == 0, ok.stderr
+    config = json.loads((run / "config.json").read_text())
+    assert config["max_evals"] == 2 and config["dev_data"] == str(moved / "adv.hdf5")
+    events = [json.loads(d) for (d,) in rows(run / "run.sqlite",
+                                             "SELECT data FROM events WHERE kind='resume'")]
+    assert events == [{"changed": ["dev_data", "max_evals"]}]
+
+
+def test_refused_resume_writes_nothing(tmp_path, shared_data):
+    got = pdesharp("solve", "advection", "--dev-data", str(shared_data / "advection_dev.hdf5"),
+                   "--max-evals", "1", *QUICK, "--out", str(tmp_path), "--run-id", "busy",
+                   "--quiet")
+    assert got.returncode == 0, got.stderr
+    run = tmp_path / "busy"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (run / "run.lock").write_text(str(sleeper.pid))  # a live process works on the run
+        before = snapshot(run)
+        refused = pdesharp("resume", str(run), "--max-evals", "9", "--quiet")
+        assert refused.returncode == 2 and f"process {sleeper.pid}" in refused.stderr
+        assert snapshot(run) == before  # no resume event, no raised limit, no -wal/-shm
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_two_resumes_at_once_one_runs_one_is_refused(tmp_path, shared_data):
+    got = pdesharp("solve", "advection", "--dev-data", str(shared_data / "advection_dev.hdf5"),
+                   "--max-evals", "1", *QUICK, "--out", str(tmp_path), "--run-id", "two",
+                   "--quiet")
+    assert got.returncode == 0, got.stderr
+    run = tmp_path / "two"
+    argv = [sys.executable, "-m", "pdesharp.cli", "resume", str(run), "--max-evals", "3",
+            "--quiet"]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes in ([0, 2], [0, 0]), outs  # [0, 0]: the first ended before the second began
+    n_resume = rows(run / "run.sqlite", "SELECT COUNT(*) FROM events WHERE kind='resume'")[0][0]
+    assert n_resume == codes.count(0)  # the refused one wrote no event
+    assert rows(run / "run.sqlite", "SELECT status FROM runs")[0][0] == "budget_stop"
+
+
+def test_dead_endpoint_leaves_no_run_folder(tmp_path, shared_data):
+    for attempt in range(2):
+        got = pdesharp("solve", "advection", "--model", "compat:nobody", "--base-url",
+                       "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-cache",
+                       "--dev-data", str(shared_data / "advection_dev.hdf5"), "--out",
+                       str(tmp_path), "--quiet", timeout=300)
+        assert got.returncode == 1, got.stderr
+        assert "127.0.0.1:9" in got.stderr and "was removed" in got.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_finished_run_leaves_no_sqlite_side_files(data_run):
+    _, _, run = data_run
+    time.sleep(0.1)
+    assert not list(run.glob("run.sqlite-*"))
