@@ -204,6 +204,31 @@ def _m(task: Task, nx: int) -> int:
     return int(min(256, max(48, (spec.oversample if spec else 4) * 16, nx)))
 
 
+def wall_initial_data(task: Task, unknowns, introduced, grid: ChebyshevGrid, points: np.ndarray,
+                      n_samples: int, seed: int, *, first: int = 0, redraws=None
+                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{unknown: (values at the collocation points, values at ``points``)} of the random
+    initial data, satisfying the conditions at the initial time and within
+    ``generator.ranges`` (:mod:`.generic_bounded_ic`)."""
+    spec = task.generator
+    ranges = spec.ranges if spec else {}
+    lo, hi = grid.lo, grid.hi
+    drawn = [u for u in unknowns if u not in introduced]
+    kw = dict(modes=spec.modes if spec else 4, decay=spec.decay if spec else 2.0, ranges=ranges,
+              first=first, redraws=redraws)
+    at_nodes = random_fields([grid.x], [lo], [hi - lo], drawn, n_samples, seed, **kw)
+    at_points = random_fields([points], [lo], [hi - lo], drawn, n_samples, seed, **kw)
+    bc = _Boundary(task, unknowns)
+    t0 = float(task.time_span[0])  # type: ignore[index]
+    fields = {}
+    for u in drawn:
+        conds = bc.conds[list(unknowns).index(u)]
+        fields[u] = tuple(blend_into_walls([at_nodes[u], at_points[u]], [grid.x, points], lo, hi,
+                                           conds, t0, tuple(ranges[u]) if u in ranges else None,
+                                           u))
+    return fields
+
+
 def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = None,
                      n_frames: int | None = None, *, rtol: float = 1e-10,
                      info: dict | None = None, first: int = 0,
@@ -224,19 +249,8 @@ def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = Non
     t_out = np.linspace(float(t0), float(t1), n_frames)
     lo, hi, points = _points(task, nx)
     grid = ChebyshevGrid(lo, hi, _m(task, nx))
-    drawn = [u for u in system.unknowns if u not in system.introduced]
-    ranges = spec.ranges if spec else {}
-    kw = dict(modes=modes, decay=spec.decay if spec else 2.0, ranges=ranges, first=first,
-              redraws=redraws)
-    at_nodes = random_fields([grid.x], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    at_points = random_fields([points], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    bc = _Boundary(task, system.unknowns)
-    fields = {}
-    for u in drawn:
-        k = system.unknowns.index(u)
-        fields[u] = tuple(blend_into_walls(
-            [at_nodes[u], at_points[u]], [grid.x, points], lo, hi, bc.conds[k],
-            float(t0), tuple(ranges[u]) if u in ranges else None, u))
+    fields = wall_initial_data(task, system.unknowns, system.introduced, grid, points,
+                               n_samples, seed, first=first, redraws=redraws)
     zero = np.zeros((n_samples, grid.x.size))
     u0 = np.stack([fields[u][0] if u in fields else zero for u in system.unknowns], axis=1)
     frames, what = _integrate(task, u0, t_out, grid, rtol=rtol)
