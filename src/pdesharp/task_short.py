@@ -34,6 +34,7 @@ own validation parses it afterwards and reports any error in it.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import Any
 
 SPACE_ORDER = ("x", "y", "z")
@@ -245,4 +246,6 @@ def _description(data: dict, steady: bool, dim: int) -> str:
                                           f"of shape {_shape(dim, time=False)}")
                  + (" (a tuple in that order)" if len(returns) > 1 else "")
                  + ". Accept any N and any batch size.")
-    return "\n".join(lines) + "\n"
+    prose = [textwrap.fill(line, 100) if line and not line.startswith("    ") else line
+             for line in lines]
+    return "\n".join(prose) + "\n"

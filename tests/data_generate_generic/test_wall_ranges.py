@@ -75,7 +75,7 @@ def test_without_a_range_the_default_scale_is_kept_between_walls():
 
 
 def test_a_side_without_a_condition_keeps_the_random_function():
-    _, grid, _, (nodes, _) = _data("x = 0: u = 0.2", (0.1, 0.9), 0)
+    _, _, _, (nodes, _) = _data("x = 0: u = 0.2", (0.1, 0.9), 0)
     _, _, _, (free, _) = _data("x = 0: u = 0.2; x = 1: u = 0.5", (0.1, 0.9), 0)
     assert np.allclose(nodes[:, 0], 0.2)
     assert not np.allclose(nodes[:, -1], 0.5) and np.allclose(free[:, -1], 0.5)

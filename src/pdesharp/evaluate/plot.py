@@ -159,7 +159,7 @@ def _steady1d(row, task: Task, name, p, r, ref: ReferenceData) -> None:
 
 
 def _images(fig, row, task: Task, name, imgs, titles) -> None:
-    p, r, err = imgs
+    _, r, err = imgs
     vlim, elim = _limits(r, err)
     extent = _extent2d(task)
     for ax, img, title, cmap, lim in zip(row, imgs, titles, ("viridis", "viridis", "coolwarm"),
