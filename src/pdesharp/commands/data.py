@@ -300,9 +300,15 @@ def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, pr
                               f"{keep} by an interrupted run")
             progress.set(done=event.done)
         elif event.kind == "samples":
-            which = (f"sample #{event.first}" if event.last - event.first == 1
-                     else f"samples #{event.first}-#{event.last - 1}")
-            progress.step(f"{which} done in {event.seconds:.1f} s", done=event.done)
+            size = event.last - event.first
+            if size == 1:
+                progress.step(f"sample #{event.first} done in {event.seconds:.1f} s",
+                              done=event.done)
+                return
+            before = event.done - size
+            for k in range(event.first, event.last):  # a line per sample, each saying its batch
+                progress.step(f"sample #{k} done (batch #{event.first}-#{event.last - 1}, "
+                              f"{event.seconds:.1f} s)", done=before + k - event.first + 1)
         elif event.kind == "rejected":
             then = "drawing another" if event.draw + 1 < chunked.MAX_DRAWS else "giving up"
             progress.note(f"sample #{event.first}: draw {event.draw} rejected ({event.message});"
