@@ -170,3 +170,18 @@ def test_tasks_new_check_generate_solve_end_to_end(tmp_path, monkeypatch, capsys
     # the built-in analyst's splitting against the generic generator's spectral reference
     # (measured 2.7e-8 at nx 64); 1e-4 leaves room for the coarser grid
     assert summary["best_dev_score"] < 1e-4
+
+
+def test_hostile_equation_text_is_only_scanned_and_within_bounds():
+    """The short form reads names out of the equation text without evaluating it, and does a
+    bounded amount of work on any text (the task's validation then reports what is wrong)."""
+    from pdesharp import task_short
+
+    calls = task_short._calls("dt(" * 200_000, "dt")
+    assert len(calls) <= task_short._MAX_CALLS
+    assert all(len(c) <= task_short._MAX_EQUATION for c in calls)
+    # a call inside dt(...) is a function, never an unknown; nothing is imported or run
+    data = task_short.expand({"name": "x", "equation": "dt(u) + dt(__import__('os').getpid())",
+                              "domain": {"x": [0, 1]}, "time_span": [0, 1]})
+    assert data["equation"]["unknowns"][0] == "u"
+    assert "__import__" not in data["equation"]["unknowns"]

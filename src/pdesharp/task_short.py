@@ -40,6 +40,7 @@ from typing import Any
 SPACE_ORDER = ("x", "y", "z")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_EQUATION = 20_000  # characters scanned per equation; longer text is left to validation
+_MAX_CALLS = 100  # dt(...) calls scanned per equation
 
 
 class ShortFormError(ValueError):
@@ -128,7 +129,9 @@ def _calls(text: str, op: str) -> list[str]:
     """The first argument of every ``op(...)`` call in ``text`` (balanced parentheses)."""
     text = text[:_MAX_EQUATION]
     out = []
-    for m in re.finditer(rf"(?<![A-Za-z0-9_]){op}\s*\(", text):
+    for k, m in enumerate(re.finditer(rf"(?<![A-Za-z0-9_]){op}\s*\(", text)):
+        if k >= _MAX_CALLS:  # bounded work on hostile text; validation reports the rest
+            break
         depth, start = 1, m.end()
         for i in range(start, len(text)):
             ch = text[i]
