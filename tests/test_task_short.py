@@ -98,7 +98,8 @@ def test_a_steady_short_task_must_name_its_unknowns(tmp_path):
         """), tmp_path)
     assert task.steady and [(a.name, a.kind) for a in task.solver.args] == \
         [("f", "coefficient"), ("k", "parameter")]
-    assert task.data.coefficients == {"f": "f"} and task.data.t_key == "t-coordinate"
+    assert task.data.coefficients == {"f": "f"} and task.data.fields == {"u": "sol"}
+    assert task.data.t_key is None
 
 
 def test_what_is_written_is_kept(tmp_path):

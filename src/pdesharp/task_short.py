@@ -21,11 +21,13 @@ form") fill a key only when it is absent; anything written is kept as written:
 * ``title`` is the name; ``description`` is written from the equation, domain, boundary,
   parameters, initial data and the shapes;
 * ``solver.args``: one ``<unknown>0_batch`` (kind ``initial``) per unknown, then
-  ``t_coordinate``, then every parameter (a steady task: every coefficient, then every
-  parameter); ``returns``: the unknowns; ``template``: a stub with that signature and the shapes;
-* ``data.fields``: ``{u: tensor}`` for one unknown (PDEBench's key), else each unknown under its
-  own name; ``coefficients`` under their own names; ``dev``/``test``: ``<name>/dev.hdf5`` and
-  ``<name>/test.hdf5`` under the data directory.
+  ``t_coordinate``, then every parameter (a steady task: every coefficient, or the ``grid`` when
+  it has none, then every parameter); ``returns``: the unknowns; ``template``: a stub with that
+  signature and the shapes;
+* ``data.fields``: ``{u: tensor}`` for one unknown (PDEBench's key; ``sol`` for a steady task, the
+  FNO data's), else each unknown under its own name; ``coefficients`` under their own names;
+  ``dev``/``test``: ``<name>/dev.hdf5`` and ``<name>/test.hdf5`` under the data directory; a
+  steady task has no ``t_key``.
 
 The equation text is only scanned for names here (no parsing, nothing evaluated); the task's
 own validation parses it afterwards and reports any error in it.
@@ -68,20 +70,39 @@ def expand(data: dict) -> dict:
             solver["template"] = _template(out, solver, steady, dim)
         out["solver"] = solver
     if "data" not in out:
-        out["data"] = {"fields": _fields(unknowns),
+        out["data"] = {"fields": _fields(unknowns, steady),
                        **({"coefficients": {c: c for c in coefficients}} if coefficients else {}),
+                       **({"t_key": None} if steady else {}),
                        **({} if not isinstance(out.get("name"), str) else
                           {"dev": {"files": [f"{out['name']}/dev.hdf5"]},
                            "test": {"files": [f"{out['name']}/test.hdf5"]}})}
     elif isinstance(out["data"], dict) and "fields" not in out["data"]:
-        out["data"] = {"fields": _fields(unknowns), **out["data"]}
+        out["data"] = {"fields": _fields(unknowns, steady), **out["data"]}
     if "description" not in out:
         out["description"] = _description(out, steady, dim)
     return out
 
 
-def _fields(unknowns: list[str]) -> dict[str, str]:
-    return {unknowns[0]: "tensor"} if len(unknowns) == 1 else {u: u for u in unknowns}
+def _fields(unknowns: list[str], steady: bool) -> dict[str, str]:
+    if len(unknowns) == 1:  # PDEBench's key (time-dependent), the FNO data's (steady)
+        return {unknowns[0]: "sol" if steady else "tensor"}
+    return {u: u for u in unknowns}
+
+
+def _grid_kind() -> bool:
+    """Does this pdesharp have the argument kind ``grid`` (the output grid's coordinates)?"""
+    from typing import get_args
+
+    from pdesharp.task import ArgSpec
+
+    return "grid" in get_args(ArgSpec.model_fields["kind"].annotation)
+
+
+def _batched(solver: dict, steady: bool) -> bool:
+    """Does the solver take a batch (initial data or coefficient fields)? A steady task given by
+    formulas is one problem: no batch axis."""
+    args = [a for a in solver.get("args") or [] if isinstance(a, dict)]
+    return not steady or any(a.get("kind") in ("initial", "coefficient") for a in args)
 
 
 def _equation(data: dict) -> dict:
@@ -158,8 +179,10 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def _shape(dim: int, *, time: bool) -> str:
+def _shape(dim: int, *, time: bool, batched: bool = True) -> str:
     space = ", ".join(["N"] * dim)
+    if not batched:
+        return f"[{space}]"
     return f"[batch_size, T+1, {space}]" if time else f"[batch_size, {space}]"
 
 
@@ -174,6 +197,9 @@ def _args(unknowns, coefficients, parameters, steady: bool, dim: int) -> list[di
         args += [{"name": c, "kind": "coefficient", "field": c,
                   "doc": f"coefficient {c}, shape {_shape(dim, time=False)}"}
                  for c in coefficients]
+        if not coefficients and _grid_kind():  # one problem given by formulas: the grid
+            axes = "x [N]" if dim == 1 else "a tuple (" + ", ".join("xyz"[:dim]) + ") of [N]"
+            args.append({"name": "grid", "kind": "grid", "doc": f"the output points: {axes}"})
     args += [{"name": p, "kind": "parameter", "doc": f"parameter {p}"} for p in parameters]
     return args
 
@@ -194,7 +220,7 @@ def _template(data: dict, solver: dict, steady: bool, dim: int) -> str:
              f'    """Solve {eqs}; boundary: {data.get("boundary", "?")}.', "", "    Args:"]
     lines += [f"        {a['name']}: {a.get('doc') or a.get('kind', '')}" for a in args]
     lines += ["", "    Returns:"]
-    out_shape = _shape(dim, time=not steady)
+    out_shape = _shape(dim, time=not steady, batched=_batched(solver, steady))
     if len(returns) == 1:
         lines.append(f"        {returns[0]}, shape {out_shape}"
                      + ("" if steady else ", first frame equal to the initial data"))
@@ -238,17 +264,24 @@ def _description(data: dict, steady: bool, dim: int) -> str:
     args = [a for a in solver.get("args") or [] if isinstance(a, dict)]
     returns = [r for r in solver.get("returns") or [] if isinstance(r, str)]
     inputs = ", ".join(str(a.get("name")) for a in args)
-    lines.append(f"The solver {solver.get('name', 'solver')}({inputs}) receives fields sampled at "
-                 f"the {n} {where_pts} of a uniform grid, shape {_shape(dim, time=False)}"
-                 + ("" if steady else ", and the output times t_coordinate (shape [T+1], "
-                    "the first the initial time)") + ".")
+    batched = _batched(solver, steady)
+    call = f"The solver {solver.get('name', 'solver')}({inputs})"
+    if batched:
+        lines.append(f"{call} receives fields sampled at the {n} {where_pts} of a uniform grid, "
+                     f"shape {_shape(dim, time=False)}"
+                     + ("" if steady else ", and the output times t_coordinate (shape [T+1], "
+                        "the first the initial time)") + ".")
+    else:
+        lines.append(f"{call} solves one problem (no batch axis) on the {n} {where_pts} of a "
+                     "uniform grid" + (", given as its grid argument" if any(
+                         a.get("kind") == "grid" for a in args) else "") + ".")
     what = ", ".join(returns)
     lines.append(f"It returns {what} " + (f"of shape {_shape(dim, time=True)} at every "
                                           "requested time, the first frame equal to the initial "
                                           "data" if not steady else
-                                          f"of shape {_shape(dim, time=False)}")
+                                          f"of shape {_shape(dim, time=False, batched=batched)}")
                  + (" (a tuple in that order)" if len(returns) > 1 else "")
-                 + ". Accept any N and any batch size.")
+                 + (". Accept any N and any batch size." if batched else ". Accept any N."))
     prose = [textwrap.fill(line, 100) if line and not line.startswith("    ") else line
              for line in lines]
     return "\n".join(prose) + "\n"
