@@ -160,3 +160,33 @@ def test_a_task_that_always_blows_up_gives_up_with_the_reason_and_keeps_nothing(
     assert "draw 1 rejected" in err and "giving up" in err
     assert "2 random draws in a row failed" in err and "generator.ranges" in err
     assert os.listdir(tmp_path) == ["always.yaml"]  # no output, no .partial folder
+
+
+def test_periodic_batches_resume_to_the_same_data(tmp_path):
+    """The 1D periodic generator integrates 8 samples at a time: an interruption after the first
+    batch and a resumed call give the data of one uninterrupted call."""
+    from pdesharp.data.generate import generate_to_file
+    from pdesharp.task import load_task
+
+    spec = tmp_path / "ac.yaml"
+    spec.write_text("name: ac\nequation: dt(u) = 0.01*dx(u, 2) + u - u**3\n"
+                    "domain: {x: [0, 1]}\nboundary: periodic\ntime_span: [0, 0.5]\nn_frames: 3\n")
+    task = load_task(spec)
+
+    def stop_after_first_batch(event):
+        if event.kind == "samples":
+            raise KeyboardInterrupt
+
+    out = tmp_path / "resumed.hdf5"
+    with pytest.raises(KeyboardInterrupt):
+        generate_to_file(task, 11, 2, out=out, nx=16, sink=stop_after_first_batch)
+    assert [p.name for p in (tmp_path / "resumed.hdf5.partial").glob("*.npz")] == \
+        ["samples-0000000-0000008.npz"]
+    events = []
+    generate_to_file(task, 11, 2, out=out, nx=16, sink=events.append)
+    assert events[0].kind == "start" and events[0].done == 8
+    assert [(e.first, e.last) for e in events if e.kind == "samples"] == [(8, 11)]
+    whole = generate_to_file(task, 11, 2, out=tmp_path / "whole.hdf5", nx=16)
+    (a, attrs_a), (b, attrs_b) = _read(out), _read(whole)
+    assert all(np.array_equal(a[k], b[k]) for k in a) and a.keys() == b.keys()
+    assert attrs_a == attrs_b

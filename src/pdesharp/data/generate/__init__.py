@@ -28,9 +28,12 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from pdesharp.data.generate.chunked import ProgressSink
 
 # task name -> module name inside this package. Tests and plug-ins may add entries (or replace
 # them with a module path "package.module") through :func:`register_generator`.
@@ -169,7 +172,7 @@ def generate_to_file(
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
     extra_attrs: Mapping[str, Any] | None = None,
-    sink: Any = None,
+    sink: ProgressSink | None = None,
     restart: bool = False,
 ) -> Path:
     """Run the task's generator and write its output to ``out`` with provenance attributes.
