@@ -299,7 +299,15 @@ def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = No
 
 
 def check_task(task: Task) -> None:
-    """Raise :class:`UnsupportedTask` if neither generic generator can make ``task``."""
+    """Raise :class:`UnsupportedTask` if no generic generator can make ``task``."""
+    if task.steady:
+        try:  # steady problems given by formulas have their own generator where it exists
+            from pdesharp.data.generate.steady import check_steady
+        except ImportError:
+            pass
+        else:
+            check_steady(task)
+            return
     check_supported(task, bounded=_bounded(task))
 
 
