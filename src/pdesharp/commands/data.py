@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -17,6 +16,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import fail, task_or_exit
 from pdesharp.data.paths import data_dir
+from pdesharp.progress import Progress
 from pdesharp.task import builtin_task_names
 
 
@@ -251,44 +251,6 @@ def run_subset(args) -> int:
     return 0
 
 
-def run_generate(args) -> int:
-    from pdesharp.data.generate import generated_path
-    from pdesharp.data.generate.chunked import partial_dir
-    from pdesharp.progress import Progress
-
-    task = task_or_exit(args.task)
-    if args.samples < 1:
-        fail(f"--samples must be at least 1, got {args.samples}")
-    options = {}
-    if args.darcy_low is not None:
-        if task.name != "darcy":
-            fail("--darcy-low applies to the darcy task only")
-        options["low"] = args.darcy_low
-    out = Path(args.out).expanduser() if args.out else generated_path(
-        data_dir(args.data_dir), task.name, args.seed, args.samples)
-    if out.exists() and not args.overwrite:
-        fail(f"{out} exists; pass --overwrite to replace it (or choose --out)")
-    console = _console()
-    keep = partial_dir(out)
-    try:
-        with Progress(f"data generate {task.name}", unit="samples",
-                      total=args.samples) as progress:
-            path = _generate_with_progress(task, args, out, options, keep, progress)
-    except KeyboardInterrupt:
-        kept = _samples_kept(keep)
-        if kept:
-            print(f"interrupted: {kept} of {args.samples} samples are kept in {keep}; run the "
-                  "same command again to continue (--restart discards them)", file=sys.stderr)
-        else:
-            print("interrupted before the first sample was finished; nothing was kept",
-                  file=sys.stderr)
-        return 130
-    for line in _generated_summary(path, task):
-        console.print(line, markup=False)
-    console.print(f"use it with: --dev-data {path}  (or --test-data)", markup=False)
-    return 0
-
-
 def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, progress):
     from pdesharp.data.generate import GeneratorUnavailable, chunked, generate_to_file
     from pdesharp.data.generate.chunked import StalePartialWork
@@ -365,6 +327,45 @@ def _generated_summary(path: Path, task) -> list[str]:
         lines.append(f"  {n} random draw(s) were rejected (their integration failed) and "
                      "replaced; see the file's rejected_draws attribute")
     return lines
+
+
+def run_generate(args) -> int:
+    import sys
+
+    from pdesharp.data.generate import generated_path
+    from pdesharp.data.generate.chunked import partial_dir
+
+    task = task_or_exit(args.task)
+    if args.samples < 1:
+        fail(f"--samples must be at least 1, got {args.samples}")
+    options = {}
+    if args.darcy_low is not None:
+        if task.name != "darcy":
+            fail("--darcy-low applies to the darcy task only")
+        options["low"] = args.darcy_low
+    out = Path(args.out).expanduser() if args.out else generated_path(
+        data_dir(args.data_dir), task.name, args.seed, args.samples)
+    if out.exists() and not args.overwrite:
+        fail(f"{out} exists; pass --overwrite to replace it (or choose --out)")
+    console = _console()
+    keep = partial_dir(out)
+    try:
+        with Progress(f"data generate {task.name}", unit="samples",
+                      total=args.samples) as progress:
+            path = _generate_with_progress(task, args, out, options, keep, progress)
+    except KeyboardInterrupt:
+        kept = _samples_kept(keep)
+        if kept:
+            print(f"interrupted: {kept} of {args.samples} samples are kept in {keep}; run the "
+                  "same command again to continue (--restart discards them)", file=sys.stderr)
+        else:
+            print("interrupted before the first sample was finished; nothing was kept",
+                  file=sys.stderr)
+        return 130
+    for line in _generated_summary(path, task):
+        console.print(line, markup=False)
+    console.print(f"use it with: --dev-data {path}  (or --test-data)", markup=False)
+    return 0
 
 
 def run_audit(args) -> int:
