@@ -277,10 +277,21 @@ def _format_validation(err: ValidationError, source: str) -> str:
 def task_from_dict(data: dict, source: str = "<dict>") -> Task:
     if not isinstance(data, dict):
         raise TaskError(f"invalid task spec {source}: expected a mapping at the top level")
+    data = _long_form(data, source)
     try:
         return Task.model_validate(data)
     except ValidationError as err:
         raise TaskError(_format_validation(err, source)) from None
+
+
+def _long_form(data: dict, source: str) -> dict:
+    """The short form's omitted keys derived (:mod:`pdesharp.task_short`); the long form as is."""
+    from pdesharp.task_short import ShortFormError, expand
+
+    try:
+        return expand(data)
+    except ShortFormError as exc:
+        raise TaskError(f"invalid task spec {source}:\n  - {exc}") from None
 
 
 def load_task_file(path: str | Path) -> Task:
@@ -302,14 +313,20 @@ def builtin_task_names() -> list[str]:
 
 
 def load_task(name_or_path: str | Path) -> Task:
-    """A built-in task by name, or a YAML spec by path."""
+    """A built-in task by name, a YAML spec by path, or a shipped example task by name."""
     text = str(name_or_path)
     if text in builtin_task_names():
         ref = resources.files("pdesharp") / "tasks" / f"{text}.yaml"
         return task_from_dict(yaml.safe_load(ref.read_text()), f"built-in task {text!r}")
     if text.endswith((".yaml", ".yml")) or Path(text).exists():
         return load_task_file(text)
+    from pdesharp.examples import example_path
+
+    example = example_path(text)
+    if example is not None:
+        return load_task_file(example)
     raise TaskError(
         f"unknown task {text!r}: built-in tasks are {', '.join(builtin_task_names())};"
-        " or give the path of a YAML spec (see docs/tasks.md)"
+        " `pdesharp tasks` lists the example tasks too; or give the path of a YAML spec"
+        " (`pdesharp tasks new` writes one; see docs/tasks.md)"
     )

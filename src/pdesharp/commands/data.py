@@ -80,7 +80,10 @@ def register(sub) -> None:
                      help="output file (default: <data-dir>/generated/<task>_seed<S>_n<N>.hdf5)")
     gen.add_argument("--darcy-low", type=float, choices=[3.0, 4.0], default=None,
                      help="darcy only: the low coefficient value (FNO paper: 3; CodePDE port: 4)")
-    gen.add_argument("--overwrite", action="store_true")
+    gen.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    gen.add_argument("--restart", action="store_true",
+                     help="discard the samples an interrupted run kept in <out>.partial/ "
+                          "(by default the same command continues from them)")
     _add_data_dir(gen)
     gen.set_defaults(func=run_generate)
 
@@ -256,8 +259,89 @@ def run_subset(args) -> int:
     return 0
 
 
+def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, progress):
+    from pdesharp.data.generate import GeneratorUnavailable, chunked, generate_to_file
+    from pdesharp.data.generate.chunked import StalePartialWork
+
+    def sink(event) -> None:
+        if event.kind == "start":
+            if event.done:
+                progress.note(f"resuming: {event.done} of {event.total} samples were kept in "
+                              f"{keep} by an interrupted run")
+            progress.set(done=event.done)
+        elif event.kind == "samples":
+            size = event.last - event.first
+            if size == 1:
+                progress.step(f"sample #{event.first} done in {event.seconds:.1f} s",
+                              done=event.done)
+                return
+            before = event.done - size
+            for k in range(event.first, event.last):  # a line per sample, each saying its batch
+                progress.step(f"sample #{k} done (batch #{event.first}-#{event.last - 1}, "
+                              f"{event.seconds:.1f} s)", done=before + k - event.first + 1)
+        elif event.kind == "rejected":
+            then = "drawing another" if event.draw + 1 < chunked.MAX_DRAWS else "giving up"
+            progress.note(f"sample #{event.first}: draw {event.draw} rejected ({event.message});"
+                          f" {then}")
+
+    try:
+        # the Task itself: a user task without a dedicated generator gets the generic one
+        return generate_to_file(task, args.samples, args.seed, out=out, nx=args.nx,
+                                options=options, sink=sink, restart=args.restart,
+                                extra_attrs={"task_parameters": task.parameters})
+    except (StalePartialWork, GeneratorUnavailable) as exc:
+        fail(str(exc))
+    except (TypeError, ValueError) as exc:
+        fail(f"generator for {task.name!r} rejected the request: {exc}")
+
+
+def _samples_kept(folder: Path) -> int:
+    total = 0
+    for p in folder.glob("samples-*.npz"):
+        try:
+            a, b = (int(v) for v in p.stem.split("-")[1:3])
+        except ValueError:
+            continue
+        total += b - a
+    return total
+
+
+def _generated_summary(path: Path, task) -> list[str]:
+    """What was written: shapes, and per field the range of the initial data and of all frames
+    next to the range the task asked for (``generator.ranges`` is about the initial data)."""
+    import json
+
+    import h5py
+    import numpy as np
+
+    asked = task.generator.ranges if task.generator else {}
+    with h5py.File(path, "r") as h5:
+        lines = [f"wrote {path}: " + ", ".join(f"{k} {list(h5[k].shape)}" for k in h5.keys())]
+        for name, key in task.data.fields.items():
+            if key not in h5 or h5[key].ndim < 3 or task.steady:
+                continue
+            data = h5[key][()]
+            first, every = data[:, 0], data
+            line = (f"  {name}: initial data in [{first.min():.4g}, {first.max():.4g}]"
+                    + (f" (generator.ranges asks [{asked[name][0]:g}, {asked[name][1]:g}])"
+                       if name in asked else "")
+                    + f"; all frames in [{every.min():.4g}, {every.max():.4g}]")
+            if not np.all(np.isfinite(data)):
+                line += "; NOT FINITE somewhere"
+            lines.append(line)
+        rejected = h5.attrs.get("rejected_draws")
+    if rejected is not None:
+        n = len(json.loads(rejected))
+        lines.append(f"  {n} random draw(s) were rejected (their integration failed) and "
+                     "replaced; see the file's rejected_draws attribute")
+    return lines
+
+
 def run_generate(args) -> int:
-    from pdesharp.data.generate import GeneratorUnavailable, generate_to_file, generated_path
+    import sys
+
+    from pdesharp.data.generate import generated_path
+    from pdesharp.data.generate.chunked import partial_dir
 
     task = task_or_exit(args.task)
     if args.samples < 1:
@@ -272,22 +356,23 @@ def run_generate(args) -> int:
     if out.exists() and not args.overwrite:
         fail(f"{out} exists; pass --overwrite to replace it (or choose --out)")
     console = _console()
+    keep = partial_dir(out)
     try:
-        with console.status(f"generating {args.samples} {task.name} samples (seed {args.seed})"):
-            # the Task itself: a user task without a dedicated generator gets the generic one
-            path = generate_to_file(task, args.samples, args.seed, out=out,
-                                    nx=args.nx, options=options,
-                                    extra_attrs={"task_parameters": task.parameters})
-    except GeneratorUnavailable as exc:
-        fail(str(exc))
-    except (TypeError, ValueError) as exc:
-        fail(f"generator for {task.name!r} rejected the request: {exc}")
-    import h5py
-
-    with h5py.File(path, "r") as h5:
-        shapes = ", ".join(f"{k} {list(h5[k].shape)}" for k in h5.keys())
-    console.print(f"wrote {path}: {shapes}")
-    console.print(f"use it with: --dev-data {path}  (or --test-data)")
+        with Progress(f"data generate {task.name}", unit="samples",
+                      total=args.samples) as progress:
+            path = _generate_with_progress(task, args, out, options, keep, progress)
+    except KeyboardInterrupt:
+        kept = _samples_kept(keep)
+        if kept:
+            print(f"interrupted: {kept} of {args.samples} samples are kept in {keep}; run the "
+                  "same command again to continue (--restart discards them)", file=sys.stderr)
+        else:
+            print("interrupted before the first sample was finished; nothing was kept",
+                  file=sys.stderr)
+        return 130
+    for line in _generated_summary(path, task):
+        console.print(line, markup=False)
+    console.print(f"use it with: --dev-data {path}  (or --test-data)", markup=False)
     return 0
 
 

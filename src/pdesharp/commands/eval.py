@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -43,7 +44,18 @@ def register(sub) -> None:
     add_sandbox_arguments(p)
     add_executor_arguments(p)
     add_data_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run_and_check_plot)
+
+
+def run_and_check_plot(args) -> int:
+    """:func:`run`, and a non-zero exit when ``--plot`` was asked for but no figure was written
+    (the table's message row says why), so a script notices."""
+    code = run(args)
+    if code == 0 and args.plot and not Path(args.plot).is_file():
+        print(f"pdesharp: error: the plot {args.plot} was not written (see the message row)",
+              file=sys.stderr)
+        return 1
+    return code
 
 
 def _fmt(v, spec: str = ".3e") -> str:

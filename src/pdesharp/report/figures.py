@@ -35,6 +35,21 @@ def _positive(values):
     return [v for v in values if v is not None and math.isfinite(v) and v > 0]
 
 
+def legend_outside(ax) -> None:
+    """The legend to the right of the axes, where it cannot cover a point or a curve (the
+    figures are saved with ``bbox_inches="tight"``, which makes room for it)."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def decade_limits(values) -> tuple[float, float]:
+    """Log-axis limits at whole decades around positive ``values``: a value is read against
+    full decades, never against an axis cut off just below the smallest one."""
+    pos = _positive(values)
+    lo = 10.0 ** math.floor(math.log10(min(pos)))
+    hi = 10.0 ** math.ceil(math.log10(max(pos)))
+    return (lo, hi * 10.0) if hi <= lo else (lo, hi)
+
+
 def score_curves(curves: dict[str, list[tuple[int, float]]], *, title: str,
                  ylabel: str = "best dev nRMSE so far") -> str | None:
     """Best-so-far score against counted solver evaluations, one step line per curve.
@@ -59,29 +74,42 @@ def score_curves(curves: dict[str, list[tuple[int, float]]], *, title: str,
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     uri = _svg_uri(fig)
     plt.close(fig)
     return uri
 
 
-def round_bars(rows: list[tuple[str, float]], *, title: str) -> str | None:
-    """Best score per tournament round as a bar chart (log scale when all positive)."""
+def round_figure(rows: list[tuple[str, float]], *, title: str):
+    """The matplotlib figure of :func:`round_bars` (None if nothing to draw)."""
     rows = [(k, v) for k, v in rows if v is not None and math.isfinite(v)]
     if not rows:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.0))
     labels, values = zip(*rows)
-    ax.bar(range(len(values)), values, color="#4a7bb7")
+    # points joined by a line, not bars: a bar's length on a log axis depends on where the axis
+    # happens to start, so bars would exaggerate or hide the differences between rounds
+    ax.plot(range(len(values)), values, "-o", color="#4a7bb7", ms=5, lw=1.2)
     ax.set_xticks(range(len(values)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(values) - 0.5)
     if len(_positive(values)) == len(values):
         ax.set_yscale("log")
+        ax.set_ylim(*decade_limits(values))
     ax.set_ylabel("best score")
     ax.set_title(title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
+    return fig
+
+
+def round_bars(rows: list[tuple[str, float]], *, title: str) -> str | None:
+    """Best score per tournament round, one point per round (log axis over whole decades when
+    every score is positive), as a data URI."""
+    fig = round_figure(rows, title=title)
+    if fig is None:
+        return None
     uri = _svg_uri(fig)
-    plt.close(fig)
+    _plt().close(fig)
     return uri
 
 
@@ -90,6 +118,18 @@ def pareto_svg(view, *, metric: str, title: str, bar: float | None = None) -> by
     :class:`~pdesharp.report.pareto.ParetoView`: the front as a staircase, the winner as a star,
     ``bar`` (a time objective's highest eligible score) as a dashed line. SVG bytes, or None if
     there is nothing to draw. Log axes when every value is positive (both span decades)."""
+    fig = pareto_figure(view, metric=metric, title=title, bar=bar)
+    if fig is None:
+        return None
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def pareto_figure(view, *, metric: str, title: str, bar: float | None = None):
+    """The matplotlib figure of :func:`pareto_svg` (None if nothing to draw); the legend sits
+    outside the axes, so it never covers a solver."""
     if not view.points:
         return None
     plt = _plt()
@@ -125,11 +165,8 @@ def pareto_svg(view, *, metric: str, title: str, bar: float | None = None) -> by
     ax.set_ylabel(metric)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+    legend_outside(ax)
+    return fig
 
 
 def svg_uri(svg: bytes | None) -> str | None:

@@ -82,10 +82,24 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
         except Exception as exc:  # missing data, no task: the report still renders
             return None, f"plot not drawn: {exc}"
         if not cached.is_file():
-            return None, f"plot not drawn: the winner did not run ({result.summary_line()})"
+            return None, _why_no_plot(result)
         return png_uri(cached), ("drawn for this report by running the winner once more on "
                                  "the dev split (not counted as a solver evaluation)")
     return png_uri(cached), "drawn for this report (cached in plots/winner-dev.png)"
+
+
+def _why_no_plot(result) -> str:
+    """Why the report's extra run of the winner left no figure: the figure failed (the winner
+    ran: its run's own message names the plot error) or this run of it failed."""
+    from pdesharp.untrusted import one_line
+
+    if result.ok:
+        plot = [part for part in (result.message or "").split("; ") if part.startswith("plot:")]
+        why = one_line(plot[0], 300) if plot else "no figure was written"
+        score = "" if result.score is None else f", score {result.score:.3e}"
+        return f"plot not drawn: the winner ran again for it (status ok{score}) but {why}"
+    return (f"plot not drawn: running the winner again for it failed this time "
+            f"({one_line(result.summary_line(), 300)})")
 
 
 def audit_items(block: dict | None) -> list[list[tuple[str, bool]]]:

@@ -28,9 +28,12 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from pdesharp.data.generate.chunked import ProgressSink
 
 # task name -> module name inside this package. Tests and plug-ins may add entries (or replace
 # them with a module path "package.module") through :func:`register_generator`.
@@ -158,36 +161,6 @@ def _uses_generic(task: Any) -> bool:
     return task.name in builtin_task_names() and task != load_task(task.name)
 
 
-def _generate_generic(task: Any, n_samples: int, seed: int, *, out: str | os.PathLike,
-                      params: Mapping[str, float] | None, nx: int | None,
-                      options: Mapping[str, Any] | None, progress: Callable[[str], None] | None,
-                      extra_attrs: Mapping[str, Any] | None) -> Path:
-    from pdesharp.data.generate import generic
-
-    kwargs: dict[str, Any] = dict(options or {})
-    info: dict[str, Any] = {}
-    if progress:
-        progress(f"generating {n_samples} {task.name} samples (seed {seed}) "
-                 f"with {generic.__name__}")
-    arrays = generic.generate(n_samples, seed, dict(params) if params else None, nx,
-                              task=task, info=info, **kwargs)
-    attrs = {
-        "generator": generic.__name__,
-        "task": task.name,
-        "seed": int(seed),
-        "n_samples": int(n_samples),
-        "parameters": {**task.parameters, **dict(params or {})},
-        "options": {**kwargs, **({"nx": nx} if nx is not None else {})},
-        "task_spec": task.to_yaml(),  # the full spec: the file says which PDE it solves
-    }
-    attrs.update(extra_attrs or {})
-    # A bounded domain goes to the Chebyshev generator, which names its own scheme: the
-    # periodic generator's name ("Fourier pseudo-spectral", "2/3 rule") would contradict it.
-    base = {} if generic._bounded(task) else generic.ATTRS
-    attrs.update({f"scheme_{k}": v for k, v in {**base, **info}.items()})
-    return write_generated(out, arrays, attrs=attrs)
-
-
 def generate_to_file(
     task: Any,
     n_samples: int,
@@ -199,43 +172,124 @@ def generate_to_file(
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
     extra_attrs: Mapping[str, Any] | None = None,
+    sink: ProgressSink | None = None,
+    restart: bool = False,
 ) -> Path:
     """Run the task's generator and write its output to ``out`` with provenance attributes.
 
     ``task`` is a task name (its registered generator is used) or a :class:`~pdesharp.task.Task`;
-    a Task without a dedicated generator is simulated by the generic spectral generator
-    (:mod:`.generic`), which raises ``UnsupportedTask`` (a ``ValueError``) naming the reason when
-    the task is outside its class.
+    a Task without a dedicated generator is simulated by the generic generator (:mod:`.generic`),
+    which raises ``UnsupportedTask`` (a ``ValueError``) naming the reason when the task is outside
+    its class. The samples are made in batches kept in ``<out>.partial/`` until the file is
+    written, so an interrupted call resumes when repeated (:mod:`.chunked`; ``restart`` discards
+    what an interrupted call left). ``sink`` receives
+    :class:`~.chunked.GenerationProgress` events.
     """
+    from pdesharp.data.generate.chunked import PartialWork, run_batches
+
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    if _uses_generic(task):
-        return _generate_generic(task, n_samples, seed, out=out, params=params, nx=nx,
-                                 options=options, progress=progress, extra_attrs=extra_attrs)
-    if not isinstance(task, str):
-        task = task.name
-    module = get_generator(task)
     kwargs: dict[str, Any] = dict(options or {})
+    if _uses_generic(task):
+        maker, size, attrs, per_sample = _generic_plan(task, n_samples, seed, params, nx, kwargs,
+                                                       sink)
+    else:
+        maker, size, attrs, per_sample = _module_plan(task, n_samples, seed, params, nx, kwargs)
+    if progress:
+        progress(f"generating {n_samples} {attrs['task']} samples (seed {seed}) with "
+                 f"{attrs['generator']}")
+    from pdesharp import __version__
+
+    work = PartialWork(Path(out), {**{k: v for k, v in attrs.items() if k != "task_spec"},
+                                   "task_spec_sha256": _sha(attrs.get("task_spec", "")),
+                                   "batch": size, "pdesharp_version": __version__})
+    arrays, info, rejected = run_batches(work, n_samples, size, maker, per_sample,
+                                         restart=restart, sink=sink)
+    attrs.update(extra_attrs or {})
+    attrs.update({f"scheme_{k}": v for k, v in info.items()})
+    if rejected:
+        attrs["rejected_draws"] = rejected
+    path = write_generated(out, arrays, attrs=attrs)
+    work.remove()
+    return path
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _generic_plan(task, n_samples, seed, params, nx, kwargs, sink):
+    from pdesharp.data.generate import generic
+
+    run_task = generic.with_parameters(task, params)
+    known = {"n_frames", "method", "rtol", "tol"}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ValueError(f"unknown generator options {unknown}; known: {', '.join(sorted(known))}")
+    generic.check_task(run_task)
+
+    def maker(first: int, last: int):
+        return generic.make_batch(run_task, seed, first, last, nx, sink=sink, total=n_samples,
+                                  **kwargs)
+
+    attrs = {
+        "generator": generic.__name__,
+        "task": task.name,
+        "seed": int(seed),
+        "n_samples": int(n_samples),
+        "parameters": {**task.parameters, **dict(params or {})},
+        "options": {**kwargs, **({"nx": nx} if nx is not None else {})},
+        "task_spec": task.to_yaml(),  # the full spec: the file says which PDE it solves
+        **{f"scheme_{k}": v for k, v in generic.scheme_attrs(task).items()},
+    }
+    return maker, generic.batch_size(task), attrs, set(task.data.fields.values())
+
+
+def _module_plan(task, n_samples, seed, params, nx, kwargs):
+    from pdesharp.data.generate.chunked import Batch
+
+    name = task if isinstance(task, str) else task.name
+    module = get_generator(name)
     if nx is not None:
         kwargs["nx"] = nx
-    if progress:
-        progress(f"generating {n_samples} {task} samples (seed {seed}) with {module.__name__}")
-    arrays = module.generate(n_samples, seed, dict(params) if params else None, **kwargs)
-    if not isinstance(arrays, Mapping) or not arrays:
-        raise TypeError(f"{module.__name__}.generate() returned {type(arrays).__name__}, not a dict of arrays")
+    size = getattr(module, "BATCH", None)
+    size = int(size) if isinstance(size, int) and size > 0 else n_samples
+
+    def maker(first: int, last: int):
+        ranged = {"sample_range": (first, last)} if size < n_samples else {}
+        arrays = module.generate(n_samples, seed, dict(params) if params else None, **kwargs,
+                                 **ranged)
+        if not isinstance(arrays, Mapping) or not arrays:
+            raise TypeError(f"{module.__name__}.generate() returned {type(arrays).__name__}, "
+                            "not a dict of arrays")
+        return Batch({k: np.asarray(v) for k, v in arrays.items()})
+
     attrs = {
         "generator": module.__name__,
-        "task": task,
+        "task": name,
         "seed": int(seed),
         "n_samples": int(n_samples),
         "parameters": dict(params) if params else "generator defaults",
-        "options": kwargs,
+        "options": dict(kwargs),
     }
-    attrs.update(extra_attrs or {})
     extra = getattr(module, "ATTRS", None)  # a module may describe its scheme (name, CFL, ...)
     if isinstance(extra, Mapping):
         attrs.update({f"scheme_{k}": v for k, v in extra.items()})
-    return write_generated(out, arrays, attrs=attrs)
+    from pdesharp.task import Task, load_task
+
+    spec = task if isinstance(task, Task) else _builtin_or_none(name, load_task)
+    per_sample = (set(spec.data.fields.values()) | set(spec.data.coefficients.values())
+                  if spec is not None else set())
+    return maker, size if per_sample else n_samples, attrs, per_sample
+
+
+def _builtin_or_none(name: str, load):
+    try:
+        return load(name)
+    except Exception:  # a plug-in generator for a name that is no task: one batch, no split
+        return None
 
 
 __all__ = [

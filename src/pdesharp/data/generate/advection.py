@@ -21,6 +21,7 @@ DEFAULTS = {"beta": 0.1}
 CFL = 0.4
 T_END = 2.0
 
+BATCH = 10  # samples per batch of `pdesharp data generate` (a checkpoint each)
 ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
     "scheme": "PDEBench AdvectionEq: 2nd-order MUSCL finite volume, MC limiter, upwind flux, "
               "half-step predictor / full-step corrector, adaptive dt clipped at output times",

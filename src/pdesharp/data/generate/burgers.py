@@ -26,6 +26,7 @@ DEFAULTS = {"nu": 0.01 / np.pi}
 CFL = 0.25
 T_END = 2.0
 
+BATCH = 10  # samples per batch of `pdesharp data generate` (a checkpoint each)
 ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
     "scheme": "PDEBench BurgersEq: 2nd-order MUSCL finite volume, MC limiter, local Lax-Friedrichs "
               "flux plus central diffusion flux, half-step predictor / full-step corrector",

@@ -51,6 +51,7 @@ from pdesharp.data.generate.cns_scheme import (
     viscous_substep,
 )
 
+BATCH = 2  # samples per batch of `pdesharp data generate` (a checkpoint each)
 ATTRS = {
     "method": "PDEBench CFD_multi_Hydra method: MUSCL (MC limiter) + HLLC, predictor-corrector, "
               "density-weighted viscosity in operator-split sub-steps",
@@ -212,6 +213,7 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     x_range = tuple(options.pop("x_range", (-1.0, 1.0)))
     sim_opts = {key: options.pop(key) for key in ("cfl", "p_floor", "gamma", "clock",
                                                   "pdebench_rounding") if key in options}
+    sample_range = options.pop("sample_range", None)  # simulate samples a..b-1 of the draw
     if options:
         raise TypeError(f"unknown cns1d generator option(s): {', '.join(sorted(options))}")
     if n_samples < 1:
@@ -219,6 +221,8 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     n_frames = int(math.ceil(t_end / dt_save - 1e-9)) + 1
     xc = cell_centres(nx, x_range)
     ic = init_multi_hd(xc, n_samples, seed)
+    if sample_range is not None:
+        ic = {k: v[slice(*sample_range)] for k, v in ic.items()}
     t_out = np.arange(n_frames, dtype=np.float32) * np.float32(dt_save)
     out = simulate(ic, t_out, params, x_range=x_range, **sim_opts)
     return {"Vx": out["v"], "density": out["rho"], "pressure": out["p"],

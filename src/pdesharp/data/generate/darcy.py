@@ -29,6 +29,7 @@ from scipy.sparse.linalg import spsolve
 
 from pdesharp.data.generate.grf import sample_grf
 
+BATCH = 1  # samples per batch of `pdesharp data generate`: one sparse solve each
 ATTRS = {
     "method": "FNO solve_gwf: cell-centre coefficient -> bicubic spline to nodes -> 5-point FD "
               "(arithmetic face means, (s-1)^2 scaling, u=0 on boundary nodes) -> spline back",
@@ -116,6 +117,7 @@ def threshold(field: np.ndarray, low: float, high: float) -> np.ndarray:
 
 def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, nx: int = 421, *,
              low: float = 3.0, high: float = 12.0, alpha: float = 2.0, tau: float = 3.0,
+             sample_range: tuple[int, int] | None = None,
              **options: object) -> dict[str, np.ndarray]:
     """``n_samples`` FNO-convention Darcy samples: {"coeff", "sol"}: [B, nx, nx] float32.
 
@@ -123,6 +125,7 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     ``np.random.seed(seed)`` would, without touching global state); sample k uses the k-th
     nx x nx block of normals. ``params`` may carry ``low``/``high``/``alpha``/``tau`` too (for the
     CLI); keyword arguments given explicitly take precedence over the defaults only.
+    ``sample_range=(a, b)`` draws all ``n_samples`` fields but solves and returns samples a..b-1.
     """
     if options:
         raise TypeError(f"unknown darcy generator option(s): {', '.join(sorted(options))}")
@@ -141,6 +144,8 @@ def generate(n_samples: int, seed: int, params: dict[str, float] | None = None, 
     rng = np.random.RandomState(seed)
     field = sample_grf(n_samples, nx, rng, alpha, tau)
     coeff = threshold(field, low, high)
+    if sample_range is not None:
+        coeff = coeff[slice(*sample_range)]
     sol = solve(coeff)
     return {"coeff": coeff.astype(np.float32), "sol": sol.astype(np.float32)}
 

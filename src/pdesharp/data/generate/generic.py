@@ -50,6 +50,7 @@ DEFAULT_FRAMES = 101
 STIFF_STEPS = 200  # explicit steps max|L|·T/3 above which "auto" picks ETDRK4
 
 ATTRS = {"name": "Fourier pseudo-spectral method of lines (generic)", "dealiasing": "2/3 rule"}
+BOUNDED_ATTRS = {"name": "Chebyshev collocation method of lines (generic, walls)"}
 
 __all__ = ["IntegrationFailed", "UnsupportedTask", "check_supported", "generate",
            "generate_task", "output_grid", "simulate_task"]
@@ -175,8 +176,13 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
 
 def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
                   n_frames: int | None = None, *, method: str = "auto", rtol: float = 1e-12,
-                  tol: float = 1e-9, info: dict | None = None) -> dict[str, np.ndarray]:
+                  tol: float = 1e-9, info: dict | None = None, first: int = 0,
+                  redraws=None) -> dict[str, np.ndarray]:
     """Draw ``n_samples`` random initial conditions (seeded) and simulate them.
+
+    The samples are ``first .. first + n_samples - 1`` of the seed (``redraws``: which redraw of
+    each, see :func:`.generic_ic.draw_coefficients`); a batch is integrated together, so a
+    sample's last digits depend on its batch: :mod:`.chunked` always uses the same batches.
 
     Returns arrays keyed as the task's HDF5 layout: each ``data.fields`` key [B, T, N(, N)],
     ``t_key`` [T] (``n_frames`` times spanning ``time_span``; default the task's ``n_frames``,
@@ -186,7 +192,8 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import generate_bounded
 
-        return generate_bounded(task, n_samples, seed, nx, n_frames, rtol=rtol, info=info)
+        return generate_bounded(task, n_samples, seed, nx, n_frames, rtol=rtol, info=info,
+                                first=first, redraws=redraws)
     system = compile_system(task)
     dim = system.dim
     nx = int(nx or DEFAULT_NX[dim])
@@ -206,7 +213,7 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     drawn = [u for u in system.unknowns if u not in system.introduced]
     init = random_fields(grid.points, lo, grid.lengths, drawn, n_samples, seed,
                          modes=modes, decay=spec.decay if spec else 2.0,
-                         ranges=spec.ranges if spec else None)
+                         ranges=spec.ranges if spec else None, first=first, redraws=redraws)
     zero = np.zeros_like(init[drawn[0]])
     u0 = np.stack([init.get(u, zero) for u in system.unknowns], axis=1)
     frames, what = _integrate(system, grid, u0, t_out, method=method, rtol=rtol, tol=tol)
@@ -228,6 +235,82 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     return out
 
 
+def scheme_attrs(task: Task) -> dict[str, str]:
+    """What the file's ``scheme_*`` attributes say the method is (walls or periodic)."""
+    return dict(BOUNDED_ATTRS if _bounded(task) else ATTRS)
+
+
+def batch_size(task: Task) -> int:
+    """Samples integrated together by :func:`make_batch`: one between walls (Radau runs sample
+    by sample anyway) and in 2D (the FFTs dominate); 8 in 1D periodic, where one batch costs
+    little more than one sample."""
+    return 1 if _bounded(task) or len(task.equation.space) > 1 else 8
+
+
+def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = None, *,
+               sink=None, total: int = 0, **options: Any):
+    """Samples ``first .. last - 1`` as a :class:`.chunked.Batch`. If their integration fails,
+    each is redone alone and a failing sample is replaced by its next redraw (reported to
+    ``sink`` as a ``rejected`` event), up to :data:`.chunked.MAX_DRAWS` draws."""
+    from pdesharp.data.generate.chunked import MAX_DRAWS, Batch, GenerationProgress
+
+    info: dict[str, Any] = {}
+    try:
+        return Batch(generate_task(task, last - first, seed, nx, first=first, info=info,
+                                   **options), info)
+    except IntegrationFailed as exc:
+        if last - first == 1:
+            failure: IntegrationFailed | None = exc
+        else:
+            failure = None
+    parts, infos, rejected = [], [], []
+    for k in range(first, last):
+        draw = 0
+        if failure is not None and k == first:  # a batch of one: its draw 0 just failed
+            rejected.append({"sample": k, "draw": 0, "reason": str(failure)})
+            if sink:
+                sink(GenerationProgress("rejected", k, total, k, k + 1, draw=0,
+                                        message=str(failure)))
+            draw = 1
+        while True:
+            if draw >= MAX_DRAWS:
+                raise IntegrationFailed(
+                    f"sample {k}: {MAX_DRAWS} random draws in a row failed to integrate (last: "
+                    f"{rejected[-1]['reason']}); the task's initial data may need "
+                    "generator.ranges, or the PDE may blow up from most data")
+            one: dict[str, Any] = {}
+            try:
+                parts.append(generate_task(task, 1, seed, nx, first=k, redraws=[draw],
+                                           info=one, **options))
+                infos.append(one)
+                break
+            except IntegrationFailed as exc:
+                rejected.append({"sample": k, "draw": draw, "reason": str(exc)})
+                if sink:
+                    sink(GenerationProgress("rejected", k, total, k, k + 1, draw=draw,
+                                            message=str(exc)))
+                draw += 1
+    from pdesharp.data.generate.chunked import merge_info
+
+    per_sample = set(task.data.fields.values())
+    arrays = {key: (np.concatenate([p[key] for p in parts]) if key in per_sample else value)
+              for key, value in parts[0].items()}
+    return Batch(arrays, merge_info(infos), rejected)
+
+
+def check_task(task: Task) -> None:
+    """Raise :class:`UnsupportedTask` if no generic generator can make ``task``."""
+    if task.steady:
+        try:  # steady problems given by formulas have their own generator where it exists
+            from pdesharp.data.generate.steady import check_steady
+        except ImportError:
+            pass
+        else:
+            check_steady(task)
+            return
+    check_supported(task, bounded=_bounded(task))
+
+
 def _bounded(task: Task) -> bool:
     """A time-dependent task whose boundary is not periodic: the Chebyshev generator's."""
     return not task.steady and not task.boundary.strip().lower().startswith("periodic")
@@ -243,12 +326,17 @@ def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = Non
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"unknown generator options {unknown}; known: {', '.join(sorted(known))}")
-    if params:
-        bad = sorted(set(params) - set(task.parameters))
-        if bad:
-            raise ValueError(
-                f"task {task.name!r} has no parameters {bad}; it has {list(task.parameters)}")
-        data = task.model_dump(mode="json")
-        data["parameters"] = {**task.parameters, **{k: float(v) for k, v in params.items()}}
-        task = task_from_dict(data, f"task {task.name!r} with parameters {dict(params)}")
-    return generate_task(task, n_samples, seed, nx, **options)
+    return generate_task(with_parameters(task, params), n_samples, seed, nx, **options)
+
+
+def with_parameters(task: Task, params: Mapping[str, float] | None) -> Task:
+    """``task`` with ``params`` overriding some of its parameters (checked to exist)."""
+    if not params:
+        return task
+    bad = sorted(set(params) - set(task.parameters))
+    if bad:
+        raise ValueError(
+            f"task {task.name!r} has no parameters {bad}; it has {list(task.parameters)}")
+    data = task.model_dump(mode="json")
+    data["parameters"] = {**task.parameters, **{k: float(v) for k, v in params.items()}}
+    return task_from_dict(data, f"task {task.name!r} with parameters {dict(params)}")

@@ -12,9 +12,9 @@ the output cell centres by barycentric interpolation, which is exact for the col
 polynomial.
 
 Initial data are the generic generator's random trigonometric polynomials, evaluated
-analytically at the collocation points and at the output points, plus the lowest-degree
-polynomial that makes them satisfy the boundary conditions at t = 0 (so no boundary layer is
-created at the start). Measured against exact solutions (tests/data_generate_generic): heat
+analytically at the collocation points and at the output points, blended near each wall into a
+profile that satisfies the boundary condition at t = 0 (so no boundary layer is created at the
+start) without leaving the task's ``generator.ranges`` (:mod:`.generic_bounded_ic`). Measured against exact solutions (tests/data_generate_generic): heat
 equation with Dirichlet, Neumann and time-dependent Robin data, errors ~1e-10.
 """
 
@@ -29,6 +29,7 @@ from scipy.interpolate import CubicSpline
 
 from pdesharp.equation import ARRAY_MODULES
 from pdesharp.boundary import task_boundary
+from pdesharp.data.generate.generic_bounded_ic import blend_into_walls
 from pdesharp.data.generate.generic_ic import random_fields
 from pdesharp.data.generate.generic_symbolic import UnsupportedTask, compile_system
 from pdesharp.data.generate.generic_time import IntegrationFailed
@@ -203,35 +204,40 @@ def _m(task: Task, nx: int) -> int:
     return int(min(256, max(48, (spec.oversample if spec else 4) * 16, nx)))
 
 
-def _compatible(fields: dict, grid: ChebyshevGrid, points: np.ndarray, task: Task, unknowns):
-    """Add to each field the least-norm cubic that satisfies the conditions at t = 0."""
+def wall_initial_data(task: Task, unknowns, introduced, grid: ChebyshevGrid, points: np.ndarray,
+                      n_samples: int, seed: int, *, first: int = 0, redraws=None
+                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{unknown: (values at the collocation points, values at ``points``)} of the random
+    initial data, satisfying the conditions at the initial time and within
+    ``generator.ranges`` (:mod:`.generic_bounded_ic`)."""
+    spec = task.generator
+    ranges = spec.ranges if spec else {}
+    lo, hi = grid.lo, grid.hi
+    drawn = [u for u in unknowns if u not in introduced]
+    kw = dict(modes=spec.modes if spec else 4, decay=spec.decay if spec else 2.0, ranges=ranges,
+              first=first, redraws=redraws)
+    at_nodes = random_fields([grid.x], [lo], [hi - lo], drawn, n_samples, seed, **kw)
+    at_points = random_fields([points], [lo], [hi - lo], drawn, n_samples, seed, **kw)
     bc = _Boundary(task, unknowns)
-    L = grid.hi - grid.lo
-    xi_n = (grid.x - grid.lo) / L
-    xi_p = (points - grid.lo) / L
-    t0 = float(task.time_span[0])
-    for k, u in enumerate(unknowns):
-        sides = bc.constrained(k)
-        if not sides or u not in fields:
-            continue
-        nodes, out = fields[u]
-        du = nodes @ grid.D.T
-        for b in range(nodes.shape[0]):
-            A, r = [], []
-            for s in sides:
-                a, bb, g = bc.conds[k][s]
-                i, xi = (0, 0.0) if s == 0 else (-1, 1.0)
-                A.append([a * xi**p + bb * (p * xi ** (p - 1) if p else 0.0) / L for p in range(4)])
-                r.append(float(g(t0)) - a * nodes[b, i] - bb * du[b, i])
-            c = np.linalg.lstsq(np.array(A), np.array(r), rcond=None)[0]
-            nodes[b] += sum(c[p] * xi_n**p for p in range(4))
-            out[b] += sum(c[p] * xi_p**p for p in range(4))
+    t0 = float(task.time_span[0])  # type: ignore[index]
+    fields = {}
+    for u in drawn:
+        conds = bc.conds[list(unknowns).index(u)]
+        fields[u] = tuple(blend_into_walls([at_nodes[u], at_points[u]], [grid.x, points], lo, hi,
+                                           conds, t0, tuple(ranges[u]) if u in ranges else None,
+                                           u))
+    return fields
 
 
 def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = None,
                      n_frames: int | None = None, *, rtol: float = 1e-10,
-                     info: dict | None = None) -> dict[str, np.ndarray]:
-    """Random initial data (seeded) simulated to ``n_frames`` times: the task's HDF5 layout."""
+                     info: dict | None = None, first: int = 0,
+                     redraws=None) -> dict[str, np.ndarray]:
+    """Random initial data (seeded) simulated to ``n_frames`` times: the task's HDF5 layout.
+
+    Samples ``first .. first + n_samples - 1`` of the seed (``redraws``: see
+    :func:`.generic_ic.draw_coefficients`); each is integrated on its own, so a sample does not
+    depend on which others are generated with it."""
     system = compile_system(task, bounded=True)
     nx = int(nx or DEFAULT_NX)
     spec = task.generator
@@ -243,12 +249,8 @@ def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = Non
     t_out = np.linspace(float(t0), float(t1), n_frames)
     lo, hi, points = _points(task, nx)
     grid = ChebyshevGrid(lo, hi, _m(task, nx))
-    drawn = [u for u in system.unknowns if u not in system.introduced]
-    kw = dict(modes=modes, decay=spec.decay if spec else 2.0, ranges=spec.ranges if spec else None)
-    at_nodes = random_fields([grid.x], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    at_points = random_fields([points], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    fields = {u: (at_nodes[u], at_points[u]) for u in drawn}
-    _compatible(fields, grid, points, task, system.unknowns)
+    fields = wall_initial_data(task, system.unknowns, system.introduced, grid, points,
+                               n_samples, seed, first=first, redraws=redraws)
     zero = np.zeros((n_samples, grid.x.size))
     u0 = np.stack([fields[u][0] if u in fields else zero for u in system.unknowns], axis=1)
     frames, what = _integrate(task, u0, t_out, grid, rtol=rtol)

@@ -15,7 +15,10 @@ the same functions at every resolution (which is what a convergence study needs)
 to within ~0.5 % of their span (the reference grid's sampling error of the extrema).
 
 Draws come from ``numpy.random.default_rng(seed)`` in a fixed order (sample, unknown, mode), so a
-seed reproduces the data exactly on any machine with the same NumPy.
+seed reproduces the data exactly on any machine with the same NumPy, and sample k is the same
+function whether 1 or 1000 samples are drawn, in one batch or in several (``first``). A sample
+that the generator rejected (its simulation failed) is replaced by a *redraw*: redraw j ≥ 1 of
+sample k comes from ``default_rng([seed, k, j])``, so it too depends on nothing but the seed.
 """
 
 from __future__ import annotations
@@ -36,19 +39,39 @@ def mode_vectors(dim: int, modes: int) -> np.ndarray:
     return grid[keep]
 
 
+def draw_coefficients(seed: int | np.random.Generator, n_samples: int, n_unknowns: int,
+                      n_modes: int, *, first: int = 0,
+                      redraws: Sequence[int] | None = None) -> np.ndarray:
+    """Standard normal coefficients [n_samples, n_unknowns, n_modes, 2] of samples
+    ``first .. first + n_samples - 1``; ``redraws[i]`` (default 0) picks the redraw of sample i."""
+    block = (n_unknowns, n_modes, 2)
+    if isinstance(seed, np.random.Generator):
+        if first or redraws:
+            raise ValueError("first/redraws need an integer seed")
+        return seed.standard_normal((n_samples,) + block)
+    stream = np.random.default_rng(seed).standard_normal((first + n_samples,) + block)[first:]
+    for i, j in enumerate(redraws or ()):
+        if j:
+            stream[i] = np.random.default_rng([int(seed), first + i, int(j)]).standard_normal(block)
+    return stream
+
+
 def random_fields(points: Sequence[np.ndarray], lo: Sequence[float], lengths: Sequence[float],
                   unknowns: Sequence[str], n_samples: int, seed: int | np.random.Generator, *,
                   modes: int = 4, decay: float = 2.0,
-                  ranges: Mapping[str, tuple[float, float]] | None = None) -> dict[str, np.ndarray]:
-    """``{unknown: [n_samples, *grid]}`` random fields sampled at the tensor grid ``points``."""
+                  ranges: Mapping[str, tuple[float, float]] | None = None, first: int = 0,
+                  redraws: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+    """``{unknown: [n_samples, *grid]}`` random fields sampled at the tensor grid ``points``:
+    samples ``first .. first + n_samples - 1`` of ``seed`` (``redraws``: see
+    :func:`draw_coefficients`)."""
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
     dim = len(points)
     ranges = dict(ranges or {})
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     mvec = mode_vectors(dim, modes)  # [M, dim]
     weight = np.linalg.norm(mvec, axis=1) ** (-decay)  # [M]
-    coeff = rng.standard_normal((n_samples, len(unknowns), len(mvec), 2)) * weight[:, None]
+    coeff = draw_coefficients(seed, n_samples, len(unknowns), len(mvec), first=first,
+                              redraws=redraws) * weight[:, None]
     n_ref = 32 * modes
     ref_points = [lo_a + la * np.arange(n_ref) / n_ref for lo_a, la in zip(lo, lengths)]
     out: dict[str, np.ndarray] = {}

@@ -101,11 +101,14 @@ Simulate = Callable[..., dict[str, np.ndarray]]
 def draw_and_simulate(simulate: Simulate, n_samples: int, seed: int,
                       params: dict[str, float] | None, nx: int, defaults: dict[str, float], *,
                       default_t_end: float, default_normalise: bool, dtype=np.float32,
+                      sample_range: tuple[int, int] | None = None,
                       **options) -> dict[str, np.ndarray]:
     """Shared body of the 1D ``generate`` functions: draw ICs, choose times, simulate, pack.
 
     ``options`` may hold ``t_end``, ``dt_save``, ``x_range``, ``cfl`` and the keyword options of
-    :func:`init_multi`; anything else is an error.
+    :func:`init_multi`; anything else is an error. ``sample_range=(a, b)``: draw all
+    ``n_samples`` initial conditions (so the stream is the same) but simulate and return only
+    samples a..b-1 (each sample keeps its own clock, so it does not depend on its batch).
     """
     params = fv1d.require_params(params, defaults)
     t_end = float(options.pop("t_end", default_t_end))
@@ -121,6 +124,8 @@ def draw_and_simulate(simulate: Simulate, n_samples: int, seed: int,
     ic_options = {"k_tot": 4, "normalise": default_normalise, **options}
     x = fv1d.cell_centres(nx, x_range, dtype)
     u0 = init_multi(x, n_samples, seed, dtype=dtype, **ic_options)
+    if sample_range is not None:
+        u0 = u0[slice(*sample_range)]
     t = pdebench_times(t_end, dt_save, dtype)
     frames = simulate({"u": u0}, t, params, x_range=x_range, dtype=dtype, **sim_options)["u"]
     return {

@@ -36,6 +36,7 @@ DEFAULTS = {"nu": 0.5, "rho": 1.0}
 CFL = 0.25
 T_END = 1.0
 
+BATCH = 10  # samples per batch of `pdesharp data generate` (batches amortise the small steps)
 ATTRS = {  # provenance written into generated files by pdesharp.data.generate.generate_to_file
     "scheme": "PDEBench ReactionDiffusionEq: exact logistic step plus explicit 2nd-order "
               "diffusion, half-step predictor / full-step corrector, dt = CFL*dx^2/(2 nu)",
