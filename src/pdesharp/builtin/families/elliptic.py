@@ -169,15 +169,17 @@ class EllipticFamily(Family):
             out.append(("SOLVER", "direct" if d["SOLVER"] == "cg" else "cg",
                         "the sparse direct solve" if d["SOLVER"] == "cg" else
                         "preconditioned conjugate gradients (faster on large grids)"))
-        if "FIELD_INTERP" in self.active(d, p):
-            out += [("FIELD_INTERP", v, f"{v} interpolation of the coefficient fields")
-                    for v in ("constant", "spline") if v != d["FIELD_INTERP"]]
+        # last in every strategy: "auto" already picks per field (a spline across a jump
+        # overshoots it; piecewise constant costs a smooth field its order)
+        fields = [("FIELD_INTERP", v, f"{v} interpolation of the coefficient fields")
+                  for v in ("constant", "spline") if v != d["FIELD_INTERP"]] \
+            if "FIELD_INTERP" in self.active(d, p) else []
         if strategy == "robust":
             if r > 1:  # cheaper: the next coarser internal grid
                 out.append(("REFINE", max(1, (r + 1) // 2 | 1) if r > 3 else 1,
                             "a coarser internal grid (cheaper)"))
-            return out[::-1]
-        return finer + out
+            return out[::-1] + fields
+        return finer + out + fields
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         rel = self.relevant(p)
