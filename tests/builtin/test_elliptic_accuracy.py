@@ -24,7 +24,7 @@ from pdesharp.roles import PoolEntry
 from pdesharp.synthesis.patch import apply_patch
 from pdesharp.task import load_task, task_from_dict
 
-from builtin_helpers import EXAMPLES, nrmse, run_solver
+from builtin_helpers import EXAMPLES, nrmse, read_h5, run_solver
 
 sys.path.insert(0, str(EXAMPLES))
 import reference_steady  # noqa: E402  (the examples' independent references)
@@ -70,6 +70,24 @@ def test_richardson_extrapolation_is_fourth_order_where_the_grid_is_second():
             for n in (16, 32)]
     assert 3.0 < plain[0] / plain[1] < 5.0
     assert rich[0] / rich[1] > 12.0 and rich[1] < 1e-7
+
+
+@pytest.mark.parametrize("name,plain,tol", [
+    ("poisson1d", 2.4e-4, 2e-7),  # N = 128: 2.44e-4 -> 7.7e-8 (the spline of f: 6.9e-8 at 9x)
+    ("steady2d", 2.3e-3, 1e-5),  # N = 32: 2.35e-3 -> 2.9e-6 (the spline of f: 2.2e-6 at 9x)
+])
+def test_a_forcing_given_as_data_is_splined_onto_the_finer_grids(name, plain, tol):
+    """The forcing is a coefficient field at the output points: a 3x grid with Richardson
+    extrapolation (the first design) reaches the floor of f's cubic spline, which extrapolates
+    to the walls (a spline held constant beyond the outermost points, as for Darcy's jumps,
+    would stop at 6e-4 / 3e-4)."""
+    task = load_task(EXAMPLES / f"{name}.yaml")
+    ref = read_h5(EXAMPLES.parents[1] / "tests" / "builtin" / "data" / name / "dev.hdf5", 3)
+    p = problem(task, {"n": [128] if name == "poisson1d" else [32, 32]})
+    first = candidate_designs(p)[0]
+    assert (first["REFINE"], first["EXTRAPOLATE"]) == (3, "richardson")
+    assert nrmse(*run_solver(render(task, FV.design(), p), task, ref)) > 0.9 * plain
+    assert nrmse(*run_solver(render(task, first, p), task, ref)) < tol
 
 
 def test_finite_volumes_reach_below_1e_4_on_the_pe_100_layer_with_a_finer_grid():

@@ -71,9 +71,9 @@ class EllipticFamily(Family):
         Axis("REFINE", 1, (), "internal grid REFINE (odd) times finer than the data's"),
         Axis("EXTRAPOLATE", "none", ("none", "richardson"),
              "richardson: combine the REFINE - 2 and REFINE solutions (cancels the h^2 error)"),
-        Axis("FIELD_INTERP", "auto", ("auto", "spline", "constant"),
-             "coefficient fields on another grid: cubic spline | piecewise constant (keeps a"
-             " jump on a face) | auto (constant for a field with jumps on a finer grid)"),
+        Axis("FIELD_INTERP", "auto", ("auto", "spline", "clamped", "constant"),
+             "coefficient fields on another grid: cubic spline | clamped (constant beyond the"
+             " data) | piecewise constant (keeps a jump on a face) | auto (per field)"),
     )
 
     def applies(self, p: Problem) -> bool:
@@ -103,6 +103,11 @@ class EllipticFamily(Family):
         solver still checks symmetry and falls back to the direct solve)."""
         prob: EllipticProblem = p.struct
         return prob.dim == 2 and not prob.has_convection and all(n == 0 for n in prob.N)
+
+    def key(self, d: Design, p: Problem) -> tuple:
+        """REFINE as the solver uses it (at least 1, odd): 0 or 2 is not a new computation."""
+        r = max(int(d["REFINE"]), 1)
+        return super().key(d.with_(REFINE=r + 1 - r % 2), p)
 
     def active(self, d: Design, p: Problem) -> set[str]:
         act = set(self.relevant(p))
@@ -141,7 +146,8 @@ class EllipticFamily(Family):
         rel = self.relevant(p)
         out = []
         finer = []  # the accuracy axis: a finer grid, then the h^2 term cancelled
-        r = d["REFINE"]
+        r = max(int(d["REFINE"]), 1)
+        r += 1 - r % 2  # as the solver uses it
         if strategy != "robust" and not failed:
             if r >= 3 and d["EXTRAPOLATE"] == "none" and d["CONVECTION"] == "central":
                 finer.append(("EXTRAPOLATE", "richardson",
@@ -208,7 +214,8 @@ class EllipticFamily(Family):
         if "FACE_MEAN" in rel:
             parts.append(f"{d['FACE_MEAN']} face means")
         if "FIELD_INTERP" in act:
-            parts.append({"spline": "spline", "constant": "piecewise-constant",
+            parts.append({"spline": "spline", "clamped": "clamped-spline",
+                          "constant": "piecewise-constant",
                           "auto": "spline (or, with jumps, piecewise-constant)"}[d["FIELD_INTERP"]]
                          + " coefficient fields")
         if "CONVECTION" in rel:

@@ -241,10 +241,11 @@ MAX_POINTS = {1: 2_000_000, 2: 250_000}
 
 def _transfer(src, dst, how):
     """Values at the 1D points src -> values at dst: an index array where every dst point is a
-    src point (exact), else a matrix: "spline" (not-a-knot cubic spline; constant beyond the
-    outermost src points, as the FNO Darcy data's bicubic spline: a cubic extrapolation of a
-    jump overshoots) or "constant" (the nearest src point's value: a jump between two data
-    points stays between them)."""
+    src point (exact), else a matrix: "spline" (not-a-knot cubic spline, extrapolated beyond
+    the outermost src points: fourth order for a smooth field up to the walls), "clamped" (the
+    same spline, constant beyond the outermost src points, as FITPACK's bicubic splines
+    evaluate there: a cubic extrapolation of a jump overshoots) or "constant" (the nearest src point's
+    value: a jump between two data points stays between them)."""
     tol = 1e-9 * (src[-1] - src[0] + 1.0)
     idx = np.clip(np.searchsorted(src, dst), 0, len(src) - 1)
     near = np.where(np.abs(src[np.maximum(idx - 1, 0)] - dst) < np.abs(src[idx] - dst),
@@ -255,7 +256,8 @@ def _transfer(src, dst, how):
         return near
     from scipy.interpolate import CubicSpline
 
-    return CubicSpline(src, np.eye(len(src)))(np.clip(dst, src[0], src[-1]))
+    at = np.clip(dst, src[0], src[-1]) if how == "clamped" else dst
+    return CubicSpline(src, np.eye(len(src)))(at)
 
 
 def _apply(values, ops):
@@ -267,18 +269,18 @@ def _apply(values, ops):
 
 
 def _field_interp(v, nodes):
-    """FIELD_INTERP for the field v: "auto" keeps a field with jumps (a neighbour difference
-    above a quarter of its range) piecewise constant on a finer grid of the data's own kind,
-    so each jump stays on a face; smooth fields, and a change of kind (cell data onto nodes),
-    take the spline."""
+    """FIELD_INTERP for the field v. "auto": a smooth field takes the spline; a field with
+    jumps (a neighbour difference above a quarter of its range) stays piecewise constant on a
+    finer grid of the data's own kind, so each jump stays on a face, and takes the clamped
+    spline onto another kind (cell data onto nodes)."""
     if FIELD_INTERP != "auto":
         return FIELD_INTERP
-    if nodes != DATA_ON_NODES:
-        return "spline"
     span = float(np.max(v) - np.min(v))
     steps = max((float(np.max(np.abs(np.diff(v, axis=a)))) for a in range(v.ndim)
                  if v.shape[a] > 1), default=0.0)
-    return "constant" if span > 0.0 and steps > 0.25 * span else "spline"
+    if not (span > 0.0 and steps > 0.25 * span):
+        return "spline"
+    return "clamped" if nodes != DATA_ON_NODES else "constant"
 
 
 def _solve_level(fields, prm, data, r, nodes):
