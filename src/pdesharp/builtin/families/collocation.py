@@ -214,14 +214,19 @@ def _solve_one(fields, prm, shape, pts):
     D2 = [d @ d for d in D]
     dK = conductivity_slope(fields, X, prm)
     N, b, f = operator_terms(fields, X, prm)
-    ones = np.ones(full)
-    coef = ([-(conductivity(fields, X, prm, a) + N[a]) * ones for a in range(len(full))],
-            [(b[a] - dK[a]) * ones for a in range(len(full))], f * ones)
     bc = _sides(axes, prm)
+
+    def inner(v):  # on the equation's points only: a coefficient that is infinite on a wall
+        return np.where(bc[0] < 0, v * np.ones(full), 0.0)  # (log(x)) enters no condition row
+
+    with np.errstate(all="ignore"):
+        coef = ([inner(-(conductivity(fields, X, prm, a) + N[a])) for a in range(len(full))],
+                [inner(b[a] - dK[a]) for a in range(len(full))], inner(f))
     U = np.zeros(full)
     for _ in range(1 if LINEAR else 50):
         R = _residual(U, D, D2, coef, bc, fields, X, prm)
-        dr = reaction(U, fields, X, prm)[1] * ones
+        with np.errstate(all="ignore"):
+            dr = inner(reaction(U, fields, X, prm)[1])
         J = _operator(points, D, D2, coef, bc, dr)
         if len(full) == 1:
             dU = np.linalg.solve(J.toarray(), -R.ravel())
