@@ -240,31 +240,28 @@ MAX_POINTS = {1: 2_000_000, 2: 250_000}
 
 
 def _transfer(src, dst, how):
-    """Values at the 1D points src -> values at dst: an index array where every dst point is a
-    src point (exact), else a matrix: "spline" (not-a-knot cubic spline, extrapolated beyond
-    the outermost src points: fourth order for a smooth field up to the walls), "clamped" (the
-    same spline, constant beyond the outermost src points, as FITPACK's bicubic splines
-    evaluate there: a cubic extrapolation of a jump overshoots) or "constant" (the nearest src point's
-    value: a jump between two data points stays between them)."""
+    """Values at the 1D points src -> values at dst, as a function of (values, axis): a plain
+    pick where every dst point is a src point (exact), else "spline" (not-a-knot cubic spline,
+    extrapolated beyond the outermost src points: fourth order for a smooth field up to the
+    walls), "clamped" (the same spline, constant beyond the outermost src points, as FITPACK's
+    bicubic splines evaluate there: a cubic extrapolation of a jump overshoots) or "constant"
+    (the nearest src point's value: a jump between two data points stays between them)."""
     tol = 1e-9 * (src[-1] - src[0] + 1.0)
     idx = np.clip(np.searchsorted(src, dst), 0, len(src) - 1)
     near = np.where(np.abs(src[np.maximum(idx - 1, 0)] - dst) < np.abs(src[idx] - dst),
                     np.maximum(idx - 1, 0), idx)
-    if np.all(np.abs(src[near] - dst) <= tol):
-        return near
-    if how == "constant":
-        return near
+    if how == "constant" or np.all(np.abs(src[near] - dst) <= tol):
+        return lambda values, axis: np.take(values, near, axis=axis)
     from scipy.interpolate import CubicSpline
 
     at = np.clip(dst, src[0], src[-1]) if how == "clamped" else dst
-    return CubicSpline(src, np.eye(len(src)))(at)
+    return lambda values, axis: CubicSpline(src, values, axis=axis)(at)
 
 
 def _apply(values, ops):
     """The transfers ``ops`` (one per axis) applied to ``values`` [N1(, N2)]."""
     for a, op in enumerate(ops):
-        values = np.take(values, op, axis=a) if op.ndim == 1 else \\
-            np.moveaxis(np.tensordot(op, values, axes=([1], [a])), 0, a)
+        values = op(values, a)
     return values
 
 
