@@ -46,6 +46,7 @@ class ArgFacts(BaseModel):
     shape: list[int] = Field(default_factory=list)  # arrays only
     dtype: str = ""
     value: float | None = None  # parameters
+    text: str = ""  # how to read a structured argument (a 2D grid's tuple), in words
 
 
 class DataFacts(BaseModel):
@@ -139,7 +140,8 @@ def read_data_facts(task: Task, *, data_dir=None, dev_data=None, max_samples=Non
     ref = load_reference(task, path, samples=samples, limit=limit)
     n = _n_selected(task, path, samples, max_samples)
     first = next(iter(ref.fields.values()))
-    out_shape = [n, *first.shape[1:]]
+    # one problem (no batched input): the solver returns its fields without the batch axis
+    out_shape = [n, *first.shape[1:]] if task.batched else list(first.shape[1:])
     space_shape = first.shape[1:] if task.steady else first.shape[2:]
     grid = {axis: int(size) for axis, size in zip(task.equation.space, space_shape)}
     args: list[ArgFacts] = []
@@ -158,6 +160,8 @@ def read_data_facts(task: Task, *, data_dir=None, dev_data=None, max_samples=Non
         elif a.kind == "parameter":
             args.append(ArgFacts(name=a.name, kind=a.kind,
                                  value=task.parameters[a.field or a.name]))
+        elif a.kind == "grid":
+            args.append(grid_argument_facts(task, a.name, grid))
     data = DataFacts(n_samples=n, grid=grid, args=args, output_shape=out_shape,
                      output_dtype=str(first.dtype), scales=_scales(task, ref))
     if ref.t is not None and len(ref.t):
@@ -235,6 +239,22 @@ def grid_sentence(task: Task, data: DataFacts) -> str:
                          f"d{axis} = {_spacing(hi - lo, max(n - 1, 1))}, both ends of "
                          f"[{_num(lo)}, {_num(hi)}] included")
     return "; ".join(parts)
+
+
+def grid_argument_facts(task: Task, name: str, grid: dict[str, int]) -> ArgFacts:
+    """A ``grid`` argument (pdesharp.grid): the output grid's coordinates, in words."""
+    axes = list(grid)
+    if len(axes) == 1:
+        text = (f"float64 array {axes[0]} of shape [{grid[axes[0]]}], the coordinates of the "
+                "output points (the grid below)")
+    else:
+        text = (f"a tuple ({', '.join(axes)}) of float64 arrays of shapes "
+                f"{' and '.join(f'[{grid[a]}]' for a in axes)}, the coordinates of the output "
+                f"points along each axis (the grid below; np.meshgrid({', '.join(axes)}, "
+                "indexing=\"ij\") gives the mesh, array axis 0 is "
+                f"{axes[0]})")
+    return ArgFacts(name=name, kind="grid", shape=[grid[a] for a in axes], dtype="float64",
+                    text=text)
 
 
 def times_sentence(data: DataFacts) -> str:

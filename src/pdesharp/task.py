@@ -45,8 +45,9 @@ class ArgSpec(_Model):
     """One solver argument and where the evaluator takes it from."""
 
     name: str
-    kind: Literal["initial", "coefficient", "time", "parameter"]
+    kind: Literal["initial", "coefficient", "time", "parameter", "grid"]
     field: str | None = None  # unknown (initial) or coefficient name; parameter name if omitted
+    # (a "grid" argument takes no field: it is the output grid's coordinates, see pdesharp.grid)
     doc: str = ""
 
 
@@ -191,6 +192,7 @@ class Task(_Model):
                 raise ValueError(f"solver argument {a.name!r}: initial field {a.field!r} is not an unknown")
             if a.kind == "coefficient" and a.field not in eq.coefficients:
                 raise ValueError(f"solver argument {a.name!r}: {a.field!r} is not a coefficient")
+        _check_grid_arguments(self)
         for name, (lo, hi) in (self.generator.ranges.items() if self.generator else ()):
             if name not in eq.unknowns:
                 raise ValueError(
@@ -227,6 +229,13 @@ class Task(_Model):
         return self.equation.time is None
 
     @property
+    def batched(self) -> bool:
+        """Does the solver take a batch of inputs (initial data or coefficient fields)? If not
+        (a steady task whose inputs are the grid and parameters), there is one problem: the
+        solver returns the field without a batch axis, see docs/tasks.md."""
+        return any(a.kind in ("initial", "coefficient") for a in self.solver.args)
+
+    @property
     def constants(self) -> dict[str, float]:
         """Every numeric value the symbolic equation needs: parameters and fixed constants."""
         return {**self.equation.constants, **self.parameters}
@@ -252,6 +261,17 @@ def _template_problem(template: str, spec: SolverSpec) -> str:
             return "" if got == wanted else (f"{spec.name} takes ({', '.join(got)}), the solver "
                                              f"spec says ({', '.join(wanted)})")
     return f"defines no function {spec.name}"
+
+
+def _check_grid_arguments(task: Task) -> None:
+    """A ``grid`` argument (the output grid's coordinates) is one at most and names no field."""
+    grids = [a for a in task.solver.args if a.kind == "grid"]
+    if len(grids) > 1:
+        raise ValueError(f"solver arguments {[a.name for a in grids]}: at most one of kind 'grid'")
+    for a in grids:
+        if a.field is not None:
+            raise ValueError(f"solver argument {a.name!r} of kind 'grid' takes no field (it is the"
+                             " output grid's coordinates: x in 1D, (x, y) in 2D)")
 
 
 class _BlockDumper(yaml.SafeDumper):

@@ -39,10 +39,17 @@ def run_solver(code: str, task: Task, ref: dict[str, np.ndarray], t: np.ndarray 
             kw[a.name] = ref[task.data.coefficients[a.field]]
         elif a.kind == "time":
             kw[a.name] = t
+        elif a.kind == "grid":  # the output grid's coordinates, as the evaluator passes them
+            from pdesharp.grid import grid_value, space_shape
+
+            first = ref[next(iter(task.data.fields.values()))]
+            kw[a.name] = grid_value(task, space_shape(task, first.shape))
         else:
             kw[a.name] = task.parameters[a.field or a.name]
     out = ns[task.solver.name](**kw)
     out = out if isinstance(out, tuple) else (out,)
+    if not task.batched:  # one problem: the fields come without the batch axis
+        out = tuple(np.asarray(o)[None] for o in out)
     pred = np.stack([np.asarray(o) for o in out], -1)
     refs = np.stack([ref[task.data.fields[u]] for u in task.solver.returns], -1)
     return pred, refs

@@ -97,10 +97,12 @@ def test_builtin_task_through_the_real_pipeline(task, tmp_path, monkeypatch, sha
 EXAMPLE_TOLERANCE = {
     # issue row 1: x- and t-forcing; pseudo-spectral ETDRK4 matches the 5x DOP853 run (9e-10)
     "forced_burgers1d": (1e-6, 3),
-    # row 2: a two-point problem, variable conductivity, Robin end; second order at N = 128 (2.4e-4)
-    "poisson1d": (1e-3, 3),
-    # row 3: 2D steady, parameter kappa and constant c0, mixed sides; second order at N = 32 (2.4e-3)
-    "steady2d": (1e-2, 3),
+    # row 2: a two-point problem, variable conductivity, Robin end; the output grid's second
+    # order gives 2.4e-4 at N = 128, a 3x grid with Richardson extrapolation 7.7e-8 (issue 19)
+    "poisson1d": (1e-6, 3),
+    # row 3: 2D steady, parameter kappa and constant c0, mixed sides; the output grid gives
+    # 2.4e-3 at N = 32, a 3x grid with Richardson 2.9e-6 (the spline of the data f: 2.2e-6)
+    "steady2d": (2e-5, 3),
     # row 4: u_tt rewritten to a first-order system, exact Fourier matrix exponential (4e-12)
     "wave1d": (1e-9, 3),
     # row 5: fourth order, spectral family; a 2x internal grid keeps all the data's modes (1.1e-5)
@@ -132,6 +134,53 @@ def test_example_task_through_the_real_pipeline(name, tmp_path, monkeypatch, exa
     assert code == 0, summary
     assert summary["best_dev_score"] < tol, summary
     assert standalone(run / "best_solver.py")
+
+
+# issue 19, items 3 and 4: steady problems given by formulas, the solver taking the grid (one
+# problem, no batch axis); references are closed forms (examples/tasks/reference_steady.py).
+# Chebyshev collocation comes first and is exact to round-off (measured through this path)
+STEADY_TOLERANCE = {
+    "poisson_formula2d": 1e-10,  # the issue's formula source (1.1e-14)
+    "convection_diffusion2d": 1e-10,  # Pe = 100 layers, node grid: degree 64 (6.1e-15)
+    "helmholtz2d": 1e-10,  # indefinite, Neumann and Robin sides (1.1e-13)
+    "reaction_nonlinear1d": 1e-10,  # Newton, node grid, Neumann and Robin ends (2.7e-13)
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(STEADY_TOLERANCE))
+def test_steady_formula_task_through_the_real_pipeline(name, tmp_path, monkeypatch,
+                                                       example_data):
+    code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / f"{name}.yaml"),
+                               "--dev-data", str(example_data / name / "dev.hdf5"),
+                               "--test-data", str(example_data / name / "test.hdf5"), evals=3)
+    assert code == 0, summary
+    assert summary["best_dev_score"] < STEADY_TOLERANCE[name], summary
+    # the test file has another N (64 against 50; 200 against 128): the solver takes any grid
+    assert summary["test_nrmse"] < STEADY_TOLERANCE[name], summary
+    assert standalone(run / "best_solver.py")
+
+
+@pytest.mark.slow
+def test_the_judges_go_past_the_output_grids_error_on_a_conductivity_jump(tmp_path, monkeypatch,
+                                                                          example_data):
+    """A jump of 10^6 across x = 1/2, a coefficient field: the five-point stencil with harmonic
+    means stops at the smooth part's h^2 (1.1e-3 at N = 50); the judges move to a 3x grid
+    (1.2e-4) and Richardson extrapolation (7.7e-8), each an improvement (round 1 proposes on
+    the judges' own nominees, before the harmonic design's score is known; rounds 2 and 3 move
+    from it)."""
+    monkeypatch.delenv("PDESHARP_MODEL", raising=False)
+    out = tmp_path / "runs"
+    name = "kappa_jump2d"
+    argv = ["solve", str(EXAMPLES / f"{name}.yaml"), "--out", str(out), "--run-id", "r",
+            "--quiet", "--no-convergence", "--candidates", "3", "--max-evals", "12",
+            "--max-rounds", "3", "--rejudge-cycles", "0",
+            "--dev-data", str(example_data / name / "dev.hdf5")]
+    assert main(argv) in (0, None)
+    summary = json.loads((out / "r" / "summary.json").read_text())
+    assert summary["best_dev_score"] < 1e-6, summary
+    best = (out / "r" / "best_solver.py").read_text()
+    assert "REFINE = 3" in best and 'EXTRAPOLATE = "richardson"' in best
 
 
 def test_a_run_where_no_solver_runs_fails_honestly(tmp_path, monkeypatch, shared_data, capsys):

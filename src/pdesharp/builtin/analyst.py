@@ -335,6 +335,7 @@ def _elliptic_analysis(task: Task, prob: EllipticProblem, bounds: DataBounds, no
     k_txt = ", ".join(sp.sstr(k) for k in prob.K)
     bc = "; ".join(c.describe() for c in prob.boundary.conditions)
     h = [(task.domain[a][1] - task.domain[a][0]) / bounds.n[a] for a in task.equation.space]
+    n = [int(bounds.n[a]) for a in task.equation.space]
     peclet = 0.0
     if prob.has_convection:
         peclet = math.inf if any(k == 0 for k in prob.K) else 1.0  # refined below when numeric
@@ -350,8 +351,14 @@ def _elliptic_analysis(task: Task, prob: EllipticProblem, bounds: DataBounds, no
             f"Steady, second order, {'linear' if prob.linear else 'semilinear'}, elliptic in"
             f" {prob.dim}D (conductivities {k_txt}); boundary: {bc}."), facts={}),
         AnalysisStep(name="analytical", applies=False, text=(
-            "Variable coefficients or data fields: no closed form; the stencil system is solved"
-            " directly.")),
+            "Variable coefficients or data fields: no closed form; a discrete system is solved."
+            + (" Every coefficient and the forcing are formulas, so the solution can be computed"
+               " on any points: spectral (Chebyshev) collocation, exact to round-off for an"
+               " analytic solution, and finite volumes on grids finer than the output's."
+               if not prob.uses_fields else
+               " Coefficient fields are data at the output points: a finer internal grid"
+               " interpolates them, and their own interpolation error bounds the accuracy.")),
+            facts={"formulas_only": not prob.uses_fields}),
         AnalysisStep(name="transformation", applies=False, text="None needed."),
         AnalysisStep(name="decomposition", applies=False, text=(
             f"Operator -div(K grad u) - N u'' + b.grad u + r(u) with K = ({k_txt}),"
@@ -362,9 +369,15 @@ def _elliptic_analysis(task: Task, prob: EllipticProblem, bounds: DataBounds, no
             "No time stepping. With K > 0 the stencil matrix is an M-matrix (central convection"
             " keeps it one while the cell Peclet number stays below 2), so a sparse direct solve"
             " is stable" + ("" if prob.linear else "; Newton's method for the nonlinear reaction")
-            + "."), facts={"design_facts": {"cell_peclet": peclet, "h": h}, "assumptions": notes}),
+            + ". Accuracy: the stencil's error on the output grid is O(h^2); a finer internal"
+            " grid and Richardson extrapolation (order 4 for a smooth solution)"
+            + (", or Chebyshev collocation," if not prob.uses_fields else "")
+            + " go beyond it." + (f" Cell Peclet number {peclet:.3g} on the output grid: a"
+                                  " boundary layer of width ~h or thinner." if peclet >= 1 else "")),
+            facts={"design_facts": {"cell_peclet": peclet, "h": h, "n": n},
+                   "assumptions": notes}),
     ]
-    p = Problem(task=task, struct=prob, facts={"cell_peclet": peclet})
+    p = Problem(task=task, struct=prob, facts={"cell_peclet": peclet, "h": h, "n": n})
     return Analysis(classification=cls, route="numerical", steps=steps, stability=[],
                     recommended_schemes=[family(d.family).title(d, p) for d in candidate_designs(p)],
                     key_facts=[f"type: elliptic, {'linear' if prob.linear else 'nonlinear'},"

@@ -48,6 +48,13 @@ class EllipticProblem:
         return any(b != 0 for b in self.b)
 
     @property
+    def uses_fields(self) -> bool:
+        """Does any part of the problem read a coefficient field (data on the output grid)? If
+        not, every coefficient is a formula and the problem can be solved on any points."""
+        exprs = [*self.K, *self.N, *self.b, self.reaction, self.forcing]
+        return bool(self.fields) and any(sp.sympify(e).has(*self.fields) for e in exprs)
+
+    @property
     def field_conductivity(self) -> bool:
         """Does a divergence-form coefficient depend on a coefficient field (data)? Then its face
         values must be averaged from cell values, and the face mean is a real design choice."""
@@ -61,11 +68,12 @@ def elliptic_problem(task: Task) -> EllipticProblem:
         raise UnsupportedTask("steady systems of several unknowns", hint="llm")
     if len(system.space) not in (1, 2):
         raise UnsupportedTask(f"steady problems in {len(system.space)} dimensions", hint="llm")
-    if not any(a.kind == "coefficient" for a in task.solver.args):
+    if not any(a.kind in ("coefficient", "grid") for a in task.solver.args):
         raise UnsupportedTask(
-            "a steady task whose solver takes no coefficient field (it could not know the grid)",
-            hint="pass the forcing (or another coefficient) as a coefficient field, e.g."
-                 " coefficients: [f] with a solver argument of kind 'coefficient'")
+            "a steady task whose solver takes neither a coefficient field nor the grid (it could"
+            " not know where to return the solution)",
+            hint="add a solver argument of kind 'grid' (the output grid's coordinates: x in 1D,"
+                 " (x, y) in 2D), or pass the forcing as a coefficient field")
     bc = boundary_or_refuse(task)
     if bc.periodic:
         raise UnsupportedTask(

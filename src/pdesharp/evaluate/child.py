@@ -43,8 +43,10 @@ class OutputError(ValueError):
 
 # -- shared with the parent (pure functions) -------------------------------------------------
 def solver_args(args: list, inputs: dict) -> list:
-    """Positional arguments: ``["array", key]`` from ``inputs`` or ``["scalar", value]``."""
-    return [inputs[v] if kind == "array" else v for kind, v in args]
+    """Positional arguments: ``["array", key]`` from ``inputs``, ``["arrays", [key, ...]]`` a
+    tuple of them (a 2D grid's ``(x, y)``) or ``["scalar", value]``."""
+    return [inputs[v] if kind == "array" else tuple(inputs[k] for k in v) if kind == "arrays"
+            else v for kind, v in args]
 
 
 def as_outputs(names: list[str], out) -> list:

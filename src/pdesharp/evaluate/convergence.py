@@ -11,7 +11,8 @@ Three kinds (``task.evaluation.convergence.kind``):
 - ``cns_1d``: the same with CodePDE's ``init_multi_HD`` draws (seed 2022, 8 samples, the same
   random field for velocity, density and pressure), built at the finest grid and interpolated down.
 - ``downsample_2d`` (Darcy): the first 8 coefficient fields downsampled by [6, 4, 3, 2], each
-  solved again and compared with the solver's *own* full-resolution prediction, downsampled.
+  solved again and compared with the solver's *own* full-resolution prediction, downsampled. A
+  ``grid`` argument gets the same points (``x[::r]``), so it always says where the values are.
 
 Scalars keep the dataset's float32 type where CodePDE's do (t_last/10 decides the frame count).
 """
@@ -27,6 +28,7 @@ from scipy.interpolate import interp1d
 from pdesharp.evaluate.child import as_outputs, solver_args
 from pdesharp.evaluate.metrics import stack_fields
 from pdesharp.evaluate.spec import ChildSpec
+from pdesharp.grid import GRID_KEY
 
 OUTPUT_DT = 0.01
 
@@ -185,6 +187,7 @@ def time_1d(spec: ChildSpec, inputs: dict) -> Plan:
             u0 = analytic_ics(xc)
             run_inputs = {f"initial:{f}": u0 for f in initial}
         run_inputs["time"] = tc
+        run_inputs.update(_grid(spec, [xc]))
         batch = run_inputs[f"initial:{initial[0]}"].shape[0]
         cases.append((run_inputs, (batch, len(tc), nx)))
         xcs.append(xc)
@@ -209,18 +212,33 @@ def downsample_2d(spec: ChildSpec, inputs: dict, pred_full: list[np.ndarray]) ->
     coeff = {a.field: inputs[f"coefficient:{a.field}"][:batch]
              for a in spec.args if a.kind == "coefficient"}
     fine = stack_fields([p[:batch] for p in pred_full])
+    keys = [GRID_KEY.format(axis=a) for a in spec.space]
+    grid = [inputs[k] for k in keys] if all(k in inputs for k in keys) else []
     cases = []
     for r in rates:
         run_inputs = {f"coefficient:{k}": v[:, ::r, ::r] for k, v in coeff.items()}
-        cases.append((run_inputs, next(iter(run_inputs.values())).shape))
+        run_inputs.update(_grid(spec, [g[::r] for g in grid]))  # the same points as the fields
+        shape = tuple(len(g[::r]) for g in grid) if not spec.batched else \
+            next(iter(run_inputs.values())).shape
+        cases.append((run_inputs, shape))
 
     def finish(outputs):
+        if not spec.batched:  # one problem: its fields carry no batch axis
+            outputs = [{k: v[None] for k, v in o.items()} for o in outputs]
         errors = [grid_error(_stack(spec, o), fine[:, ::r, ::r]) for o, r in zip(outputs, rates)]
         per = [_log_ratio(errors[i], errors[i + 1]) / np.log(rates[i] / rates[i + 1])
                for i in range(len(errors) - 1)]
         return float(sum(per) / len(per)), errors
 
     return Plan(cases, finish)
+
+
+def _grid(spec: ChildSpec, points: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """A ``grid`` argument's arrays for a test grid (none if the solver takes no grid)."""
+    if not points or not any(a.kind == "grid" for a in spec.args):
+        return {}
+    return {GRID_KEY.format(axis=a): np.asarray(p, dtype=np.float64)
+            for a, p in zip(spec.space, points)}
 
 
 def plan(spec: ChildSpec, inputs: dict, pred_full: list[np.ndarray]) -> Plan | None:

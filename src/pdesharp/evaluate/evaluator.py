@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pdesharp.data.paths import resolve_split
-from pdesharp.data.reference import ReferenceData, load_reference
+from pdesharp.data.reference import DataError, ReferenceData, load_reference
 from pdesharp.evaluate import convergence as conv
 from pdesharp.evaluate.executors import make_executor
 from pdesharp.evaluate.scoring import Score, score_prediction
@@ -165,6 +165,8 @@ class Evaluator:
                 if ref.t is None:
                     raise ValueError(f"{ref.path} has no time coordinate, but the solver takes one")
                 arrays["time"] = ref.t
+        if any(a.kind == "grid" for a in self.task.solver.args):
+            arrays.update(_grid_inputs(self.task, ref))
         if ref.x is not None:
             arrays["x"] = ref.x
         return arrays
@@ -175,8 +177,10 @@ class Evaluator:
             self._inputs[split] = await asyncio.to_thread(self.inputs, ref)
         inputs = self._inputs[split]
         expected = tuple(next(iter(ref.fields.values())).shape)
+        # one problem (no batched input): the solver returns its fields without the batch axis
+        returned = expected if self.task.batched else expected[1:]
         case = Case({k: v for k, v in inputs.items() if k != "x"},
-                    [(n, expected) for n in self.task.solver.returns])
+                    [(n, returned) for n in self.task.solver.returns])
         run = await self.executor.run(self._job(code, [case], label or "run"),
                                       keep_scratch=self.keep_scratch,
                                       scratch_root=self.scratch_root)
@@ -184,6 +188,8 @@ class Evaluator:
         if run.status != "ok":
             return result
         pred = run.outputs[0]
+        if not self.task.batched:  # compared with every stored sample (copies of one problem)
+            pred = {k: np.broadcast_to(v[None], expected) for k, v in pred.items()}
         plot_tmp = None
         if plot_path is not None:
             Path(plot_path).parent.mkdir(parents=True, exist_ok=True)
@@ -230,6 +236,19 @@ class Evaluator:
         except Exception as exc:  # noqa: BLE001
             return None, f"the convergence test failed: {type(exc).__name__}: {exc}"[:1000]
         return conv.rate_note(rate, errors)
+
+
+def _grid_inputs(task: Task, ref: ReferenceData) -> dict[str, np.ndarray]:
+    """A ``grid`` argument's arrays: the task's output grid at the reference's size (checked
+    against the file's stored x coordinates, when it has them)."""
+    from pdesharp.grid import check_stored_coordinates, grid_inputs, space_shape
+
+    shape = space_shape(task, next(iter(ref.fields.values())).shape)
+    try:
+        check_stored_coordinates(task, {task.equation.space[0]: ref.x}, shape, ref.path)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return grid_inputs(task, shape)
 
 
 def _safe(label: str) -> str:

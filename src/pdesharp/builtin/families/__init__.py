@@ -6,13 +6,16 @@ exact      linear constant-coefficient systems, periodic: exp(L(k) t) per Fourie
 split      scalar law with constant diffusion: exact diffusion / source / explicit flux
 spectral   periodic, smooth: pseudo-spectral with an exponential integrator (KdV, KS...)
 fv         finite volumes: systems, x/t-dependent terms, 1D walls, 2D periodic
-elliptic   steady 1D/2D: finite-volume stencil, any boundary kind, Newton if nonlinear
+elliptic   steady 1D/2D: finite-volume stencil, any boundary kind, Newton if nonlinear,
+           finer internal grids and Richardson extrapolation
+chebyshev  steady 1D/2D given by formulas (no coefficient field): spectral collocation
 =========  ==========================================================================
 """
 
 from __future__ import annotations
 
 from pdesharp.builtin.design import Design, Family, Problem, rank_score
+from pdesharp.builtin.families.collocation import ChebyshevFamily
 from pdesharp.builtin.families.elliptic import EllipticFamily
 from pdesharp.builtin.families.exact import ExactFamily
 from pdesharp.builtin.families.fv import FiniteVolumeFamily
@@ -21,7 +24,8 @@ from pdesharp.builtin.families.split import SplitFamily
 
 # the order breaks ties of the predicted ranking (the more specialised family first)
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    ExactFamily(), SplitFamily(), SpectralFamily(), FiniteVolumeFamily(), EllipticFamily())}
+    ExactFamily(), SplitFamily(), SpectralFamily(), FiniteVolumeFamily(), ChebyshevFamily(),
+    EllipticFamily())}
 
 
 def family(name: str) -> Family:

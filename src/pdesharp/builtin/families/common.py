@@ -162,7 +162,12 @@ def entry_point(task: Task, names: list[str] | None = None) -> str:
     if task.steady:
         coeffs = ", ".join(f"{a.field!r}: np.asarray({a.name}, dtype=np.float64)"
                            for a in spec.args if a.kind == "coefficient")
-        return body + f"    return _solve_batch({{{coeffs}}}, prm)\n"
+        # the output points: a grid argument's coordinates (x, or the tuple (x, y)), else the
+        # task's convention at the fields' shape
+        grid = next((a.name for a in spec.args if a.kind == "grid"), None)
+        pts = "None" if grid is None else (
+            f"[{grid}]" if len(task.equation.space) == 1 else f"list({grid})")
+        return body + f"    return _solve_batch({{{coeffs}}}, prm, {pts})\n"
     names = names or list(task.equation.unknowns)
     by_field = {a.field: a.name for a in spec.args if a.kind == "initial"}
     first = next(iter(by_field.values()))

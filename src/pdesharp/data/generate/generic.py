@@ -188,7 +188,12 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     ``t_key`` [T] (``n_frames`` times spanning ``time_span``; default the task's ``n_frames``,
     else 101), ``x_key`` [N] and, in 2D, ``y-coordinate`` [N] (cell centres). Initial data are
     drawn analytically on the internal grid (:mod:`.generic_ic`), so no interpolation enters.
+    A steady task (one problem given by formulas) is solved by :mod:`.steady` instead.
     """
+    if task.steady:
+        from pdesharp.data.generate.steady import generate_steady
+
+        return generate_steady(task, n_samples, seed, nx, info=info)
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import generate_bounded
 

@@ -224,8 +224,9 @@ def check_supported(task: Task, bounded: bool = False) -> None:
     eq = task.equation
     if task.steady:
         raise UnsupportedTask(
-            f"task {task.name!r} is steady (equation.time is null): the generic generator handles "
-            "time-dependent problems only (the darcy task has its own generator)")
+            f"task {task.name!r} is steady (equation.time is null): the spectral generators handle "
+            "time-dependent problems only (steady problems given by formulas: "
+            "pdesharp.data.generate.steady; the darcy task has its own generator)")
     periodic = task.boundary.strip().lower().startswith("periodic")
     if bounded:
         from pdesharp.boundary import BoundaryError, task_boundary
