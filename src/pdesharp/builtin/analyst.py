@@ -175,7 +175,8 @@ def _boundary_text(law: BalanceLaw) -> str:
 def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[str]) -> Analysis:
     facts = law_facts(law)
     axes = task.equation.space
-    h = [(task.domain[a][1] - task.domain[a][0]) / bounds.n[a] for a in axes]
+    cells = {a: bounds.n[a] - (task.grid == "nodes") for a in axes}  # node grids: n - 1 gaps
+    h = [(task.domain[a][1] - task.domain[a][0]) / max(cells[a], 1) for a in axes]
     pts = _samples(law, task, bounds)
     linear = _linear(law)
     order = _space_order(task)
