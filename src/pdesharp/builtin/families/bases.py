@@ -163,14 +163,14 @@ def parity_compatible(law: BalanceLaw, bases: list[AxisBasis], exprs: list, doma
 
 
 def basis_title(bases: list[AxisBasis], names: list[str]) -> str:
-    """'sine (u) x cosine (u) ...' for a title."""
+    """'sine x cosine', 'sine/cosine x Fourier'...: the basis per axis, for a title."""
     parts = []
     for b in bases:
         if b.kind == "fourier":
             parts.append("Fourier")
         else:
-            ps = sorted(set(b.parity))
-            word = " / ".join({"sin": "sine", "cos": "cosine"}[p] for p in ps)
+            ps = set(b.parity)
+            word = "sine/cosine" if len(ps) > 1 else {"sin": "sine", "cos": "cosine"}[ps.pop()]
             parts.append(word + (" (quarter-wave)" if b.kind == "half" else ""))
     return " x ".join(parts)
 
