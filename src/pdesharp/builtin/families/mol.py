@@ -54,7 +54,7 @@ def mol_rhs(law: BalanceLaw):
     w = sp.Matrix(law.prims)
     M = sp.Matrix(law.q).jacobian(law.prims)
     if M.has(*law.prims, *law.coords, law.t) or any(
-            sp.simplify(e) != 0 for e in sp.Matrix(law.q) - M * w):
+            sp.expand(e) != 0 for e in sp.Matrix(law.q) - M * w):
         _RHS_CACHE[key] = None
         return None
     sec = _second(law)
@@ -78,16 +78,16 @@ def mol_rhs(law: BalanceLaw):
         symbols += [(j, 2, a, s) for j, s in enumerate(sec[a])]
     every = [s for *_, s in symbols]
     implicit, explicit = [], []
-    for r in rhs:
+    for r in rhs:  # expanded, not simplified: simplify costs seconds per term on trig sources
         r = sp.expand(r)
         terms, lin = [], sp.Integer(0)
         for j, kind, a, s in symbols:
-            c = sp.simplify(sp.diff(r, s))
+            c = sp.expand(sp.diff(r, s))
             if c != 0 and not c.has(*every, law.t):
                 terms.append((j, kind, a, c))
                 lin += c * s
         implicit.append(terms)
-        explicit.append(sp.simplify(r - lin))
+        explicit.append(sp.expand(r - lin))
     _RHS_CACHE[key] = (implicit, explicit)
     return implicit, explicit
 
@@ -169,7 +169,9 @@ class MolFamily(Family):
         law = p.struct
         implicit, explicit = mol_rhs(law)
         sec = _second(law)
-        flags = {"NVAR": law.nvar, "C1": C1, "C2": C2,
+        diffuses = [[bool(law.viscous[a][i].has(law.grads[a][i])) for a in range(law.dim)]
+                    for i in range(law.nvar)]
+        flags = {"NVAR": law.nvar, "C1": C1, "C2": C2, "DIFFUSES": diffuses,
                  "HAS_EXPLICIT": any(sp.sympify(e) != 0 for e in explicit)}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += _implicit_source(law, implicit)

@@ -139,11 +139,14 @@ def _stencils(ext, k, periodic):
     return D
 
 
-def _operators(ax, conds):
+def _operators(a, ax, conds):
     """Per unknown: D1, D2 on the free points (walls folded in), their wall columns, and the
-    extension (alpha, beta) per side."""
+    extension (alpha, beta) per side. A diffusing unknown with no condition on a side gets a
+    zero gradient there (extrapolating its wall value would make the discrete diffusion grow a
+    spurious mode); a non-diffusing one (an outflow) is extrapolated."""
     out = []
-    for sides in conds:
+    for j, sides in enumerate(conds):
+        sides = [(0.0, 1.0, 0.0) if c is None and DIFFUSES[j][a] else c for c in sides]
         if ax["periodic"]:
             D1, D2 = (_sparse.csr_matrix(_stencils(ax["ext"], k, True)) for k in (1, 2))
             out.append({"D1": D1, "D2": D2})
@@ -200,7 +203,7 @@ def _wall_data(t, grid, prm, ext_other=False):
             S = other["ext"] if ext_other and not other["periodic"] else other["free"]
         rows = []
         for sides in boundary_conditions(t, prm, a, S):
-            rows.append([0.0 if c is None else c[2] for c in sides])
+            rows.append([0.0 if c is None else c[2] for c in sides])  # (no condition: g = 0)
         out.append(rows)
     if len(grid["gcache"]) > 64:
         grid["gcache"].clear()
@@ -314,7 +317,7 @@ def _init_state(W0, prm):
     conds = [[[None, None]] * NVAR if ax["periodic"] else boundary_conditions(
         0.0, prm, a, axes[1 - a]["free"] if DIM == 2 else None) for a, ax in enumerate(axes)]
     grid = {"axes": axes, "lu": {}, "gcache": {}}
-    grid["ops"] = [_operators(ax, conds[a]) for a, ax in enumerate(axes)]
+    grid["ops"] = [_operators(a, ax, conds[a]) for a, ax in enumerate(axes)]
     grid["X"] = tuple(ax["free"].reshape((-1,) + (1,) * (len(axes) - a - 1))
                       for a, ax in enumerate(axes))
     grid["h"] = [ax["h"] for ax in axes]

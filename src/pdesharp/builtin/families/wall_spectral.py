@@ -34,15 +34,27 @@ from pdesharp.builtin.families.spectral import GridRatio, linear_parts
 from pdesharp.builtin.physics import coords_line, npcode, params_lines, unpack
 
 
+_SPLIT_CACHE: dict[str, object] = {}
+
+
 def split_linear(law: BalanceLaw):
     """``(terms, rest)``: dt w = sum_o C_o d^o w + rest(w, x, t) with constant matrices C_o and a
     local remainder (no derivatives); None when a flux or viscous term is not linear with
-    constant coefficients in w (those need derivatives of nonlinear expressions)."""
+    constant coefficients in w (those need derivatives of nonlinear expressions). Cached per law
+    (families ask for it repeatedly while ranking)."""
+    key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.high, law.params,
+                law.coords))
+    if key not in _SPLIT_CACHE:
+        _SPLIT_CACHE[key] = _split_linear(law)
+    return _SPLIT_CACHE[key]
+
+
+def _split_linear(law: BalanceLaw):
     n, w = law.nvar, sp.Matrix(law.prims)
     free = list(law.prims) + list(law.coords) + [law.t]
     const = lambda m: not any(sp.sympify(e).has(*free) for e in m)  # noqa: E731
     M = sp.Matrix(law.q).jacobian(law.prims)
-    if not const(M) or any(sp.simplify(e) != 0 for e in sp.Matrix(law.q) - M * w):
+    if not const(M) or any(sp.expand(e) != 0 for e in sp.Matrix(law.q) - M * w):
         return None
     terms: dict[tuple, sp.Matrix] = defaultdict(lambda: sp.zeros(n, n))
     rest = sp.zeros(n, 1)
@@ -56,7 +68,7 @@ def split_linear(law: BalanceLaw):
         rest += -(F - A * w).diff(law.coords[a])
         V = sp.Matrix(law.viscous[a])
         D = V.jacobian(law.grads[a])
-        if not const(D) or any(sp.simplify(e) != 0 for e in V - D * sp.Matrix(law.grads[a])):
+        if not const(D) or any(sp.expand(e) != 0 for e in V - D * sp.Matrix(law.grads[a])):
             return None
         terms[tuple(2 * x for x in e_a)] += D
     S = sp.Matrix(law.source)
@@ -70,8 +82,9 @@ def split_linear(law: BalanceLaw):
             m[i, j] = c
             terms[tuple(orders)] += m
     Minv = M.inv()
-    out = [(o, sp.simplify(Minv * m)) for o, m in terms.items() if any(e != 0 for e in m)]
-    return out, [sp.simplify(e) for e in Minv * rest]
+    out = [(o, (Minv * m).applyfunc(sp.nsimplify)) for o, m in terms.items()
+           if any(e != 0 for e in m)]
+    return out, [sp.expand(e) for e in Minv * rest]
 
 
 def _coupled(terms) -> bool:
@@ -97,7 +110,7 @@ class WallSpectralFamily(Family):
         if bases is None:
             return None
         split = split_linear(law)
-        if split is None or all(sp.sympify(e) == 0 for e in split[1]):
+        if split is None or all(e == 0 for e in split[1]):
             return None
         return bases, split
 
