@@ -209,3 +209,62 @@ def test_tasks_check_supports_walls_in_2d_and_node_grids(name, families):
     got = support(load_task(EXAMPLES / f"{name}.yaml"))
     assert got.supported, got.reason
     assert families <= set(got.families), got.families
+
+
+# ---- node grids on periodic boxes in the pseudo-spectral, splitting and FV families ----------
+
+@pytest.mark.parametrize("equation,params", [
+    ("dt(u) + dx(u**2/2) - nu*dx(u, 2)", {"nu": 0.02}),  # pseudo-spectral and FV
+    ("dt(u) - D*dx(u, 2) - u + u**3", {"D": 0.001}),  # splitting, pseudo-spectral and FV
+])
+def test_periodic_node_grids_in_the_fourier_families(equation, params):
+    # the node grid x_i = i/64 (65 nodes, the last repeating the first) is the cell-centre grid
+    # of the shifted box (-1/128, 1 - 1/128): the generic generator's run there is the reference.
+    # Tolerances: the best spectral/splitting design per family (measured 3e-12 .. 2e-7), and
+    # second-order finite volumes (2.4e-3 .. 3.2e-5)
+    from pdesharp.data.generate.generic import simulate_task
+    from pdesharp.task import task_from_dict
+
+    nodes = make(equation, params, grid="nodes")
+    spec = make(equation, params).model_dump(mode="json")
+    spec["domain"] = {"x": [-1 / 128, 1 - 1 / 128]}
+    x = np.arange(64) / 64
+    u0 = 0.5 * np.sin(2 * np.pi * x) + 0.2 * np.cos(4 * np.pi * x)
+    t = np.linspace(0, 0.25, 6)
+    ref = simulate_task(task_from_dict(spec), {"u": u0[None]}, t)["u"]
+    ref = np.concatenate([ref, ref[..., :1]], -1)
+    p = problem(nodes)
+    best: dict[str, float] = {}
+    for d in candidate_designs(p):
+        if d.family in best and d.family == "fv":
+            continue  # one finite-volume design is enough
+        pred, _ = run_solver(render(nodes, d, p), nodes, {"tensor": ref}, t)
+        assert np.array_equal(pred[:, :, 0], pred[:, :, -1])
+        best[d.family] = min(best.get(d.family, np.inf), nrmse(pred[..., 0], ref))
+    assert {"spectral", "fv"} <= set(best), best
+    assert all(v < 1e-6 for f, v in best.items() if f in ("spectral", "split")), best
+    assert best["fv"] < 5e-3, best
+
+
+# ---- three dimensions, where the bases make it cheap -------------------------------------------
+
+def test_3d_box_with_walls_gets_the_sine_and_cosine_families():
+    n = 10
+    x = (np.arange(n) + 0.5) / n
+    X, Y, Z = np.meshgrid(x, x, x, indexing="ij")
+    t = np.linspace(0.0, 0.5, 4)
+    heat = make("dt(u) - nu*(dx(u, 2) + dy(u, 2) + dz(u, 2))", {"nu": 0.05}, "dirichlet: u = 0",
+                space=("x", "y", "z"), time_span=(0.0, 0.5), frames=4)
+    u = np.zeros((1, 4, n, n, n))
+    for a, b, c, amp in ((1, 1, 1, 1.0), (2, 1, 3, 0.3)):
+        decay = np.exp(-0.05 * np.pi**2 * (a * a + b * b + c * c) * t)[:, None, None, None]
+        u[0] += amp * decay * (np.sin(a * np.pi * X) * np.sin(b * np.pi * Y)
+                               * np.sin(c * np.pi * Z))[None]
+    p = problem(heat)
+    best = candidate_designs(p)[0]
+    assert best.family == "exact"
+    pred, r = run_solver(render(heat, best, p), heat, {"tensor": u}, t)
+    assert nrmse(pred, r) < 1e-12  # exact sine modes (measured 4e-16)
+    ac = make("dt(u) - 0.01*(dx(u, 2) + dy(u, 2) + dz(u, 2)) - u + u**3", {}, "neumann: dn(u) = 0",
+              space=("x", "y", "z"))
+    assert candidate_designs(problem(ac))[0].family == "wall_spectral"
