@@ -268,3 +268,11 @@ def test_3d_box_with_walls_gets_the_sine_and_cosine_families():
     ac = make("dt(u) - 0.01*(dx(u, 2) + dy(u, 2) + dz(u, 2)) - u + u**3", {}, "neumann: dn(u) = 0",
               space=("x", "y", "z"))
     assert candidate_designs(problem(ac))[0].family == "wall_spectral"
+
+
+def test_walls_on_a_node_grid_for_a_shock_are_refused_with_the_rewrite():
+    # inviscid Burgers with an inflow wall on nodes: no cell-centre finite volumes, no smooth
+    # solution for the method of lines; tasks check says so in one line with the rewrite
+    got = support(make("dt(u) + dx(u**2/2)", {}, "x = 0: u = 1", grid="nodes"))
+    assert not got.supported
+    assert "walls on a node grid" in got.reason and "grid: cell_centres" in got.reason
