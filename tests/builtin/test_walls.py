@@ -300,3 +300,28 @@ def test_a_channel_periodic_in_x_with_walls_in_y(grid):
             pred, r = run_solver(render(task, d, p), task, {"tensor": u}, t)
             best[d.family] = nrmse(pred, r)
     assert best["exact"] < 1e-12 and best["mol"] < 1e-4, best
+
+
+@pytest.mark.parametrize("kinds,parities", [
+    (["integer"], [["cos"]]), (["integer"], [["sin"]]), (["half"], [["cos"]]),
+    (["half"], [["sin"]]), (["fourier"], [[""]]), (["integer", "fourier"], [["sin", ""], ["cos", ""]]),
+])
+def test_fast_sine_cosine_transforms_agree_with_the_dense_ones(kinds, parities):
+    # the internal grid's DCT/DST/FFT transforms against the dense basis matrices (the
+    # definition): round-off agreement on odd and even sizes, and forward then back is identity
+    from pdesharp.builtin.families.bases import BASES
+
+    ns = {"np": np, "AXIS_KIND": kinds, "PARITY": parities,
+          "DOMAIN": [(0.0, 2.0), (-1.0, 1.0)][:len(kinds)]}
+    exec(BASES, ns)
+    shape = (7, 6)[:len(kinds)]
+    dense = ns["_Space"](shape, False, len(parities))
+    fast = ns["_Space"](shape, False, len(parities), fast=True)
+    rng = np.random.default_rng(0)
+    for i in range(len(parities)):
+        u = rng.normal(size=(3,) + shape)
+        c = rng.normal(size=(3,) + dense.mshape) + (
+            1j * rng.normal(size=(3,) + dense.mshape) if dense.complex else 0)
+        assert np.allclose(dense.forward(u, i), fast.forward(u, i), atol=1e-13)
+        assert np.allclose(dense.evaluate(c, i), fast.evaluate(c, i), atol=1e-13)
+        assert np.allclose(fast.evaluate(fast.forward(u, i), i), u, atol=1e-13)

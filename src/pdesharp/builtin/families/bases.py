@@ -305,16 +305,74 @@ def _deriv_symbol(a, k, order, parity):
     return (sign if parity == "sin" else -sign) * k**order
 
 
-class _Space:
-    """The transforms of every (unknown, axis) on one grid, and of the data grid's modes."""
+def _fast(a, parity, n):
+    """O(n log n) (forward, evaluate) along an array axis for n cell centres: scipy.fft's DCT/DST
+    of types II/III (integer axes) and IV (quarter-wave axes), the FFT on Fourier axes, scaled to
+    the dense transforms' coefficients (tests compare them)."""
+    import scipy.fft as sf
 
-    def __init__(self, shape, nodes, nvar):
+    kind = AXIS_KIND[a]
+
+    def shaped(v, ax, ndim):
+        s = [1] * ndim
+        s[ax] = len(v)
+        return np.reshape(v, s)
+
+    if kind == "fourier":
+        ph = np.exp(1j * np.pi * np.fft.fftfreq(n, 1.0 / n) / n)  # the half-cell offset
+        return (lambda u, ax: np.fft.fft(u, axis=ax) / (n * shaped(ph, ax, u.ndim)),
+                lambda c, ax: np.fft.ifft(c * shaped(ph, ax, c.ndim), axis=ax) * n)
+    if kind == "half":
+        tr = sf.dct if parity == "cos" else sf.dst
+        return (lambda u, ax: tr(u, type=4, axis=ax) / n, lambda c, ax: tr(c, type=4, axis=ax) / 2)
+    if parity == "cos":  # modes 0..n-1 of the n + 1 (cos(n pi x) vanishes at every centre)
+        w = np.full(n, 1.0 / n)
+        w[0] = 0.5 / n
+        half = np.full(n, 0.5)
+        half[0] = 1.0
+
+        def fwd(u, ax):
+            y = sf.dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim)
+            pad = [(0, 0)] * u.ndim
+            pad[ax] = (0, 1)
+            return np.pad(y, pad)
+
+        def ev(c, ax):
+            x = np.take(c, np.arange(n), axis=ax) * shaped(half, ax, c.ndim)
+            return sf.dct(x, type=3, axis=ax)
+        return fwd, ev
+    w = np.full(n, 1.0 / n)  # sines: modes 1..n of the n + 1 (sin 0 = 0)
+    w[-1] = 0.5 / n
+    half = np.full(n, 0.5)
+    half[-1] = 1.0
+
+    def fwd(u, ax):
+        y = sf.dst(u, type=2, axis=ax) * shaped(w, ax, u.ndim)
+        pad = [(0, 0)] * u.ndim
+        pad[ax] = (1, 0)
+        return np.pad(y, pad)
+
+    def ev(c, ax):
+        x = np.take(c, np.arange(1, n + 1), axis=ax) * shaped(half, ax, c.ndim)
+        return sf.dst(x, type=3, axis=ax)
+    return fwd, ev
+
+
+class _Space:
+    """The transforms of every (unknown, axis) on one grid: dense matrices, or with ``fast`` on
+    a cell-centre grid the FFT-based ones (an internal grid's transforms run every stage)."""
+
+    def __init__(self, shape, nodes, nvar, fast=False):
         self.shape, self.nodes, self.dim = tuple(shape), nodes, len(shape)
-        self.fwd, self.ev, self.m, self.k = {}, {}, [], []
+        self.fwd, self.ev, self.m, self.k, self.fast = {}, {}, [], [], {}
         for a, n in enumerate(shape):
             for p in sorted({PARITY[i][a] for i in range(nvar)}):
-                f, e, m, k = _transforms(a, p, n, nodes)
-                self.fwd[a, p], self.ev[a, p] = f, e
+                if fast and not nodes:
+                    self.fast[a, p] = _fast(a, p, n)
+                else:
+                    f, e, _, _ = _transforms(a, p, n, nodes)
+                    self.fwd[a, p], self.ev[a, p] = f, e
+            m, k = _axis_modes(a, n, nodes)
             self.m.append(m)
             self.k.append(k)
         self.complex = "fourier" in AXIS_KIND
@@ -324,13 +382,17 @@ class _Space:
         """Coefficients [B, *mshape] of unknown i's values u [B, *shape]."""
         out = u.astype(complex if self.complex else float)
         for a in range(self.dim):
-            out = _apply(self.fwd[a, PARITY[i][a]], out, 1 + a)
+            key = (a, PARITY[i][a])
+            out = self.fast[key][0](out, 1 + a) if key in self.fast else \
+                _apply(self.fwd[key], out, 1 + a)
         return out
 
     def evaluate(self, c, i):
         out = c
         for a in range(self.dim):
-            out = _apply(self.ev[a, PARITY[i][a]], out, 1 + a)
+            key = (a, PARITY[i][a])
+            out = self.fast[key][1](out, 1 + a) if key in self.fast else \
+                _apply(self.ev[key], out, 1 + a)
         return out.real if np.iscomplexobj(out) else out
 
 

@@ -225,7 +225,7 @@ def _init_state(W0, prm):
     data_shape = W0[0].shape[1:]
     data = _Space(data_shape, NODES, NVAR)
     inner_shape = tuple(max(int(round(REFINE * n)), 4) for n in data_shape)
-    inner = _Space(inner_shape, False, NVAR)
+    inner = _Space(inner_shape, False, NVAR, fast=True)  # every stage transforms: the FFT
     grid = {"data": data, "inner": inner, "cache": {}, "B": W0[0].shape[0]}
     grid["X"] = tuple(_axis_points(a, n, False).reshape((-1,) + (1,) * (len(inner_shape) - a - 1))
                       for a, n in enumerate(inner_shape))
