@@ -12,6 +12,8 @@ Four kinds, chosen per example (``KINDS``):
   is drawn and the forcing f computed from it symbolically (SymPy), so ``sol`` is exact; the
   steady examples whose forcing is a formula (``reference_steady.py``) have one closed-form
   solution, checked against the formulas their YAML states, at N = 50 (dev) and 64 (test).
+* the walled and node-grid examples of issue 19 (``reference_walls.py``): closed forms,
+  Chebyshev collocation with Radau IIA, or 2D Fourier pseudo-spectral with DOP853.
 * ``generator``: pdesharp's generic data generator (``pdesharp data generate``: Fourier spectral
   on a 4x grid with DOP853/ETDRK4, or Chebyshev collocation with Radau for walls), which shares
   no code with the built-in analyst's solver catalogue.
@@ -153,6 +155,9 @@ def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
     with h5py.File(path, "w") as h5:
         method = arrays.pop("_method", f"Fourier pseudo-spectral on a {FINE}x finer grid, 2/3"
                                       " dealiasing, SciPy DOP853 rtol 1e-10")
+        check = arrays.pop("_self_check", None)
+        if check is not None:  # the collocation reference's own error estimate
+            h5.attrs["self_check"] = check
         for key, arr in arrays.items():
             h5.create_dataset(key, data=arr)
         h5.attrs["method"] = method
@@ -160,9 +165,11 @@ def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def main() -> None:
     from reference_kinds import KINDS, STEADY, make  # exact, manufactured, generator references
+    from reference_walls import WALL_KINDS  # walled and node-grid examples (issue 19)
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS) + sorted(STEADY))
+    ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS) + sorted(STEADY)
+                    + sorted(WALL_KINDS))
     ap.add_argument("--out", required=True, help="data directory (files go to <out>/<name>/dev.hdf5)")
     ap.add_argument("--n", type=int, default=None, help="grid points per axis (default per example)")
     ap.add_argument("--samples", type=int, default=3)
@@ -174,6 +181,9 @@ def main() -> None:
                 continue
             if name in EXAMPLES:
                 arrays = generate(name, args.n or 128, args.samples, seed)
+            elif name in WALL_KINDS:
+                _, fn, default_n = WALL_KINDS[name]
+                arrays = fn(args.n or default_n, args.samples, seed)
             else:
                 arrays = make(name, args.n, args.samples, seed)
             write(Path(args.out) / name / f"{split}.hdf5", arrays)

@@ -46,8 +46,6 @@ def test_check_says_why_not_and_exits_non_zero(tmp_path, capsys):
      "non-conservative product v*dx(u)", "conservation form"),
     (_spec(["dt(u) - dx(a*dx(u))"], coefficients=("a",)),
      "coefficient fields ['a']", "expression of x"),
-    (_spec(["dt(u) - dx(u, 2) - dy(u, 2)"], boundary="dirichlet: u = 0", space=("x", "y")),
-     "non-periodic boundaries", "make the box periodic"),
     (_spec(["dt(u) - dx(u, 2)"], boundary="closed walls"), "the boundary 'closed walls'",
      "dirichlet: u = 0"),
     (_spec(["dt(u) - dt(dx(u, 2)) - dx(u, 2)"]), "mixed time-space derivative dt(dx(u, 2))",

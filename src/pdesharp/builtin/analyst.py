@@ -175,7 +175,8 @@ def _boundary_text(law: BalanceLaw) -> str:
 def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[str]) -> Analysis:
     facts = law_facts(law)
     axes = task.equation.space
-    h = [(task.domain[a][1] - task.domain[a][0]) / bounds.n[a] for a in axes]
+    cells = {a: bounds.n[a] - (task.grid == "nodes") for a in axes}  # node grids: n - 1 gaps
+    h = [(task.domain[a][1] - task.domain[a][0]) / max(cells[a], 1) for a in axes]
     pts = _samples(law, task, bounds)
     linear = _linear(law)
     order = _space_order(task)
@@ -204,15 +205,17 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         facts={"nvar": law.nvar, "dim": law.dim, "periodic": law.periodic})]
     system = linear_system(law)
     where = {"fourier": "on a periodic box: each Fourier mode",
-             "sine": "with zero values at both walls: each sine mode (the eigenbasis)",
-             "cosine": "with zero derivatives at both walls: each cosine mode (the eigenbasis)"}
+             "walls": "between homogeneous Dirichlet/Neumann walls: each sine/cosine mode (the"
+                      " eigenbasis, with the parity per unknown that its derivative couplings"
+                      " require)"}
     steps.append(AnalysisStep(name="analytical", applies=system is not None, text=(
         f"Linear with constant coefficients {where.get(basis(law), '')} evolves by the matrix"
         " exponential exp(L(k) t) (Duhamel's integral for the forcing), an exact propagator with"
         " no time-step error." if system is not None else
         "No closed-form propagator: " + (
-            "the boundary conditions have no common eigenbasis of the operator (inhomogeneous or"
-            " mixed walls, or odd derivatives with walls)." if basis(law) is None or
+            "the boundary conditions have no common sine/cosine eigenbasis of the operator"
+            " (inhomogeneous or Robin walls, a condition at one end only, or an odd derivative"
+            " of an unknown in its own equation)." if basis(law) is None or
             (not law.periodic and _linear(law)) else
             "the problem is nonlinear or has variable coefficients."))))
     steps.append(AnalysisStep(name="transformation", applies=bool(law.introduced or law.notes),

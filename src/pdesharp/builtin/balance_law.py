@@ -1,4 +1,4 @@
-"""A time-dependent task read as a balance law in one or two space dimensions::
+"""A time-dependent task read as a balance law in one, two or three space dimensions::
 
     dt(q(w)) + sum_a da(F_a(w, x, t)) = sum_a da(V_a(w, da w, x, t)) + S(w, x, t) + H w
 
@@ -115,13 +115,9 @@ def balance_law(task: Task) -> BalanceLaw:
     except TimeOrderError as exc:
         raise UnsupportedTask(f"these time derivatives ({exc})", hint="llm") from None
     system = red.system
-    if task.grid != "cell_centres":
-        raise UnsupportedTask(
-            f"grid {task.grid!r} in a time-dependent task: the built-in schemes work on cell"
-            " centres", hint="use grid: cell_centres (data at x_i = lo + (i + 1/2) h)")
-    if len(system.space) not in (1, 2):
-        raise UnsupportedTask(f"{len(system.space)} space dimensions (the catalogue covers 1 and 2)",
-                              hint="llm")
+    if len(system.space) not in (1, 2, 3):
+        raise UnsupportedTask(f"{len(system.space)} space dimensions (the catalogue covers 1, 2"
+                              " and 3)", hint="llm")
     if system.coefficients:
         raise UnsupportedTask(
             f"coefficient fields {list(system.coefficients)} given as solver inputs in a"
@@ -129,11 +125,6 @@ def balance_law(task: Task) -> BalanceLaw:
             hint="write the coefficient as an expression of x (and y, t), e.g."
                  " a: 1 + 0.5*sin(2*pi*x), which the built-in analyst supports")
     bc = boundary_or_refuse(task)
-    if not bc.all_periodic and len(system.space) > 1:
-        raise UnsupportedTask(
-            f"non-periodic boundaries ({task.boundary!r}) in a time-dependent 2D problem (the"
-            " catalogue covers walls in 1D and periodic boxes in 2D)",
-            hint="make the box periodic if the physics allows it")
     names = list(system.unknowns)
     coords = list(system.coords)
     t = system.t

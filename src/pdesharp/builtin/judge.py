@@ -90,6 +90,10 @@ def _numeric(old, new) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
 
 
+def _categorical(fam, axis: str) -> bool:
+    return any(a.name == axis and a.choices for a in fam.axes)
+
+
 def _again(old: float, new: float):
     """The same step once more: the same factor (a quarter from an unbounded start)."""
     if math.isfinite(old) and old != 0:
@@ -276,8 +280,9 @@ class BuiltinJudge:
             k = fam.key(new, p)
             # a step that lands on a design already waiting in the pool: take it once more (a
             # smaller step than the pool's), rather than duplicate or abandon the direction
-            for _ in range(3):
-                if k not in seen or k in blocked or not _numeric(d[axis], value):
+            for _ in range(3):  # (a categorical axis, ORDER 2 | 4 | 6, has no "once more")
+                if k not in seen or k in blocked or not _numeric(d[axis], value) \
+                        or _categorical(fam, axis):
                     break
                 value = _again(d[axis], value)
                 new = d.with_(**{axis: value})

@@ -436,22 +436,37 @@ def _implicit_parts(law: BalanceLaw, facts: LawFacts, prims) -> str:
 
 
 def boundary_source(law: BalanceLaw) -> str:
-    """``boundary_conditions(t, prm)``: per unknown, (a, b, g) of a*w + b*dw/dx = g at x = lo and
-    x = hi (None where no condition is given: outflow, zero gradient)."""
-    axis = law.coords[0].name
-    rows = []
-    for n in law.names:
-        sides = []
-        for s in (0, 1):
-            c = law.boundary.condition(n, axis, s)
-            if c is None:
-                sides.append("None")
-            else:
-                sides.append(f"({float(c.a) if c.a.is_number else npcode(c.a)},"
-                             f" {float(c.b) if c.b.is_number else npcode(c.b)}, {npcode(c.g)})")
-        rows.append("[" + ", ".join(sides) + "]")
-    return ("def boundary_conditions(t, prm):\n    \"\"\"Per unknown, (a, b, g) of a*w + b*dw/dx = g"
-            " at x = lo and x = hi; None: outflow (zero gradient).\"\"\"\n"
-            + coords_line([], [c.g for c in law.boundary.conditions], law.t)
-            + params_lines(law.params, [e for c in law.boundary.conditions for e in (c.a, c.b, c.g)])
-            + "    return [" + ", ".join(rows) + "]\n\n\n")
+    """``boundary_conditions(t, prm, axis=0, S=None)``: per unknown, (a, b, g) of
+    a*w + b*dw/d(axis) = g at the low and the high end of ``axis`` (None where no condition is
+    given: outflow, zero gradient). In 2D, ``g`` may vary along the side: ``S`` is the other
+    axis' coordinate array there (g broadcasts against it)."""
+    body = ""
+    for a, coord in enumerate(law.coords):
+        axis = coord.name
+        others = [c for c in law.coords if c != coord]
+        conds = [c for c in law.boundary.conditions if c.axis == axis]
+        rows = []
+        for n in law.names:
+            sides = []
+            for s_ in (0, 1):
+                c = law.boundary.condition(n, axis, s_)
+                if c is None:
+                    sides.append("None")
+                else:
+                    sides.append(f"({float(c.a) if c.a.is_number else npcode(c.a)},"
+                                 f" {float(c.b) if c.b.is_number else npcode(c.b)}, {npcode(c.g)})")
+            rows.append("[" + ", ".join(sides) + "]")
+        pad = "        " if law.dim > 1 else "    "
+        block = params_lines(law.params, [e for c in conds for e in (c.a, c.b, c.g)], pad)
+        used = set().union(*[c.g.free_symbols for c in conds]) if conds else set()
+        if law.t in used and law.t.name != "t":
+            block += f"{pad}{safe(law.t.name)} = t\n"
+        if others and any(o in used for o in others):
+            block += f"{pad}{safe(others[0].name)} = S\n"
+        block += f"{pad}return [" + ", ".join(rows) + "]\n"
+        body += (f"    {'if' if a == 0 else 'elif'} axis == {a}:\n" + block) if law.dim > 1 else block
+    if law.dim > 1:
+        body += "    raise ValueError(axis)\n"
+    return ("def boundary_conditions(t, prm, axis=0, S=None):\n    \"\"\"Per unknown, (a, b, g) of"
+            " a*w + b*dw/d(axis) = g at the low and the high end of the axis; None: outflow"
+            " (zero gradient). S: the coordinate along the side (2D).\"\"\"\n" + body + "\n\n")

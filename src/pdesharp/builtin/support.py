@@ -35,6 +35,12 @@ def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Sup
     p = problem(task, design_facts(analysis))
     designs = candidate_designs(p)
     if not designs:
+        law = p.struct
+        if not task.steady and not law.periodic and task.grid == "nodes":
+            return Support(supported=False, reason=str(UnsupportedTask(
+                "walls on a node grid for a solution that may not stay smooth (a nonlinear flux"
+                " with little or no viscosity): the finite-volume family needs cell centres, the"
+                " method of lines a resolved solution", hint="use grid: cell_centres")))
         return Support(supported=False, reason=(
             "no scheme family of the catalogue applies to this structure; use a language model,"
             " e.g. `pdesharp solve TASK --model openai:gpt-4o`"))

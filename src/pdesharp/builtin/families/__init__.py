@@ -2,10 +2,14 @@
 applies and how its designs rank, its stability rule and the code it renders.
 
 =========  ==========================================================================
-exact      linear constant-coefficient systems, periodic: exp(L(k) t) per Fourier mode
+exact      linear constant-coefficient systems: exp(L(k) t) per Fourier / sine / cosine mode
 split      scalar law with constant diffusion: exact diffusion / source / explicit flux
 spectral   periodic, smooth: pseudo-spectral with an exponential integrator (KdV, KS...)
-fv         finite volumes: systems, x/t-dependent terms, 1D walls, 2D periodic
+wall_spectral  sine/cosine (and Fourier) pseudo-spectral between homogeneous Dirichlet/Neumann
+           walls, matrix linear parts (Gross-Pitaevskii), ETDRK4
+mol        any walls (Dirichlet/Neumann/Robin, time- and side-dependent data), smooth problems:
+           order 2-6 finite differences, IMEX Runge-Kutta with an implicit sparse linear part
+fv         finite volumes: systems, x/t-dependent terms, walls on cell centres, 1D and 2D
 elliptic   steady 1D/2D: finite-volume stencil, any boundary kind, Newton if nonlinear,
            finer internal grids and Richardson extrapolation
 chebyshev  steady 1D/2D given by formulas (no coefficient field): spectral collocation
@@ -19,13 +23,15 @@ from pdesharp.builtin.families.collocation import ChebyshevFamily
 from pdesharp.builtin.families.elliptic import EllipticFamily
 from pdesharp.builtin.families.exact import ExactFamily
 from pdesharp.builtin.families.fv import FiniteVolumeFamily
+from pdesharp.builtin.families.mol import MolFamily
 from pdesharp.builtin.families.spectral import SpectralFamily
 from pdesharp.builtin.families.split import SplitFamily
+from pdesharp.builtin.families.wall_spectral import WallSpectralFamily
 
 # the order breaks ties of the predicted ranking (the more specialised family first)
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    ExactFamily(), SplitFamily(), SpectralFamily(), FiniteVolumeFamily(), ChebyshevFamily(),
-    EllipticFamily())}
+    ExactFamily(), SplitFamily(), SpectralFamily(), WallSpectralFamily(), MolFamily(),
+    FiniteVolumeFamily(), ChebyshevFamily(), EllipticFamily())}
 
 
 def family(name: str) -> Family:

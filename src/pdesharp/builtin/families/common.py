@@ -35,9 +35,13 @@ USE_NUMBA = numba is not None
 def problem_constants(p: Problem, flags: dict) -> str:
     """DOMAIN and the problem's facts, as constants the blocks read."""
     dom = [tuple(float(v) for v in p.task.domain[a]) for a in p.task.equation.space]
+    periodic = [a in p.struct.boundary.periodic for a in p.task.equation.space] \
+        if hasattr(p.struct, "boundary") else [False] * len(dom)
     lines = ["# ---- the problem (from the task; not design choices) ----",
              f"DOMAIN = {dom!r}  # axis ranges; array axes follow {list(p.task.equation.space)}",
-             f"DIM = {len(dom)}"]
+             f"DIM = {len(dom)}",
+             f"NODES = {p.task.grid == 'nodes'}  # data at nodes (both ends) or cell centres",
+             f"PERIODIC_AXES = {periodic!r}"]
     lines += [f"{k} = {'np.inf' if v == math.inf else repr(v)}" for k, v in flags.items()]
     return "\n".join(lines) + "\n"
 
@@ -67,14 +71,23 @@ GRID = '''
 
 def _grid(shape, refine=1):
     """Centres X (a tuple broadcastable against [B, N1(, N2)]), spacings h and, per axis, the
-    face coordinates laid out for arrays whose last axis runs over that axis' faces."""
+    face coordinates laid out for arrays whose last axis runs over that axis' faces. On a node
+    grid the points are lo + i h: h = L/(n - 1) between walls, L/n on a periodic axis (whose
+    repeated last node _evolve has dropped)."""
     dim = len(shape)
     grid = {"h": [], "centres": [], "edges": [], "shape": tuple(shape), "refine": refine}
     X = []
     for a, n in enumerate(shape):
         lo, hi = DOMAIN[a]
-        h = (hi - lo) / n
-        c = lo + (np.arange(n) + 0.5) * h
+        if NODES and not PERIODIC_AXES[a]:
+            h = (hi - lo) / max(n - 1, 1)
+            c = lo + np.arange(n) * h
+        elif NODES:
+            h = (hi - lo) / n
+            c = lo + np.arange(n) * h
+        else:
+            h = (hi - lo) / n
+            c = lo + (np.arange(n) + 0.5) * h
         grid["h"].append(h)
         grid["centres"].append(c)
         grid["edges"].append(lo + np.arange(n + 1) * h)
@@ -100,8 +113,12 @@ EVOLVE = '''
 
 
 def _evolve(W0, t_coordinate, prm):
-    """Advance the unknowns W0 (list of [B, N1(, N2)] arrays) to every output time."""
+    """Advance the unknowns W0 (list of [B, N1(, N2)] arrays) to every output time. On a node
+    grid a periodic axis' last node repeats the first: it is dropped here and restored at output."""
     W0 = [np.asarray(w, dtype=np.float64) for w in W0]
+    wrap = [1 + a for a in range(DIM) if NODES and PERIODIC_AXES[a]]
+    for ax in wrap:
+        W0 = [np.take(w, np.arange(w.shape[ax] - 1), axis=ax) for w in W0]
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
     state, grid = _init_state(W0, prm)
     grid["t_end"] = float(t_coordinate[-1])  # the work ahead (a KERNEL = "auto" choice reads it)
@@ -115,6 +132,8 @@ def _evolve(W0, t_coordinate, prm):
             W = _output(state, grid, prm)
         for k in range(len(W0)):
             out[k][:, j] = W[k]
+    for ax in wrap:  # the repeated node, on the time-stacked arrays [B, T, ...]
+        out = [np.concatenate([o, np.take(o, [0], axis=ax + 1)], axis=ax + 1) for o in out]
     return out
 '''
 

@@ -1,8 +1,12 @@
-"""Exact Fourier propagator: linear constant-coefficient systems on periodic boxes.
+"""Exact propagator: linear constant-coefficient systems on periodic boxes and between walls.
 
 When ``dt w = sum_alpha C_alpha d^alpha w + f(x, t)`` with constant matrices C_alpha (scalar or
-system, 1D or 2D, any derivative order), every Fourier mode evolves by the matrix exponential
+system, 1D, 2D or 3D, any derivative order), every Fourier mode evolves by the matrix exponential
 ``exp(L(k) h)`` of the symbol ``L(k) = sum_alpha C_alpha (i k)^alpha``: no time-step error at all.
+Between homogeneous Dirichlet/Neumann walls the modes are sines and cosines, one parity per
+unknown and axis (:mod:`.bases`; a TM cavity: Ez sine, Hx and Hy mixed), and the symbol of a
+derivative of order alpha is +-k^alpha (the sine/cosine rule), so the same block exponential per
+mode is exact; cell-centre and node grids alike (the Dirichlet nodes are not unknowns).
 A forcing ``f(x, t)`` enters through Duhamel's integral, evaluated exactly for a polynomial in
 time (an augmented matrix exponential), the polynomial interpolating ``f`` at ``FORCING_NODES``
 Chebyshev points of each output interval (exact when f does not depend on t).
@@ -16,38 +20,29 @@ import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
+from pdesharp.builtin.families.bases import BASES, basis_title, emit_bases, wall_bases
 from pdesharp.builtin.families.common import EVOLVE, FOURIER, GRID, fixed_axes, problem_constants
 from pdesharp.builtin.physics import coords_line, npcode, params_lines
 
 
 def basis(law: BalanceLaw) -> str | None:
-    """The eigenbasis of the derivatives for the law's boundaries: Fourier modes on a periodic
-    box; in 1D, sines when every unknown is 0 at both walls, cosines when every unknown has a zero
-    derivative there (cell-centred DST-II / DCT-II); None otherwise."""
+    """The eigenbasis of the derivatives for the law's boundaries: "fourier" on a periodic box,
+    "walls" when :func:`~.bases.wall_bases` finds sines/cosines for every unknown and wall axis
+    (homogeneous Dirichlet or Neumann walls, couplings of consistent parity); None otherwise."""
     if law.periodic:
         return "fourier"
-    if law.dim != 1 or law.boundary.missing(law.names):
-        return None
-    conds = law.boundary.conditions
-    if any(c.g != 0 for c in conds):
-        return None
-    if all(c.b == 0 for c in conds):
-        return "sine"
-    if all(c.a == 0 for c in conds):
-        return "cosine"
-    return None
+    return "walls" if wall_bases(law) is not None else None
 
 
 def linear_system(law: BalanceLaw):
     """``(terms, forcing)`` with terms a list of (orders, Matrix) such that
     dt w = sum Matrix d^orders w + forcing(x, t); None unless linear with constant coefficients
-    and the boundaries have an eigenbasis (:func:`basis`; sines and cosines need even orders)."""
+    and the boundaries have an eigenbasis (:func:`basis`; between walls the parities of
+    :func:`~.bases.wall_bases` make every derivative term map an unknown's basis onto its
+    equation's)."""
     if not isinstance(law, BalanceLaw) or basis(law) is None:
         return None
-    out = _linear_terms(law)
-    if out is not None and basis(law) != "fourier" and any(o[0] % 2 for o, _ in out[0]):
-        return None  # an odd derivative maps sines to cosines: no common eigenbasis
-    return out
+    return _linear_terms(law)
 
 
 def _linear_terms(law: BalanceLaw):
@@ -138,8 +133,8 @@ class ExactFamily(Family):
         terms, f = self._system(p)
         sym = d["SYMBOL"] if "SYMBOL" in self.relevant(p) else "spectral"
         kind = "matrix exponential per wavenumber" if p.struct.nvar > 1 else "exp(L(k) t) per mode"
-        where = {"fourier": "Fourier", "sine": "sine-series (DST)",
-                 "cosine": "cosine-series (DCT)"}[basis(p.struct)]
+        where = "Fourier" if basis(p.struct) == "fourier" else \
+            basis_title(wall_bases(p.struct), p.struct.names) + " series"
         text = f"exact {where} propagator ({sym} symbol, {kind})"
         if any(e != 0 for e in f):
             text += (", forcing integrated exactly" if "FORCING_NODES" not in self.relevant(p) else
@@ -158,7 +153,9 @@ class ExactFamily(Family):
         has_f = any(e != 0 for e in f)
         flags = {"NVAR": law.nvar, "BASIS": basis(law), "HAS_FORCING": has_f,
                  "FORCING_IN_TIME": any(e.has(law.t) for e in f)}
-        code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
+        code = problem_constants(p, flags) + fixed_axes(self, d, p)
+        walls = basis(law) == "walls"
+        code += (emit_bases(wall_bases(law)) if walls else "") + "\n\n"
         code += ("def linear_terms(prm):\n    \"\"\"(orders, C) of dt w = sum C d^orders w + f, from the"
                  " equation.\"\"\"\n" + params_lines(law.params, [e for _, m in terms for e in m])
                  + "    return [\n")
@@ -175,11 +172,13 @@ class ExactFamily(Family):
         if not has_f:
             code += ("def forcing(*args):  # the equation has none: never called\n"
                      "    raise NotImplementedError\n\n\n")
-        return code + GRID + FOURIER + BLOCK + EVOLVE
+        if walls:
+            return code + GRID + BASES + EXPM + WALL_TRANSFORMS + PROPAGATE + EVOLVE
+        return code + GRID + FOURIER + EXPM + FOURIER_TRANSFORMS + PROPAGATE + EVOLVE
 
 
-BLOCK = '''
-# ---- block: exact Fourier propagator of a linear constant-coefficient system ----
+EXPM = '''
+# ---- block: exact propagator of a linear constant-coefficient system ----
 
 
 def _expm(A):
@@ -199,6 +198,10 @@ def _expm(A):
     for _ in range(s):
         E = E @ E
     return E
+'''
+
+FOURIER_TRANSFORMS = '''
+# ---- block: Fourier modes of a periodic box (rfftn) ----
 
 
 def _symbol(k, order, h):
@@ -210,33 +213,21 @@ def _symbol(k, order, h):
     return (1j * k) ** order
 
 
-def _transform(u, axes):
-    """Coefficients in the eigenbasis of the derivatives (BASIS): Fourier, sine or cosine."""
-    if BASIS == "fourier":
-        return np.fft.rfftn(u, axes=axes)
-    from scipy.fft import dct, dst
-
-    return (dst if BASIS == "sine" else dct)(u, type=2, axis=-1, norm="ortho").astype(complex)
+def _transform(u, i):
+    return np.fft.rfftn(u, axes=tuple(range(1, u.ndim)))
 
 
-def _inverse(uh, shape, axes):
-    if BASIS == "fourier":
-        return np.fft.irfftn(uh, s=shape, axes=axes)
-    from scipy.fft import idct, idst
-
-    return (idst if BASIS == "sine" else idct)(uh.real, type=2, axis=-1, norm="ortho")
+def _forcing_transform(f, i, grid):
+    return np.fft.rfftn(f, axes=tuple(range(f.ndim)))
 
 
-def _basis_wavenumbers(shape):
-    if BASIS == "fourier":
-        return _wavenumbers(shape)
-    m = np.arange(1, shape[0] + 1) if BASIS == "sine" else np.arange(shape[0])
-    return [np.pi * m / (DOMAIN[0][1] - DOMAIN[0][0])]
+def _inverse(uh, i, grid):
+    return np.fft.irfftn(uh, s=grid["shape"], axes=tuple(range(1, uh.ndim)))
 
 
 def _operator(grid, prm):
     """L(k) [*kshape, NVAR, NVAR]: dt w_hat = L(k) w_hat + f_hat."""
-    ks = _basis_wavenumbers(grid["shape"])
+    ks = _wavenumbers(grid["shape"])
     kshape = np.broadcast_shapes(*[k.shape for k in ks])
     L = np.zeros(kshape + (NVAR, NVAR), dtype=complex)
     for orders, matrix in linear_terms(prm):
@@ -248,18 +239,75 @@ def _operator(grid, prm):
     return L
 
 
+def _setup(shape, grid):
+    return grid
+'''
+
+WALL_TRANSFORMS = '''
+# ---- block: sine / cosine (and Fourier) modes per unknown and axis ----
+
+
+def _symbol(a, k, order, parity, h):
+    """d^order of a mode of wavenumber k (SYMBOL fd2: the central-difference symbol)."""
+    if SYMBOL == "fd2" and order in (1, 2):
+        k = np.sin(k * h) / h if order == 1 else np.sqrt(2.0 - 2.0 * np.cos(k * h)) / h
+    return _deriv_symbol(a, k, order, parity)
+
+
+def _transform(u, i):
+    return _SPACE[0].forward(u, i)
+
+
+def _forcing_transform(f, i, grid):
+    return _SPACE[0].forward(np.broadcast_to(f, grid["shape"])[None], i)[0]
+
+
+def _inverse(uh, i, grid):
+    return _SPACE[0].evaluate(uh, i)
+
+
+def _operator(grid, prm):
+    """L(m) [*mshape, NVAR, NVAR]: the symbol of unknown j's derivative, in its parity, lands
+    on equation i's basis (the parities make the couplings diagonal in the mode number)."""
+    space = _SPACE[0]
+    mshape = space.mshape
+    L = np.zeros(mshape + (NVAR, NVAR), dtype=complex)
+    for orders, matrix in linear_terms(prm):
+        matrix = np.asarray(matrix, dtype=float)
+        for i in range(NVAR):
+            for j in range(NVAR):
+                if matrix[i, j] == 0.0:
+                    continue
+                s = np.ones(mshape, dtype=complex)
+                for a, o in enumerate(orders):
+                    shape = [1] * len(mshape)
+                    shape[a] = mshape[a]
+                    sym = _symbol(a, space.k[a], o, PARITY[j][a], grid["h"][a]) if o else 1.0
+                    s = s * np.reshape(sym, shape) if o else s
+                L[..., i, j] += matrix[i, j] * s
+    return L
+
+
+_SPACE = [None]
+
+
+def _setup(shape, grid):
+    _SPACE[0] = _Space(shape, NODES, NVAR)
+    return grid
+'''
+
+PROPAGATE = '''
+
 def _init_state(W0, prm):
-    grid = _grid(W0[0].shape[1:])
-    axes = tuple(range(1, W0[0].ndim))
-    uh = np.stack([_transform(w, axes) for w in W0], axis=-1)  # [B, *kshape, NVAR]
+    grid = _setup(W0[0].shape[1:], _grid(W0[0].shape[1:]))
+    uh = np.stack([_transform(w, i) for i, w in enumerate(W0)], axis=-1)  # [B, *kshape, NVAR]
     grid["L"] = _operator(grid, prm)
     grid["cache"] = {}
-    return uh, grid
+    return uh.astype(complex), grid
 
 
 def _output(uh, grid, prm):
-    axes = tuple(range(1, uh.ndim - 1))
-    return [_inverse(uh[..., i], grid["shape"], axes) for i in range(NVAR)]
+    return [_inverse(uh[..., i], i, grid) for i in range(NVAR)]
 
 
 def _propagator(grid, h):
@@ -277,9 +325,8 @@ def _forced(grid, t0, h, prm):
     if key in grid["cache"]:
         return grid["cache"][key]
     sig = 0.5 - 0.5 * np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes)
-    axes = tuple(range(len(grid["shape"])))
-    samples = np.stack([np.stack([_transform(np.broadcast_to(f, grid["shape"]), axes)
-                                  for f in forcing(grid["X"], t0 + s * h, prm)], axis=-1)
+    samples = np.stack([np.stack([_forcing_transform(f, i, grid) for i, f in
+                                  enumerate(forcing(grid["X"], t0 + s * h, prm))], axis=-1)
                         for s in sig])  # [P, *kshape, NVAR]
     coef = np.linalg.solve(np.vander(sig, nodes, increasing=True),
                            samples.reshape(nodes, -1)).reshape(samples.shape)

@@ -105,7 +105,10 @@ class FiniteVolumeFamily(Family):
     )
 
     def applies(self, p: Problem) -> bool:
-        return isinstance(p.struct, BalanceLaw) and not p.struct.has_high
+        law = p.struct
+        # cells need walls between data points (cell centres) and at most two axes
+        return (isinstance(law, BalanceLaw) and not law.has_high and law.dim <= 2
+                and (law.periodic or p.task.grid == "cell_centres"))
 
     def relevant(self, p: Problem) -> list[str]:
         law: BalanceLaw = p.struct
@@ -255,14 +258,17 @@ NG = 3  # ghost cells per side
 
 def _pad(W, axis, t, grid, prm):
     """W [var, B, ...] with NG ghost cells on both ends of space axis ``axis``: a periodic wrap,
-    or values that satisfy a*w + b*dw/dx = g at the wall (boundary_conditions)."""
+    or values that satisfy a*w + b*dw/dx = g at the wall (boundary_conditions; in 2D the data
+    may vary along the side)."""
     ax = 2 + axis
     n = W.shape[ax]
-    if PERIODIC:
+    if PERIODIC_AXES[axis]:
         return np.take(W, np.arange(-NG, n + NG) % n, axis=ax)
     h = grid["h"][axis]
+    W = np.moveaxis(W, ax, -1)
     Wp = np.concatenate([np.repeat(W[..., :1], NG, -1), W, np.repeat(W[..., -1:], NG, -1)], -1)
-    for k, sides in enumerate(boundary_conditions(t, prm)):
+    side = grid["centres"][1 - axis] if DIM == 2 else None
+    for k, sides in enumerate(boundary_conditions(t, prm, axis, side)):
         for s, cond in enumerate(sides):
             if cond is None:  # outflow: constant extrapolation
                 continue
@@ -279,7 +285,7 @@ def _pad(W, axis, t, grid, prm):
                 slope = (wg - w0) / h
                 for m in range(1, NG + 1):
                     Wp[k, ..., NG + n - 1 + m] = W[k, ..., max(n - m, 0)] + (2 * m - 1) * h * slope
-    return Wp
+    return np.moveaxis(Wp, -1, ax)
 
 
 def _limited_slope(dl, dr):

@@ -270,7 +270,9 @@ def _init_state(W0, prm):
     grid["data_shape"] = data
     # the Fourier interpolation keeps the data's first point as the origin: the internal points
     # are x0 + j h with x0 the first data cell centre (not the internal grid's own cell centres)
-    grid["X"] = tuple(x + 0.5 * (grid["h"][a] * (inner[a] / data[a]) - grid["h"][a])
+    # (on a node grid the internal grid's own points already start at the first node)
+    grid["X"] = tuple(x + (0.0 if NODES else 0.5 * (grid["h"][a] * (inner[a] / data[a])
+                                                    - grid["h"][a]))
                       for a, x in enumerate(grid["X"]))
     grid["k"] = _wavenumbers(grid["shape"])
     grid["mask"] = _dealias_mask(grid["shape"])
@@ -307,10 +309,26 @@ def _physical(vh, grid):
 
 
 def _output(vh, grid, prm):
-    data = grid["data_shape"]
-    if grid["shape"] != data:  # zero padding (coarser) or truncation (finer) to the data's modes
-        vh = _resize(vh, grid["shape"], data)
-    return list(np.fft.irfftn(vh, s=data, axes=grid["axes"]))
+    """The solution at the data points. A finer internal grid is sampled at them (they are
+    internal points when the ratio is an integer), or its series evaluated there: truncating it
+    to the data's modes would return a different field (the converged solution's content above
+    the data's Nyquist mode is not an error). A coarser one is zero-padded (its series evaluated
+    at the data points)."""
+    data, inner = grid["data_shape"], grid["shape"]
+    if inner == data:
+        return list(np.fft.irfftn(vh, s=data, axes=grid["axes"]))
+    if any(i < d for i, d in zip(inner, data)):
+        return list(np.fft.irfftn(_resize(vh, inner, data), s=data, axes=grid["axes"]))
+    W = np.fft.irfftn(vh, s=inner, axes=grid["axes"])
+    if all(i % d == 0 for i, d in zip(inner, data)):
+        return list(W[(slice(None), slice(None)) + tuple(slice(None, None, i // d)
+                                                          for i, d in zip(inner, data))])
+    for a, (ni, nd) in enumerate(zip(inner, data)):  # trigonometric interpolation at the points
+        m = np.fft.fftfreq(ni, 1.0 / ni)  # (an even grid's Nyquist term: its real part, cos)
+        E = np.exp(2j * np.pi * np.outer(np.arange(nd) * ni / nd, m) / ni) / ni
+        F = np.fft.fft(W, axis=2 + a)
+        W = np.moveaxis(np.real(np.moveaxis(F, 2 + a, -1) @ E.T), -1, 2 + a)
+    return list(W)
 
 
 def _wave_rate(W, t, grid, prm):
