@@ -14,6 +14,9 @@ Four kinds, chosen per example (``KINDS``):
   solution, checked against the formulas their YAML states, at N = 50 (dev) and 64 (test).
 * the walled and node-grid examples of issue 19 (``reference_walls.py``): closed forms,
   Chebyshev collocation with Radau IIA, or 2D Fourier pseudo-spectral with DOP853.
+* the examples of the equation forms users type and of shocks (``reference_terms.py``): closed
+  forms (solitons, Cole-Hopf, breathers, sine series), exact Riemann solutions averaged over the
+  cells, Fourier differentiation matrices with Radau IIA.
 * ``generator``: pdesharp's generic data generator (``pdesharp data generate``: Fourier spectral
   on a 4x grid with DOP853/ETDRK4, or Chebyshev collocation with Radau for walls), which shares
   no code with the built-in analyst's solver catalogue.
@@ -165,11 +168,12 @@ def write(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def main() -> None:
     from reference_kinds import KINDS, STEADY, make  # exact, manufactured, generator references
+    from reference_terms import TERMS_KINDS  # the forms users type, shocks (issue 19)
     from reference_walls import WALL_KINDS  # walled and node-grid examples (issue 19)
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS) + sorted(STEADY)
-                    + sorted(WALL_KINDS))
+                    + sorted(WALL_KINDS) + sorted(TERMS_KINDS))
     ap.add_argument("--out", required=True, help="data directory (files go to <out>/<name>/dev.hdf5)")
     ap.add_argument("--n", type=int, default=None, help="grid points per axis (default per example)")
     ap.add_argument("--samples", type=int, default=3)
@@ -181,8 +185,8 @@ def main() -> None:
                 continue
             if name in EXAMPLES:
                 arrays = generate(name, args.n or 128, args.samples, seed)
-            elif name in WALL_KINDS:
-                _, fn, default_n = WALL_KINDS[name]
+            elif name in WALL_KINDS or name in TERMS_KINDS:
+                _, fn, default_n = {**WALL_KINDS, **TERMS_KINDS}[name]
                 arrays = fn(args.n or default_n, args.samples, seed)
             else:
                 arrays = make(name, args.n, args.samples, seed)

@@ -72,7 +72,7 @@ class ParsedSystem:
             return sp.Integer(0), expr
         q = sp.Integer(0)
         rest = sp.Integer(0)
-        for term in sp.Add.make_args(sp.expand(expr, deep=False, mul=True, multinomial=False)):
+        for term in distributed_terms(expr):
             coeff, deriv = _time_derivative_part(term, self.t)
             if deriv is None:
                 rest += term
@@ -88,17 +88,37 @@ class ParsedSystem:
         return q, rest
 
 
+def distributed_terms(expr: sp.Expr) -> list[sp.Expr]:
+    """The additive terms of ``expr`` with products distributed over sums at every level of
+    multiplication (``tau*(dt(u) - dx(u, 2)) + u`` is three terms), but the arguments of
+    derivatives and functions left as written (``dx(u**2/2)`` stays one flux term)."""
+    out = []
+    for term in sp.Add.make_args(sp.expand(expr, deep=False, mul=True, multinomial=False)):
+        if isinstance(term, sp.Mul) and any(isinstance(f, sp.Add) for f in term.args):
+            again = sp.expand(term, deep=False, mul=True, multinomial=False)
+            out += distributed_terms(again) if again != term else [term]
+        else:
+            out.append(term)
+    return out
+
+
 def _time_derivative_part(term: sp.Expr, t: sp.Symbol) -> tuple[sp.Expr, sp.Expr | None]:
-    """If ``term`` is ``c * Derivative(e, t)`` with c free of derivatives, return (c, e)."""
+    """If ``term`` is ``c * Derivative(e, t)`` with c free of derivatives, return (c, e).
+    A derivative once in t and also in space, ``Derivative(u, (x, 2), t)`` (SymPy's form of
+    ``dt(dx(u, 2))``), is the time derivative of ``dx(u, 2)``: a Sobolev-type term."""
     factors = sp.Mul.make_args(term)
     derivs = [f for f in factors if isinstance(f, sp.Derivative) and t in f.variables]
-    if len(derivs) != 1 or derivs[0].variables != (t,):
+    if len(derivs) != 1:
         return term, None
     d = derivs[0]
+    counts = [(v, int(n)) for v, n in d.variable_count]
+    if sum(n for v, n in counts if v == t) != 1:
+        return term, None
     coeff = sp.Mul(*[f for f in factors if f is not d])
     if coeff.has(sp.Derivative):
         return term, None
-    return coeff, d.expr
+    space = [(v, n) for v, n in counts if v != t]
+    return coeff, (sp.Derivative(d.expr, *space) if space else d.expr)
 
 
 MAX_DERIVATIVE_ORDER = 8  # dx(u, 4) is Kuramoto-Sivashinsky's; dx(u, 10**9) would never expand

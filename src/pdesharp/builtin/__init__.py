@@ -35,11 +35,19 @@ def make_roles(config):
     from pdesharp.roles import JUDGE_NAMES, Roles
     from pdesharp.task import load_task
 
+    data_dir = getattr(config, "data_dir", None)
     if getattr(config, "task", ""):
         # fail before the run starts, with the offending term named, if the PDE is outside
-        # the catalogue (UnsupportedTask is a ValueError, which the CLI reports cleanly)
-        structure(load_task(config.task))
-    data_dir = getattr(config, "data_dir", None)
+        # the catalogue or its analysis fails (UnsupportedTask is a ValueError: the CLI reports
+        # it in one line and removes the fresh run folder)
+        from pdesharp.builtin.support import support
+
+        task = load_task(config.task)
+        structure(task)
+        got = support(task, data_dir=data_dir if data_dir is not None else _default_data_dir(),
+                      dev_data=getattr(config, "dev_data", None))
+        if not got.supported:
+            raise UnsupportedTask.said(got.reason)
     analyst = BuiltinAnalyst(data_dir=data_dir if data_dir is not None else _default_data_dir(),
                              dev_data=getattr(config, "dev_data", None))
     shared: set = set()  # the three judges never propose the same design twice

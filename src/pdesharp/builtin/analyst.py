@@ -15,6 +15,7 @@ from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
 from pdesharp.builtin.families.exact import basis, linear_system
+from pdesharp.builtin import written_terms
 from pdesharp.builtin.physics import law_facts
 from pdesharp.builtin.structure import structure
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
@@ -106,8 +107,10 @@ def _space_order(task: Task) -> int:
 
 
 def _linear(law: BalanceLaw) -> bool:
-    exprs = [e for row in law.flux + law.viscous for e in row] + law.source + law.q
+    exprs = [e for row in law.flux + law.viscous for e in row] + law.source + law.q + law.extra
     syms = list(law.prims) + [g for row in law.grads for g in row]
+    if law.has_extra:  # every derivative the terms kept as written use
+        syms += [s for *_, s in law.jets.used(law.extra) if s not in syms]
     return all(sp.simplify(sp.diff(e, a, b)) == 0 for e in exprs for a in syms for b in syms)
 
 
@@ -153,11 +156,17 @@ def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
     mat = facts.source_jacobian - sum((4 * facts.diffusion_matrix[a] / h[a] ** 2
                                        for a in range(law.dim)), sp.zeros(law.nvar, law.nvar))
     args = list(pts)
-    fn = sp.lambdify(args, mat.subs(subs), ARRAY_MODULES)
     n = len(next(iter(pts.values())))
-    with np.errstate(all="ignore"):
-        vals = np.array([[np.broadcast_to(np.asarray(e, dtype=complex), (n,)) for e in row]
-                         for row in fn(*[pts[a] for a in args])])
+    vals = np.zeros((law.nvar, law.nvar, n), dtype=complex)
+    # entry by entry: a matrix lambdified whole mixes numbers and arrays (cos(u) beside 0), which
+    # NumPy cannot stack ("setting an array element with a sequence")
+    for r in range(law.nvar):
+        for c in range(law.nvar):
+            fn = sp.lambdify(args, mat[r, c].subs(subs), ARRAY_MODULES)
+            with np.errstate(all="ignore"):
+                vals[r, c] = np.broadcast_to(np.asarray(fn(*[pts[a] for a in args]),
+                                                        dtype=complex), (n,))
+    vals[~np.isfinite(vals)] = 0.0
     eig = np.linalg.eigvals(np.moveaxis(vals, (0, 1), (-2, -1)))
     eig = eig[np.isfinite(eig)]
     return float(np.max(np.abs(eig))) if eig.size else 0.0
@@ -195,6 +204,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         pde_type = "hyperbolic"
     else:
         pde_type = "other"  # an ODE at every point
+    pde_type = written_terms.pde_type(law) or pde_type
     cls = Classification(time_order=law.time_order, space_order=order, linear=linear,
                          pde_type=pde_type, boundary=task.boundary)
     dims = f"{law.dim}D" if law.dim > 1 else "one space dimension"
@@ -232,7 +242,9 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
     dec_text = (f"Flux F = {terms['flux']}, viscous flux V = {terms['viscous']}, source S ="
                 f" {terms['source']}.")
     if law.has_high:
-        dec_text += f" Linear terms of order >= 3: {terms['high_order']} (Fourier families only)."
+        dec_text += (f" Linear constant-coefficient terms of order >= 3 or mixed:"
+                     f" {terms['high_order']} (exact in Fourier or sine/cosine modes).")
+    dec_text += written_terms.describe(law)
     if law.depends_on_space() or law.depends_on_time():
         dec_text += " Terms depend explicitly on " + ", ".join(
             ([", ".join(str(c) for c in law.coords)] if law.depends_on_space() else [])
@@ -295,6 +307,18 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
             scheme="explicit source (forward Euler)",
             expression=f"1/Max({', '.join(f'Abs({sp.sstr(e)})' for e in sj)})", value=dt_src,
             note=f"max |dS/dq| = {r:.4g} on the data bounds."))
+    dt_terms = math.inf
+    if law.has_extra:
+        values = {p: task.constants[p.name] for p in law.params}
+        dt_terms, jet = written_terms.explicit_step(law, values, h, pts)
+        written_terms.refuse_if_too_stiff(law, task, dt_terms, jet)
+        if math.isfinite(dt_terms):
+            stab.append(StabilityBound(
+                scheme="explicit terms kept as written (their linear part implicit or exact)",
+                expression="1/max r(k) over the modes with r(k) > |Re L(k)|/2", value=dt_terms,
+                note=f"r(k) = sum over derivatives of max|dN/d(derivative)| |k|^order at states"
+                     f" of the data bounds with zero derivatives, L the linear"
+                     f" constant-coefficient part; {jet} sets it."))
     span = task.time_span[1] - task.time_span[0]
     stiffness = dt_adv / dt_diff if math.isfinite(dt_adv) and dt_diff > 0 else (
         span / 100 / dt_diff if math.isfinite(dt_diff) else 0.0)
@@ -308,7 +332,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         "cell_peclet": float(peclet), "dt_output": span / max((task.n_frames or 101) - 1, 1),
         "has_flux": law.has_flux, "dx": h[0], "h": h,
         "dt_advective": dt_adv, "dt_diffusive": dt_diff, "dt_source": dt_src,
-        "dt_wave": dt_wave,
+        "dt_wave": dt_wave, "dt_terms": dt_terms,
     }
     stab_text = "; ".join(f"{b.scheme}: dt <= {b.expression} = {b.value:.3g}" for b in stab)
     if stiffness > 20:

@@ -67,11 +67,17 @@ def unprintable(expr) -> str | None:
     from sympy.core.function import AppliedUndef
     from sympy.printing.codeprinter import PrintMethodNotImplementedError
 
-    for f in sorted(sp.sympify(expr).atoms(sp.Function), key=str):
-        if isinstance(f, AppliedUndef):
-            continue  # the unknowns and coefficient fields: the solver's own arrays
-        try:  # the function alone: its arguments (the unknowns u(t, x)...) print elsewhere
-            _Printer().doprint(f.func(*[sp.Symbol(f"a{k}", real=True) for k in range(len(f.args))]))
+    expr = sp.sympify(expr)
+    # the unknowns, coefficient fields and their derivatives are the solver's own arrays
+    plain = {d: sp.Symbol(f"_d{k}", real=True)
+             for k, d in enumerate(sorted(expr.atoms(sp.Derivative), key=str))}
+    expr = expr.xreplace(plain)
+    plain = {f: sp.Symbol(f"_f{k}", real=True)
+             for k, f in enumerate(sorted(expr.atoms(AppliedUndef), key=str))}
+    expr = expr.xreplace(plain)
+    for f in sorted(expr.atoms(sp.Function), key=str):
+        try:  # each function with its own arguments (Piecewise's are (value, condition) pairs)
+            _Printer().doprint(f)
         except PrintMethodNotImplementedError:
             return str(f.func)
     return None
@@ -161,7 +167,7 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
             if probe.is_number and float(probe) < 0:  # keep k positive at typical values
                 scale, shape = -scale, -shape
             back[k], frozen = scale, k * shape
-        with _time_limit(30.0):  # dsolve can take minutes on awkward sources: then no exact step
+        with _time_limit(5.0):  # dsolve can take minutes on awkward sources: then no exact step
             ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
         if ode is not None:
             ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
@@ -219,15 +225,22 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
     """Closed-form solution of dw/dt = S(w) from w(0) = q0 at t = tau, in a form that stays
     finite for large tau and at q0 = 0 (chosen among equivalent rewritings by evaluation).
     ``params`` (parameters and coordinates) are held fixed."""
-    f = sp.Function("w")
-    s = sp.Symbol("s", real=True)
-    try:
-        sol = sp.dsolve(sp.Eq(f(s).diff(s), S.subs(w, f(s))), f(s), ics={f(0): q0})
-    except Exception:  # no closed form, or SymPy cannot impose the initial condition
-        return None
-    if isinstance(sol, list):
-        return None
-    expr = sol.rhs.subs(s, tau)
+    expr = _bernoulli(S, w, tau, q0)
+    if expr is None:
+        poly = sp.Poly(S, w) if S.is_polynomial(w) else None
+        if poly is None or poly.degree() > 2:
+            # dsolve answers a cubic (Allen-Cahn's u - u**3 when not in Bernoulli form) or a
+            # transcendental source with implicit solutions after tens of seconds, if at all
+            return None
+        f = sp.Function("w")
+        s = sp.Symbol("s", real=True)
+        try:
+            sol = sp.dsolve(sp.Eq(f(s).diff(s), S.subs(w, f(s))), f(s), ics={f(0): q0})
+        except Exception:  # no closed form, or SymPy cannot impose the initial condition
+            return None
+        if isinstance(sol, list):
+            return None
+        expr = sol.rhs.subs(s, tau)
     base = [expr, sp.simplify(expr)]
     candidates = []
     for e in base:  # dividing through by a growing exponential keeps the form finite
@@ -255,6 +268,30 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
                 if all(abs(complex(r(q, t))) < 1e-6 for q, t in probes if t < 10):
                     return cand
     return None
+
+
+def _bernoulli(S: sp.Expr, w: sp.Symbol, tau, q0) -> sp.Expr | None:
+    """w' = a w + b w^n (n >= 2, a != 0: logistic, Allen-Cahn's u - u**3) in closed form:
+    z = w^(1-n) solves the linear z' = (1-n)(a z + b), so
+    w = q0 ((1 + b q0^(n-1)/a) exp((1-n) a tau) - b q0^(n-1)/a)^(1/(1-n))."""
+    terms = sp.Add.make_args(sp.expand(S))
+    if len(terms) != 2:
+        return None
+    parts = {}
+    for term in terms:
+        coeff, power = term.as_independent(w, as_Add=False)
+        if power == w:
+            parts[1] = coeff
+        elif power.is_Pow and power.base == w and power.exp.is_Integer and power.exp >= 2:
+            parts[int(power.exp)] = coeff
+        else:
+            return None
+    if 1 not in parts or len(parts) != 2:
+        return None
+    n = next(k for k in parts if k != 1)
+    a, b = parts[1], parts[n]
+    r = b * q0 ** (n - 1) / a
+    return q0 * ((1 + r) * sp.exp((1 - n) * a * tau) - r) ** sp.Rational(1, 1 - n)
 
 
 # ---- emission helpers -------------------------------------------------------------------------

@@ -26,6 +26,15 @@ class UnsupportedTask(ValueError):
             text += f" To solve it, {LLM_HINT}."
         super().__init__(text[0].upper() + text[1:])
 
+    @classmethod
+    def said(cls, message: str) -> "UnsupportedTask":
+        """An UnsupportedTask whose message is ``message`` as already worded (a verdict of
+        :func:`pdesharp.builtin.support.support`)."""
+        exc = cls.__new__(cls)
+        ValueError.__init__(exc, message)
+        exc.reason, exc.hint = message, ""
+        return exc
+
 
 def boundary_or_refuse(task):
     """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error."""

@@ -20,9 +20,31 @@ class Support:
 
 
 def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Support:
-    """Structure, route and first designs of ``task``, or why the catalogue does not cover it."""
+    """Structure, route and first designs of ``task``, or why the catalogue does not cover it.
+    A verdict always: an unexpected failure of the analysis on some input is a refusal that
+    says so in one line, never a traceback (and never a run started on a task the analyst
+    cannot write a solver for: the first designs are rendered here)."""
+    from pdesharp.untrusted import one_line
+
+    try:
+        return _support(task, data_dir, dev_data, n_designs)
+    except RecursionError:
+        return Support(supported=False, reason=_failed("an equation nested too deeply"))
+    except Exception as exc:  # a defect of the analysis on this input: a verdict, not a crash
+        return Support(supported=False, reason=_failed(
+            f"{type(exc).__name__}: {one_line(str(exc), 200)}"))
+
+
+def _failed(what: str) -> str:
+    from pdesharp.builtin.refusal import UnsupportedTask
+
+    return str(UnsupportedTask(f"this equation: its analysis failed ({what}; a defect of"
+                               " pdesharp's built-in analyst, please report it with the task)"))
+
+
+def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     from pdesharp.builtin.analyst import BuiltinAnalyst
-    from pdesharp.builtin.author import design_facts, problem
+    from pdesharp.builtin.author import design_facts, problem, render
     from pdesharp.builtin.families import applicable, candidate_designs, family
     from pdesharp.builtin.refusal import UnsupportedTask
     from pdesharp.builtin.structure import EllipticProblem, structure
@@ -44,6 +66,8 @@ def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Sup
         return Support(supported=False, reason=(
             "no scheme family of the catalogue applies to this structure; use a language model,"
             " e.g. `pdesharp solve TASK --model openai:gpt-4o`"))
+    for d in designs[:n_designs]:
+        render(task, d, p)  # a design the author cannot write is a failure found now
     notes = list(analysis.key_facts[1:])
     return Support(
         supported=True,

@@ -57,6 +57,19 @@ def _edges(law: BalanceLaw) -> list[tuple[int, int, tuple[int, ...]]]:
                 out.append((i, j, (0,) * dim))
         for _, j, orders in law.high[i]:
             out.append((i, j, tuple(orders)))
+    if not law.flux_form:
+        # terms kept as written: their linear constant-coefficient part couples parities as a
+        # derivative does; the nonlinear rest only through the values it uses (a nonlinear
+        # derivative term such as u*dx(u)**2 is even or odd as a whole: parity_compatible)
+        from pdesharp.builtin.families.jet_form import jet_split
+
+        split = jet_split(law)
+        if split is not None:
+            for orders, m in split.terms + split.mass:
+                out += [(i, j, tuple(orders)) for i in range(law.nvar) for j in range(law.nvar)
+                        if m[i, j] != 0]
+            out += [(i, j, (0,) * dim) for i, e in enumerate(split.rest)
+                    for j, w in enumerate(law.prims) if e.has(w)]
     return out
 
 
@@ -151,7 +164,11 @@ def _compatible(law, bases, exprs, domain) -> bool:
     from pdesharp.equation import ARRAY_MODULES
 
     rng = np.random.default_rng(0)
-    args = list(law.prims) + list(law.coords) + [law.t] + list(law.params)
+    # the derivatives the terms use (jets): d^o w_j is odd about a wall when w_j is, flipped
+    # once more per odd order along the wall's axis
+    jets = law.jets.used(exprs) if law.jets is not None else []
+    args = list(law.prims) + list(law.coords) + [law.t] + list(law.params) + [
+        s for _, _, s in jets]
     pts = [rng.uniform(-1.0, 1.0, 16) for _ in args]
     for a, b in enumerate(bases):
         if b.kind == "fourier":
@@ -165,6 +182,10 @@ def _compatible(law, bases, exprs, domain) -> bool:
             for j, o in enumerate(odd):
                 if o:
                     moved[j] = -pts[j]
+            base = len(args) - len(jets)
+            for m, (j, orders, _) in enumerate(jets):
+                if odd[j] != (orders[a] % 2 == 1):
+                    moved[base + m] = -pts[base + m]
             k = len(law.prims) + a
             moved[k] = 2 * end - pts[k]
             for i, e in enumerate(exprs):
@@ -365,13 +386,10 @@ class _Space:
     def __init__(self, shape, nodes, nvar, fast=False):
         self.shape, self.nodes, self.dim = tuple(shape), nodes, len(shape)
         self.fwd, self.ev, self.m, self.k, self.fast = {}, {}, [], [], {}
+        self.use_fast = fast and not nodes
         for a, n in enumerate(shape):
             for p in sorted({PARITY[i][a] for i in range(nvar)}):
-                if fast and not nodes:
-                    self.fast[a, p] = _fast(a, p, n)
-                else:
-                    f, e, _, _ = _transforms(a, p, n, nodes)
-                    self.fwd[a, p], self.ev[a, p] = f, e
+                self._add(a, p)
             m, k = _axis_modes(a, n, nodes)
             self.m.append(m)
             self.k.append(k)
@@ -387,10 +405,24 @@ class _Space:
                 _apply(self.fwd[key], out, 1 + a)
         return out
 
+    def _add(self, a, p):
+        if self.use_fast:
+            self.fast[a, p] = _fast(a, p, self.shape[a])
+        else:
+            f, e, _, _ = _transforms(a, p, self.shape[a], self.nodes)
+            self.fwd[a, p], self.ev[a, p] = f, e
+
     def evaluate(self, c, i):
+        return self.evaluate_as(c, PARITY[i])
+
+    def evaluate_as(self, c, parities):
+        """Values of coefficients c [B, *mshape] in the given parity per axis (a derivative's:
+        an odd order flips its unknown's)."""
         out = c
         for a in range(self.dim):
-            key = (a, PARITY[i][a])
+            key = (a, parities[a])
+            if key not in self.fast and key not in self.ev:
+                self._add(*key)
             out = self.fast[key][1](out, 1 + a) if key in self.fast else \
                 _apply(self.ev[key], out, 1 + a)
         return out.real if np.iscomplexobj(out) else out

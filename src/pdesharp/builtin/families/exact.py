@@ -40,7 +40,7 @@ def linear_system(law: BalanceLaw):
     and the boundaries have an eigenbasis (:func:`basis`; between walls the parities of
     :func:`~.bases.wall_bases` make every derivative term map an unknown's basis onto its
     equation's)."""
-    if not isinstance(law, BalanceLaw) or basis(law) is None:
+    if not isinstance(law, BalanceLaw) or not law.flux_form or basis(law) is None:
         return None
     return _linear_terms(law)
 

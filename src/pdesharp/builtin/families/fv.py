@@ -107,7 +107,7 @@ class FiniteVolumeFamily(Family):
     def applies(self, p: Problem) -> bool:
         law = p.struct
         # cells need walls between data points (cell centres) and at most two axes
-        return (isinstance(law, BalanceLaw) and not law.has_high and law.dim <= 2
+        return (isinstance(law, BalanceLaw) and not law.has_high and law.flux_form and law.dim <= 2
                 and (law.periodic or p.task.grid == "cell_centres"))
 
     def relevant(self, p: Problem) -> list[str]:
@@ -123,7 +123,7 @@ class FiniteVolumeFamily(Family):
                 out += ["VISCOUS"]
         if not law.has_flux:
             out += ["DT_MAX"]
-        if law.dim == 1 and law.periodic:
+        if law.dim == 1:
             out += ["REFINE"]
         if compiled_supported(law, p.law_facts):
             out += ["KERNEL"]
@@ -177,8 +177,11 @@ class FiniteVolumeFamily(Family):
         if law.has_viscous and law.dim == 1:
             other = "explicit" if d["VISCOUS"] != "explicit" else "trbdf2"
             out.append(("VISCOUS", other, "the other treatment of the viscous terms"))
-        if law.dim == 1 and law.periodic and strategy == "accuracy" and not failed:
-            out.append(("REFINE", d["REFINE"] * 2, "a twice finer internal grid"))
+        if law.dim == 1 and strategy == "accuracy" and not failed:
+            move = ("REFINE", d["REFINE"] * 2, "a twice finer internal grid (averaged back to the"
+                    " output cells)")
+            # a discontinuity is resolved only by cells: the grid before the step or the order
+            out.insert(0, move) if self.shocks(p) else out.append(move)
         return out
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
@@ -207,9 +210,17 @@ class FiniteVolumeFamily(Family):
                          law.dim == 1 else "explicit viscous terms")
         if not law.periodic:
             parts.append("ghost-cell boundary conditions")
-        if law.dim == 1 and law.periodic and d["REFINE"] > 1:
+        if law.dim == 1 and d["REFINE"] > 1:
             parts.append(f"{d['REFINE']}x internal grid")
         return "finite volume: " + ", ".join(parts)
+
+    @staticmethod
+    def shocks(p: Problem) -> bool:
+        """A nonlinear flux with no viscosity to speak of (cell Peclet number above 2):
+        discontinuities form or are present, and errors there shrink with the cell size only."""
+        law: BalanceLaw = p.struct
+        return law.has_flux and not law.flux_is_linear() and (
+            not law.has_viscous or p.facts.get("cell_peclet", math.inf) > 2.0)
 
     def orders(self, d: Design, p: Problem):
         law: BalanceLaw = p.struct
@@ -433,14 +444,35 @@ FV_DRIVER = '''
 # ---- block: finite-volume time stepping between two output times ----
 
 
+def _prolong_conservative(u, r):
+    """r sub-cells per cell [B, n] -> [B, n r]: the cell value plus a minmod-limited slope (zero
+    in the end cells), so every cell's sub-cells average to its value and no new extremum
+    appears at a jump."""
+    dl = np.diff(u, axis=-1, prepend=u[..., :1])
+    dr = np.diff(u, axis=-1, append=u[..., -1:])
+    s = np.where(dl * dr > 0, np.sign(dl) * np.minimum(np.abs(dl), np.abs(dr)), 0.0)
+    xi = (np.arange(r) + 0.5) / r - 0.5
+    return (u[..., None] + s[..., None] * xi).reshape(u.shape[:-1] + (-1,))
+
+
 def _init_state(W0, prm):
-    r = REFINE if PERIODIC and len(W0[0].shape) == 2 else 1
+    r = int(REFINE) if len(W0[0].shape) == 2 else 1
+    if r > 1 and not PERIODIC:
+        # between walls the conserved quantities are refined conservatively, and averaged back
+        # at output: the output cells hold the fine solution's cell averages (a shock inside a
+        # cell counts with its position, not the cell's point value)
+        U = np.array([_prolong_conservative(np.asarray(u, dtype=float), r)
+                      for u in to_conservative(W0, prm)])
+        return U, _grid(U.shape[2:], r)
     fine = [_prolong(w, r) for w in W0]
     return np.array(to_conservative(fine, prm)), _grid(fine[0].shape[1:], r)
 
 
 def _output(U, grid, prm):
-    return [_restrict(np.asarray(w), grid["refine"]) for w in to_primitive(U, prm)]
+    r = grid["refine"]
+    if r > 1 and not PERIODIC:
+        return list(to_primitive(np.array([_restrict(np.asarray(u), r) for u in U]), prm))
+    return [_restrict(np.asarray(w), r) for w in to_primitive(U, prm)]
 
 
 def _advance_to(U, t0, t1, grid, prm):

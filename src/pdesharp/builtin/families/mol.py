@@ -16,9 +16,17 @@ extrapolated (no condition: outflow), so the unknowns are the interior values an
 enter as an affine term evaluated at each stage time. Initial data on a finer internal grid come
 from local Lagrange interpolation of degree ORDER + 1.
 
+Terms the flux form does not take (non-conservative products, products of derivatives, cross
+derivatives ``dx(dy(u))``, :attr:`BalanceLaw.extra`) enter the right-hand side as written
+(:mod:`.jet_form`); a cross derivative is taken on the extended grid (walls and corners
+included), explicitly. A Sobolev-type ``dt(u - dx(u, 2))`` is a sparse mass matrix M with the
+walls eliminated: every stage solves with M (and M - h gamma A), the wall data's rate entering
+through M's affine part. Periodic boxes are taken only for such terms (the Fourier families are
+better otherwise), up to second derivatives (higher ones are stiff and explicit here).
+
 Stability rule: dt <= CFL / (sum_a rho_a c1 / h_a + rho'_a c2 / h_a^2 + rho_0) over the explicit
-part's Jacobian (c1, c2: the largest symbol of the order's first and second differences), and
-DT_MAX; the implicit part has no limit.
+part's Jacobian (c1, c2: the largest symbol of the order's first and second differences; c1^2 /
+(h_a h_b) for a cross derivative), and DT_MAX; the implicit part has no limit.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.bases import has_walls
 from pdesharp.builtin.families.common import EVOLVE, GRID, fixed_axes, problem_constants
+from pdesharp.builtin.families.jet_form import jet_split, matrices_source, rate_in_jets
 from pdesharp.builtin.families.mol_block import MOL_BLOCK
 from pdesharp.builtin.physics import boundary_source, coords_line, npcode, params_lines, unpack
 
@@ -47,9 +56,16 @@ _RHS_CACHE: dict[str, tuple] = {}
 def mol_rhs(law: BalanceLaw):
     """(implicit, explicit): implicit[i] lists (j, kind, axis, coefficient) with kind 0 (w_j),
     1 (d w_j/d x_axis), 2 (second derivative), the coefficient depending on x only; explicit[i]
-    is the rest of dt w_i in w, the derivative symbols, x and t. None unless dq/dw is constant."""
-    key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.params, law.coords))
+    is the rest of dt w_i in w, the derivative symbols, x and t. None unless dq/dw is constant.
+    Laws with terms kept as written, linear terms of higher or mixed order or a Sobolev-type dt
+    are read in jets (:func:`~.jet_form.rate_in_jets`; the mass operator is separate)."""
+    key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.params, law.coords,
+                law.high, law.extra))
     if key in _RHS_CACHE:
+        return _RHS_CACHE[key]
+    if not law.flux_form or law.has_high:
+        rhs = rate_in_jets(law)
+        _RHS_CACHE[key] = None if rhs is None else _separate(law, rhs)
         return _RHS_CACHE[key]
     w = sp.Matrix(law.prims)
     M = sp.Matrix(law.q).jacobian(law.prims)
@@ -72,11 +88,19 @@ def mol_rhs(law: BalanceLaw):
             r += -total(law.flux[a][i], a) + total(law.viscous[a][i], a)
         rhs.append(r)
     rhs = list(M.inv() * sp.Matrix(rhs))
+    _RHS_CACHE[key] = _separate(law, rhs)
+    return _RHS_CACHE[key]
+
+
+def _separate(law: BalanceLaw, rhs):
+    """(implicit, explicit) of the rates ``rhs`` (in w, first and second derivatives and, for
+    terms kept as written, other jets: those stay explicit)."""
+    sec = _second(law)
     symbols = [(j, 0, 0, wj) for j, wj in enumerate(law.prims)]
     for a in range(law.dim):
         symbols += [(j, 1, a, g) for j, g in enumerate(law.grads[a])]
         symbols += [(j, 2, a, s) for j, s in enumerate(sec[a])]
-    every = [s for *_, s in symbols]
+    every = [s for *_, s in symbols] + (list(law.jets.table) if law.jets else [])
     implicit, explicit = [], []
     for r in rhs:  # expanded, not simplified: simplify costs seconds per term on trig sources
         r = sp.expand(r)
@@ -88,8 +112,32 @@ def mol_rhs(law: BalanceLaw):
                 lin += c * s
         implicit.append(terms)
         explicit.append(sp.expand(r - lin))
-    _RHS_CACHE[key] = (implicit, explicit)
     return implicit, explicit
+
+
+def extra_jets(law: BalanceLaw, explicit) -> list:
+    """(j, orders, symbol) of the derivatives the explicit part uses beyond w, the first and
+    the second derivative along one axis (cross derivatives, higher orders)."""
+    if law.jets is None:
+        return []
+    return [(j, o, s) for j, o, s in law.jets.used(explicit)
+            if not (sum(o) <= 2 and max(o) == sum(o))]
+
+
+def _fits(law: BalanceLaw) -> bool:
+    """Derivatives up to second order (cross derivatives included), a mass operator of one
+    second derivative at most per term: what the stencils with the walls eliminated take."""
+    got = mol_rhs(law)
+    if got is None:
+        return False
+    implicit, explicit = got
+    if any(sum(o) > 2 for _, o, _ in extra_jets(law, explicit)):
+        return False
+    split = jet_split(law) if law.has_mass else None
+    if law.has_mass and (split is None or any(sum(o) > 2 or max(o) != sum(o)
+                                              for o, _ in split.mass)):
+        return False
+    return True
 
 
 C1 = {2: 1.0, 4: 1.372, 6: 1.586}  # max |symbol| * h of the centred first difference
@@ -109,17 +157,17 @@ class MolFamily(Family):
 
     def applies(self, p: Problem) -> bool:
         law = p.struct
-        if not isinstance(law, BalanceLaw) or p.steady or law.has_high or law.dim > 2:
+        if not isinstance(law, BalanceLaw) or p.steady or law.dim > 2:
             return False
-        if law.periodic or mol_rhs(law) is None:
-            return False
+        if law.periodic and law.flux_form or not _fits(law):
+            return False  # periodic boxes: only for terms kept as written (else Fourier)
         return self.smooth(p)
 
     def smooth(self, p: Problem) -> bool:
         """Central differences need a resolved solution: no inviscid nonlinear flux (shocks)."""
         law = p.struct
-        if not law.has_flux or law.flux_is_linear():
-            return True
+        if not law.has_flux or law.flux_is_linear() or law.has_mass:
+            return True  # (a Sobolev-type dt(u - dx(u, 2)) smooths the flux's derivative)
         return law.has_viscous and p.facts.get("cell_peclet", math.inf) < 2.0
 
     def relevant(self, p: Problem) -> list[str]:
@@ -169,14 +217,21 @@ class MolFamily(Family):
         law = p.struct
         implicit, explicit = mol_rhs(law)
         sec = _second(law)
-        diffuses = [[bool(law.viscous[a][i].has(law.grads[a][i])) for a in range(law.dim)]
-                    for i in range(law.nvar)]
+        diffuses = [[bool(law.viscous[a][i].has(law.grads[a][i])) or any(
+            e.has(sec[a][i]) for e in explicit) or any(
+            j == i and kind == 2 and b == a for row in implicit for j, kind, b, _ in row)
+            for a in range(law.dim)] for i in range(law.nvar)]
+        extra = extra_jets(law, explicit)
         flags = {"NVAR": law.nvar, "C1": C1, "C2": C2, "DIFFUSES": diffuses,
-                 "HAS_EXPLICIT": any(sp.sympify(e) != 0 for e in explicit)}
+                 "HAS_EXPLICIT": any(sp.sympify(e) != 0 for e in explicit),
+                 "EXTRA_JETS": [(j, tuple(o)) for j, o, _ in extra]}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += _implicit_source(law, implicit)
-        code += _explicit_source(law, explicit, sec)
-        code += boundary_source(law)
+        code += _explicit_source(law, explicit, sec, extra)
+        mass = jet_split(law).mass if law.has_mass else []
+        code += matrices_source("mass_terms", "(orders, C): dt(w + sum C d^orders w) = ...: the"
+                                " Sobolev-type operator, a sparse mass matrix.", law, mass)
+        code += boundary_source(law) if not law.periodic else _NO_WALLS
         return code + GRID + MOL_BLOCK + EVOLVE
 
 
@@ -192,15 +247,22 @@ def _implicit_source(law: BalanceLaw, implicit) -> str:
             + "    return [\n" + body + "    ]\n\n\n")
 
 
-def _explicit_source(law: BalanceLaw, explicit, sec) -> str:
+_NO_WALLS = ("def boundary_conditions(*args):  # a periodic box: never called\n"
+             "    raise NotImplementedError\n\n\n")
+
+
+def _explicit_source(law: BalanceLaw, explicit, sec, extra) -> str:
     names = [w.name for w in law.prims]
     grads = [[g.name for g in row] for row in law.grads]
     second = [[s.name for s in row] for row in sec]
-    out = ("def explicit_rhs(W, G, S, X, t, prm):\n    \"\"\"The rest of dt w (nonlinear or"
+    jet_names = [s.name for *_, s in extra]
+    out = ("def explicit_rhs(W, G, S, J, X, t, prm):\n    \"\"\"The rest of dt w (nonlinear or"
            " time-dependent terms): W the unknowns, G[a] and S[a] their\n    first and second"
-           " derivatives along axis a.\"\"\"\n" + unpack(names, "W", explicit)
+           " derivatives along axis a, J the derivatives EXTRA_JETS lists.\"\"\"\n"
+           + unpack(names, "W", explicit)
            + "".join(unpack(grads[a], f"G[{a}]", explicit) + unpack(second[a], f"S[{a}]", explicit)
                      for a in range(law.dim))
+           + (unpack(jet_names, "J", explicit) if jet_names else "")
            + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
            + params_lines(law.params, explicit) + coords_line(law.coords, explicit, law.t)
            + "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in explicit) + "]\n\n\n")
@@ -210,13 +272,17 @@ def _explicit_source(law: BalanceLaw, explicit, sec) -> str:
         rates.append([sum(sp.Abs(sp.diff(e, g)) for g in law.grads[a]) for e in explicit])
         rates.append([sum(sp.Abs(sp.diff(e, s)) for s in sec[a]) for e in explicit])
     rates.append([sum(sp.Abs(sp.diff(e, w)) for w in law.prims) for e in explicit])
+    for *_, s in extra:  # then one rate per extra derivative (EXTRA_JETS order)
+        rates.append([sp.Abs(sp.diff(e, s)) for e in explicit])
     flat = [e for row in rates for e in row]
     body = unpack(names, "W", flat)
     for a in range(law.dim):
         body += unpack(grads[a], f"G[{a}]", flat) + unpack(second[a], f"S[{a}]", flat)
-    out += ("def explicit_rates(W, G, S, X, t, prm):\n    \"\"\"Per axis the first- and"
-            " second-derivative rates, then the local rate, of the explicit part:\n    max over"
-            " equations of sum_j |d rhs_i / d symbol_j|.\"\"\"\n" + body
+    body += unpack(jet_names, "J", flat) if jet_names else ""
+    out += ("def explicit_rates(W, G, S, J, X, t, prm):\n    \"\"\"Per axis the first- and"
+            " second-derivative rates, then the local rate, then one per EXTRA_JETS entry, of"
+            " the explicit part:\n    max over equations of sum_j |d rhs_i / d symbol_j|.\"\"\"\n"
+            + body
             + "    _zero = np.zeros_like(np.asarray(W[0], dtype=np.float64))\n"
             + params_lines(law.params, flat) + coords_line(law.coords, flat, law.t)
             + "    return [" + ", ".join(

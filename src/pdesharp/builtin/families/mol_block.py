@@ -225,31 +225,64 @@ def _derivative(v, j, a, k, t, grid, prm):
 def _all_derivatives(U, t, grid, prm):
     G = [[_derivative(U[j], j, a, 1, t, grid, prm) for j in range(NVAR)] for a in range(DIM)]
     S = [[_derivative(U[j], j, a, 2, t, grid, prm) for j in range(NVAR)] for a in range(DIM)]
-    return G, S
+    return G, S, _extra_jets(U, t, grid, prm)
+
+
+def _full_stencil(grid, a, k):
+    """The k-th derivative along axis a on an array extended along a (walls included)."""
+    key = ("full", a, k)
+    if key not in grid["ops_full"]:
+        ax = grid["axes"][a]
+        grid["ops_full"][key] = _sparse.csr_matrix(_stencils(ax["ext"], k, ax["periodic"]))
+    return grid["ops_full"][key]
+
+
+def _extra_jets(U, t, grid, prm):
+    """The derivatives EXTRA_JETS lists (cross derivatives), axis by axis on the extended grid:
+    walls and corners from the closures, so d/dy of dx(u) sees dx(u) at the walls too."""
+    if not EXTRA_JETS:
+        return []
+    E = _extend(U, t, grid, prm)
+    out = []
+    for j, orders in EXTRA_JETS:
+        v = E[j]
+        for a, o in enumerate(orders):
+            if o:
+                v = _along(_full_stencil(grid, a, o), v, 1 + a)
+        for a, o in enumerate(orders):  # axes left extended: keep the free points
+            if not o and not grid["axes"][a]["periodic"]:
+                v = np.take(v, np.arange(1, v.shape[1 + a] - 1), axis=1 + a)
+        out.append(v)
+    return out
+
+
+def _operator_apply(U, t, grid, prm, terms):
+    out = np.zeros_like(U)
+    for i, j, kind, a, coef in terms:
+        out[i] += coef * (U[j] if kind == 0 else _derivative(U[j], j, a, kind, t, grid, prm))
+    return out
 
 
 def _linear(U, t, grid, prm):
-    """The implicit part A U + b(t), wall data included."""
-    out = np.zeros_like(U)
-    for i, j, kind, a, coef in grid["terms"]:
-        out[i] += coef * (U[j] if kind == 0 else _derivative(U[j], j, a, kind, t, grid, prm))
-    return out
+    """The implicit part A U + b(t), wall data included (less the mass operator's data rate)."""
+    return _operator_apply(U, t, grid, prm, grid["terms"]) - _mass_rate(U, t, grid, prm)
 
 
 def _explicit(U, t, grid, prm):
     if not grid["has_explicit"]:
         return np.zeros_like(U)
-    G, S = _all_derivatives(U, t, grid, prm)
-    return np.array(explicit_rhs(list(U), G, S, grid["X"], t, prm))
+    G, S, J = _all_derivatives(U, t, grid, prm)
+    return _mass_solve(grid, np.array(explicit_rhs(list(U), G, S, J, grid["X"], t, prm)))
 
 
-def _matrix(grid):
-    """A: the homogeneous part of the implicit terms, one sparse block per (i, j)."""
+def _matrix(grid, terms):
+    """The homogeneous part of linear terms (i, j, kind, axis, coefficient), one sparse block
+    per (i, j): A of the implicit terms, or the mass operator's part beyond the identity."""
     sizes = [len(ax["free"]) for ax in grid["axes"]]
     N = int(np.prod(sizes))
     eye = [_sparse.identity(n, format="csr") for n in sizes]
     blocks = [[None] * NVAR for _ in range(NVAR)]
-    for i, j, kind, a, coef in grid["terms"]:
+    for i, j, kind, a, coef in terms:
         if kind == 0:
             op = _sparse.identity(N, format="csr")
         else:
@@ -265,20 +298,53 @@ def _matrix(grid):
     return _sparse.bmat(blocks, format="csc")
 
 
+def _lu_solve(lu, R):
+    B = R.shape[1]
+    flat = np.moveaxis(R, 1, 0).reshape(B, -1).T
+    Z = lu.solve(np.ascontiguousarray(flat))
+    return np.moveaxis(Z.T.reshape((B, NVAR) + R.shape[2:]), 0, 1)
+
+
 def _solve(grid, h, gamma, R):
-    """(I - h gamma A) Z = R for R [NVAR, B, *K]."""
+    """(M - h gamma A) Z = M R for R [NVAR, B, *K] (M = I without a Sobolev-type term)."""
     key = round(h * gamma, 14)
     lu = grid["lu"].get(key)
     if lu is None:
         if len(grid["lu"]) > 8:
             grid["lu"].clear()
-        lu = _splu((_sparse.identity(grid["A"].shape[0], format="csc") - h * gamma * grid["A"])
-                   .tocsc())
+        M = grid["M"] if grid["M"] is not None else _sparse.identity(grid["A"].shape[0])
+        lu = _splu((M - h * gamma * grid["A"]).tocsc())
         grid["lu"][key] = lu
+    return _lu_solve(lu, _mass_apply(grid, R))
+
+
+def _mass_apply(grid, R):
+    if grid["M"] is None:
+        return R
     B = R.shape[1]
     flat = np.moveaxis(R, 1, 0).reshape(B, -1).T
-    Z = lu.solve(np.ascontiguousarray(flat))
-    return np.moveaxis(Z.T.reshape((B, NVAR) + R.shape[2:]), 0, 1)
+    return np.moveaxis((grid["M"] @ flat).T.reshape((B, NVAR) + R.shape[2:]), 0, 1)
+
+
+def _mass_solve(grid, R):
+    """M^-1 R (R itself without a Sobolev-type term)."""
+    if grid["M"] is None:
+        return R
+    if grid.get("M_lu") is None:
+        grid["M_lu"] = _splu(grid["M"].tocsc())
+    return _lu_solve(grid["M_lu"], R)
+
+
+def _mass_rate(U, t, grid, prm):
+    """d/dt of the mass operator's affine part (the wall data it folds in), by a central
+    difference in t: zero for data constant in time."""
+    if grid["M"] is None or not grid["mass_terms"]:
+        return 0.0
+    dt = 1e-6 * max(1.0, abs(t))
+    zero = np.zeros_like(U)
+    plus = _operator_apply(zero, t + dt, grid, prm, grid["mass_terms"])
+    minus = _operator_apply(zero, t - dt, grid, prm, grid["mass_terms"])
+    return (plus - minus) / (2 * dt)
 
 
 def _imex_step(U, t, h, grid, prm):
@@ -293,13 +359,14 @@ def _imex_step(U, t, h, grid, prm):
                 R = R + h * AI[i][j] * KI[j]
         ti = t + c[i] * h
         if AI[i][i] and grid["implicit"]:
-            # (I - h g A) Ui = R + h g b(ti); then A Ui + b(ti) = (Ui - R) / (h g) exactly
+            # (M - h g A) Ui = M R + h g b(ti); then M^-1 (A Ui + b(ti)) = (Ui - R) / (h g)
             b = _linear(np.zeros_like(U), ti, grid, prm)
-            Ui = _solve(grid, h, AI[i][i], R + h * AI[i][i] * b)
+            Ui = _solve(grid, h, AI[i][i], R + h * AI[i][i] * _mass_solve(grid, b))
             KI.append((Ui - R) / (h * AI[i][i]))
         else:
             Ui = R
-            KI.append(_linear(Ui, ti, grid, prm) if grid["implicit"] else np.zeros_like(U))
+            KI.append(_mass_solve(grid, _linear(Ui, ti, grid, prm)) if grid["implicit"]
+                      else np.zeros_like(U))
         last = i == len(c) - 1 and not bE[i]
         KE.append(np.zeros_like(U) if last else _explicit(Ui, ti, grid, prm))
     out = U.copy()
@@ -316,7 +383,7 @@ def _init_state(W0, prm):
     axes = [_axis(a, n) for a, n in enumerate(data_shape)]
     conds = [[[None, None]] * NVAR if ax["periodic"] else boundary_conditions(
         0.0, prm, a, axes[1 - a]["free"] if DIM == 2 else None) for a, ax in enumerate(axes)]
-    grid = {"axes": axes, "lu": {}, "gcache": {}}
+    grid = {"axes": axes, "lu": {}, "gcache": {}, "ops_full": {}}
     grid["ops"] = [_operators(a, ax, conds[a]) for a, ax in enumerate(axes)]
     grid["X"] = tuple(ax["free"].reshape((-1,) + (1,) * (len(axes) - a - 1))
                       for a, ax in enumerate(axes))
@@ -324,7 +391,18 @@ def _init_state(W0, prm):
     grid["terms"] = [(i, j, kind, a, np.asarray(coef, dtype=float))
                      for i, j, kind, a, coef in implicit_terms(grid["X"], prm)]
     grid["implicit"] = bool(grid["terms"])
-    grid["A"] = _matrix(grid) if grid["implicit"] else None
+    grid["A"] = _matrix(grid, grid["terms"]) if grid["implicit"] else None
+    # the Sobolev-type operator: M = I + sum C d^orders, orders along one axis, at most 2
+    grid["mass_terms"] = [(i, j, sum(o), next(a for a, v in enumerate(o) if v), float(m[i][j]))
+                          for o, m in mass_terms(prm) for i in range(NVAR) for j in range(NVAR)
+                          if m[i][j]]
+    grid["M"] = None
+    if grid["mass_terms"]:
+        n = int(np.prod([len(ax["free"]) for ax in axes])) * NVAR
+        grid["M"] = (_sparse.identity(n) + _matrix(grid, grid["mass_terms"])).tocsc()
+        if grid["A"] is None:
+            grid["A"] = _sparse.csc_matrix((n, n))
+        grid["implicit"] = True  # every stage solves with M
     grid["has_explicit"] = HAS_EXPLICIT
     P = [_interpolation(ax) for ax in axes]
     U = []
@@ -374,11 +452,16 @@ def _steps(span, dt):
 def _stable_dt(U, t, grid, prm):
     if not grid["has_explicit"]:
         return DT_MAX
-    G, S = _all_derivatives(U, t, grid, prm)
-    r = explicit_rates(list(U), G, S, grid["X"], t, prm)
-    rate = r[-1]
+    G, S, J = _all_derivatives(U, t, grid, prm)
+    r = explicit_rates(list(U), G, S, J, grid["X"], t, prm)
+    rate = r[2 * DIM]
     for a in range(DIM):
         rate += r[2 * a] * C1[ORDER] / grid["h"][a] + r[2 * a + 1] * C2[ORDER] / grid["h"][a] ** 2
+    for m, (j, orders) in enumerate(EXTRA_JETS):
+        c = 1.0
+        for a, o in enumerate(orders):
+            c *= (C1[ORDER] if o == 1 else C2[ORDER]) / grid["h"][a] ** o if o else 1.0
+        rate += r[2 * DIM + 1 + m] * c
     return min(DT_MAX, CFL / rate) if rate > 0 else DT_MAX
 
 

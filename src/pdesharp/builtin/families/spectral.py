@@ -50,6 +50,8 @@ def linear_parts(law: BalanceLaw):
     """Per component: advection A[a][i], diffusion D[a][i], reaction c[i] (constants, taken at
     w = 0) and the high-order terms; None when the viscous or high-order part is not a constant
     diagonal operator (it would be stiff and explicit)."""
+    if not law.flux_form:
+        return None  # terms kept as written: the sine/cosine/Fourier family takes them
     zero = {w: 0 for w in law.prims} | {g: 0 for row in law.grads for g in row}
     const = lambda e: not sp.sympify(e).has(*law.prims, *law.coords, law.t)  # noqa: E731
     A, D = [], []
@@ -128,7 +130,7 @@ class SpectralFamily(Family):
 
     def applies(self, p: Problem) -> bool:
         law = p.struct
-        if not (isinstance(law, BalanceLaw) and law.periodic
+        if not (isinstance(law, BalanceLaw) and law.periodic and law.flux_form
                 and (law.has_flux or law.has_source or law.has_high)
                 and linear_system(law) is None):  # the exact propagator is strictly better
             return False

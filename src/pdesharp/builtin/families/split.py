@@ -41,7 +41,8 @@ class SplitFamily(Family):
 
     def applies(self, p: Problem) -> bool:
         law = p.struct
-        if not isinstance(law, BalanceLaw) or not law.periodic or law.nvar != 1 or law.has_high:
+        if not isinstance(law, BalanceLaw) or not law.periodic or law.nvar != 1 or law.has_high \
+                or not law.flux_form:
             return False
         if not law.conservative_is_primitive or law.scalar_diffusion() is None:
             return False

@@ -12,7 +12,17 @@ itself (Allen-Cahn's u - u**3 with Neumann walls, a cubic nonlinearity with Diri
 still convergent (algebraically) when it does not. The output is the series evaluated at the data
 points (never a truncated field), node grids included.
 
-Stability rule: dt <= CFL / max|dN/dw| (the linear part is exact). Matrix exponentials and the
+Terms the flux form does not take (:attr:`BalanceLaw.extra`: Cahn-Hilliard's
+``dx(u**3 - u - eps**2*dx(u, 2), 2)``, products of derivatives, non-conservative products) are
+split by :mod:`.jet_form`: their linear constant-coefficient part joins L (semi-implicit: the
+stiff linear part exact), the rest joins N with its derivatives taken spectrally. A Sobolev-type
+``dt(u - dx(u, 2))`` is inverted per mode: L and N are multiplied by ``(1 + k^2)^-1``.
+
+Stability rule: dt <= CFL / max|dN/dw| (the linear part is exact). With derivatives in N, per
+mode: N's rate at wavenumber k is r(k) = sum_jets max|dN/d(jet)| |k|^order (times the mass
+operator's inverse); a mode where r(k) <= |Re L(k)| / 2 is held by the exactly integrated linear
+part (the explicit part is a fraction of its damping: Cahn-Hilliard's 3u^2 k^2 against eps^2
+k^4), every other mode bounds the step: dt <= CFL / max r(k) over those. Matrix exponentials and the
 phi functions come from one augmented exponential per step size (Al-Mohy and Higham's block
 form: exp([[hL, I, 0, 0], [0, 0, I, 0], [0, 0, 0, I], 0]) carries phi_1..phi_3 in its first row).
 """
@@ -30,22 +40,28 @@ from pdesharp.builtin.families.bases import (BASES, basis_title, emit_bases, has
                                              parity_compatible, wall_bases)
 from pdesharp.builtin.families.common import EVOLVE, GRID, fixed_axes, problem_constants
 from pdesharp.builtin.families.exact import EXPM, linear_system
-from pdesharp.builtin.families.spectral import GridRatio, linear_parts
-from pdesharp.builtin.physics import coords_line, npcode, params_lines, unpack
+from pdesharp.builtin.families.jet_form import (JetSplit, coupled, jet_split, matrices_source,
+                                                remainder_source, stabilisable)
+from pdesharp.builtin.families.spectral import GridRatio, SpectralFamily
+from pdesharp.builtin.families.wall_spectral_block import BLOCK
 
 
 _SPLIT_CACHE: dict[str, object] = {}
 
 
-def split_linear(law: BalanceLaw):
-    """``(terms, rest)``: dt w = sum_o C_o d^o w + rest(w, x, t) with constant matrices C_o and a
-    local remainder (no derivatives); None when a flux or viscous term is not linear with
-    constant coefficients in w (those need derivatives of nonlinear expressions). Cached per law
-    (families ask for it repeatedly while ranking)."""
+def split_linear(law: BalanceLaw) -> JetSplit | None:
+    """dt w = sum_o C_o d^o w + rest(w, x, t) with constant matrices C_o and a local remainder
+    (no derivatives); None when a flux or viscous term is not linear with constant coefficients
+    in w (those need derivatives of nonlinear expressions). A law with terms kept as written
+    (or a Sobolev-type dt) is split in jets instead (:func:`~.jet_form.jet_split`: its remainder
+    may use derivatives). Cached per law (families ask for it repeatedly while ranking)."""
+    if not law.flux_form:
+        return jet_split(law)
     key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.high, law.params,
                 law.coords))
     if key not in _SPLIT_CACHE:
-        _SPLIT_CACHE[key] = _split_linear(law)
+        got = _split_linear(law)
+        _SPLIT_CACHE[key] = None if got is None else JetSplit(got[0], got[1], [], [])
     return _SPLIT_CACHE[key]
 
 
@@ -87,11 +103,6 @@ def _split_linear(law: BalanceLaw):
     return out, [sp.expand(e) for e in Minv * rest]
 
 
-def _coupled(terms) -> bool:
-    return any(m[i, j] != 0 for _, m in terms for i in range(m.rows) for j in range(m.cols)
-               if i != j)
-
-
 class WallSpectralFamily(Family):
     name = "wall_spectral"
     axes = (
@@ -110,7 +121,7 @@ class WallSpectralFamily(Family):
         if bases is None:
             return None
         split = split_linear(law)
-        if split is None or all(e == 0 for e in split[1]):
+        if split is None or all(e == 0 for e in split.rest):
             return None
         return bases, split
 
@@ -119,14 +130,14 @@ class WallSpectralFamily(Family):
         if parts is None or linear_system(p.struct) is not None:  # exact is strictly better
             return False
         bases, _ = parts
-        # periodic boxes with a diagonal linear part belong to the FFT family (spectral.py)
-        return has_walls(bases) or linear_parts(p.struct) is None
+        # periodic boxes the FFT family takes are its own (spectral.py)
+        return has_walls(bases) or not SpectralFamily().applies(p)
 
     def smooth(self, p: Problem) -> bool:
         """Spectral accuracy: the equation maps the walls' odd/even extension into itself."""
-        bases, (_, rest) = self._parts(p)
+        bases, split = self._parts(p)
         dom = [tuple(p.task.domain[str(c)]) for c in p.struct.coords]
-        return parity_compatible(p.struct, bases, rest, dom)
+        return parity_compatible(p.struct, bases, split.rest, dom)
 
     def candidates(self, p: Problem) -> list[Design]:
         # the step first: the explicit part's rate rarely resolves an output interval finely
@@ -150,9 +161,11 @@ class WallSpectralFamily(Family):
         return {"CFL": round(d["CFL"] / 2, 5)}
 
     def title(self, d: Design, p: Problem) -> str:
-        bases, (terms, _) = self._parts(p)
+        bases, split = self._parts(p)
         integ = "ETDRK4" if d["INTEGRATOR"] == "etdrk4" else "integrating-factor RK4"
-        lin = "matrix exponential per mode" if _coupled(terms) else "exact linear part"
+        lin = "matrix exponential per mode" if coupled(split) else "exact linear part"
+        if split.mass:
+            lin += ", Sobolev operator inverted per mode"
         r = d["REFINE"]
         ref = f", {Fraction(r).limit_denominator(64)}x internal grid" if r != 1 else ""
         return (f"pseudo-spectral in the {basis_title(bases, p.struct.names)} basis, {integ}"
@@ -167,182 +180,12 @@ class WallSpectralFamily(Family):
 
     def render(self, d: Design, p: Problem) -> str:
         law = p.struct
-        bases, (terms, rest) = self._parts(p)
-        flags = {"NVAR": law.nvar, "COUPLED": _coupled(terms)}
+        bases, split = self._parts(p)
+        flags = {"NVAR": law.nvar, "COUPLED": coupled(split), "STABILIZE": stabilisable(split)}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + emit_bases(bases) + "\n\n"
-        code += ("def linear_terms(prm):\n    \"\"\"(orders, C) of the linear constant-coefficient"
-                 " part: dt w = sum C d^orders w + N.\"\"\"\n"
-                 + params_lines(law.params, [e for _, m in terms for e in m]) + "    return [\n")
-        for orders, m in terms:
-            rows = ", ".join("[" + ", ".join(npcode(m[i, j]) for j in range(law.nvar)) + "]"
-                             for i in range(law.nvar))
-            code += f"        ({tuple(orders)!r}, [{rows}]),\n"
-        code += "    ]\n\n\n"
-        names = [w.name for w in law.prims]
-        code += ("def remainder(W, X, t, prm):\n    \"\"\"N(w, x, t): what the linear part leaves of"
-                 " dt w, evaluated pointwise.\"\"\"\n" + unpack(names, "W", rest)
-                 + "    _zero = np.zeros(np.broadcast_shapes(np.shape(W[0]), *[np.shape(x) for x in"
-                 " X]))\n" + params_lines(law.params, rest) + coords_line(law.coords, rest, law.t)
-                 + "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in rest) + "]\n\n\n")
+        code += matrices_source("linear_terms", "(orders, C) of the linear constant-coefficient"
+                                " part: dt w = sum C d^orders w + N.", law, split.terms)
+        code += matrices_source("mass_terms", "(orders, C): dt(w + sum C d^orders w) = ...: the"
+                                " Sobolev-type operator, inverted per mode.", law, split.mass)
+        code += remainder_source(law, split.rest, split.jets)
         return code + GRID + BASES + EXPM + BLOCK + EVOLVE
-
-
-BLOCK = '''
-# ---- block: pseudo-spectral exponential integrator in the walls' eigenbasis ----
-
-
-def _operator(space, prm):
-    """L [Mtot, NVAR, NVAR]: the symbols of the linear terms, in each source unknown's parity."""
-    L = np.zeros(space.mshape + (NVAR, NVAR), dtype=complex)
-    for orders, matrix in linear_terms(prm):
-        matrix = np.asarray(matrix, dtype=float)
-        for i in range(NVAR):
-            for j in range(NVAR):
-                if matrix[i, j] == 0.0:
-                    continue
-                s = np.ones(space.mshape, dtype=complex)
-                for a, o in enumerate(orders):
-                    if o:
-                        shape = [1] * space.dim
-                        shape[a] = space.mshape[a]
-                        s = s * _deriv_symbol(a, space.k[a], o, PARITY[j][a]).reshape(shape)
-                L[..., i, j] += matrix[i, j] * s
-    return L.reshape(-1, NVAR, NVAR)
-
-
-def _dealias(space):
-    """Keep modes below 2/3 of each axis' top mode number (Orszag's rule)."""
-    mask = np.ones(space.mshape, bool)
-    for a, m in enumerate(space.m):
-        top = np.max(np.abs(m))
-        shape = [1] * space.dim
-        shape[a] = len(m)
-        mask = mask & (3 * np.abs(m) < 2 * top + 2).reshape(shape)
-    return mask.reshape(-1)
-
-
-def _init_state(W0, prm):
-    data_shape = W0[0].shape[1:]
-    data = _Space(data_shape, NODES, NVAR)
-    inner_shape = tuple(max(int(round(REFINE * n)), 4) for n in data_shape)
-    inner = _Space(inner_shape, False, NVAR, fast=True)  # every stage transforms: the FFT
-    grid = {"data": data, "inner": inner, "cache": {}, "B": W0[0].shape[0]}
-    grid["X"] = tuple(_axis_points(a, n, False).reshape((-1,) + (1,) * (len(inner_shape) - a - 1))
-                      for a, n in enumerate(inner_shape))
-    grid["out"] = {(a, p): _basis_matrix(a, p, _axis_points(a, n, NODES), inner.k[a])
-                   for a, n in enumerate(data_shape) for p in {PARITY[i][a] for i in range(NVAR)}}
-    L = _operator(inner, prm)
-    grid["L"] = L if inner.complex else L.real  # sines and cosines alone: real arithmetic
-    grid["mask"] = _dealias(inner)
-    c = np.stack([_embed(data.forward(w, i), data, inner) for i, w in enumerate(W0)])
-    return c.reshape(NVAR, c.shape[1], -1), grid
-
-
-def _output(c, grid, prm):
-    inner = grid["inner"]
-    out = []
-    for i in range(NVAR):
-        v = c[i].reshape((c.shape[1],) + inner.mshape)
-        for a in range(inner.dim):
-            v = _apply(grid["out"][a, PARITY[i][a]], v, 1 + a)
-        out.append(v.real)
-    return out
-
-
-def _physical(c, grid):
-    inner = grid["inner"]
-    return [inner.evaluate(c[i].reshape((c.shape[1],) + inner.mshape), i) for i in range(NVAR)]
-
-
-def _nonlinear(c, t, grid, prm):
-    inner = grid["inner"]
-    R = remainder(_physical(c, grid), grid["X"], t, prm)
-    out = np.stack([inner.forward(np.broadcast_to(r, (c.shape[1],) + inner.shape), i)
-                    for i, r in enumerate(R)]).astype(c.dtype, copy=False)
-    return out.reshape(NVAR, c.shape[1], -1) * grid["mask"]
-
-
-def _mul(A, c):
-    """Per-mode matrices A [Mtot, n, n] (or diagonals [n, 1, Mtot]) times c [n, B, Mtot]."""
-    if not COUPLED:
-        return A * c
-    return np.einsum("mij,jbm->ibm", A, c)
-
-
-def _phi(z):
-    """exp(z), phi_1(z), phi_2(z), phi_3(z) per mode (COUPLED: augmented exponential of
-    [Mtot, n, n] stacks; else the Kassam-Trefethen contour mean on a circle around each z)."""
-    if COUPLED:
-        n = z.shape[-1]
-        A = np.zeros(z.shape[:1] + (4 * n, 4 * n), dtype=complex)
-        A[:, :n, :n] = z
-        for j in range(3):
-            A[:, j * n:(j + 1) * n, (j + 1) * n:(j + 2) * n] = np.eye(n)
-        E = _expm(A)
-        return [E[:, :n, j * n:(j + 1) * n] for j in range(4)]
-    r = np.exp(2j * np.pi * (np.arange(32) + 0.5) / 32)
-    lr = z[..., None] + r
-    ex = np.exp(lr)
-    p1 = np.mean((ex - 1.0) / lr, axis=-1)
-    p2 = np.mean((ex - 1.0 - lr) / lr**2, axis=-1)
-    p3 = np.mean((ex - 1.0 - lr - lr**2 / 2) / lr**3, axis=-1)
-    return [np.exp(z), p1, p2, p3]
-
-
-def _coefficients(grid, h):
-    key = round(h, 14)
-    if key in grid["cache"]:
-        return grid["cache"][key]
-    L = grid["L"] if COUPLED else np.moveaxis(np.diagonal(grid["L"], axis1=1, axis2=2), 0, -1)
-    if not COUPLED:
-        L = L[:, None, :]  # [NVAR, 1, Mtot]
-    e, p1, p2, p3 = _phi(h * L)
-    e2, q1, _, _ = _phi(0.5 * h * L)
-    out = (e, e2, 0.5 * h * q1, h * (p1 - 3 * p2 + 4 * p3), h * (p2 - 2 * p3), h * (4 * p3 - p2))
-    if not grid["inner"].complex:  # real symbols: the contour means' round-off imaginary parts
-        out = tuple(np.real(v) for v in out)
-    grid["cache"][key] = out
-    return grid["cache"][key]
-
-
-def _step(c, t, h, grid, prm):
-    N = lambda v, s: _nonlinear(v, t + s * h, grid, prm)  # noqa: E731
-    e, e2, q, f1, f2, f3 = _coefficients(grid, h)
-    if INTEGRATOR == "etdrk4":
-        nv = N(c, 0.0)
-        a = _mul(e2, c) + _mul(q, nv)
-        na = N(a, 0.5)
-        b = _mul(e2, c) + _mul(q, na)
-        nb = N(b, 0.5)
-        cc = _mul(e2, a) + _mul(q, 2.0 * nb - nv)
-        nc = N(cc, 1.0)
-        return _mul(e, c) + _mul(f1, nv) + 2.0 * _mul(f2, na + nb) + _mul(f3, nc)
-    a = N(c, 0.0)
-    b = N(_mul(e2, c + 0.5 * h * a), 0.5)
-    cc = N(_mul(e2, c) + 0.5 * h * b, 0.5)
-    d = N(_mul(e, c) + h * _mul(e2, cc), 1.0)
-    return _mul(e, c) + h / 6.0 * (_mul(e, a) + 2.0 * _mul(e2, b + cc) + d)
-
-
-def _rate(c, t, grid, prm):
-    """max |dN/dw| by a one-sided difference (the explicit part's stiffness)."""
-    W = np.array(_physical(c, grid))
-    eps = 1e-6 * (1.0 + np.abs(W))
-    f = lambda V: np.array(remainder(list(V), grid["X"], t, prm))  # noqa: E731
-    with np.errstate(all="ignore"):
-        return float(np.max(np.abs((f(W + eps) - f(W)) / eps), initial=0.0))
-
-
-def _advance_to(c, t0, t1, grid, prm):
-    span = t1 - t0
-    rate = _rate(c, t0, grid, prm)
-    if not np.all(np.isfinite(c)) or not np.isfinite(rate):
-        return np.full_like(c, np.nan)
-    n = 1 if rate <= 0 else max(int(np.ceil(span * rate / CFL)), 1)
-    if n > 2**20:
-        return np.full_like(c, np.nan)  # the step collapsed: the solution is blowing up
-    h = span / n
-    for m in range(n):
-        c = _step(c, t0 + m * h, h, grid, prm)
-    return c
-'''
