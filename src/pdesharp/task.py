@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import math
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -179,6 +180,10 @@ class Task(_Model):
         for axis in eq.space:
             if axis not in self.domain:
                 raise ValueError(f"domain has no range for space axis {axis!r}")
+        for axis, (lo, hi) in self.domain.items():
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"domain range of {axis!r} must be finite with lo < hi, got"
+                                 f" [{lo}, {hi}]")
         for name in self.solver.returns:
             if name not in eq.unknowns:
                 raise ValueError(f"solver returns {name!r}, which is not an unknown {eq.unknowns}")
@@ -297,10 +302,19 @@ def _format_validation(err: ValidationError, source: str) -> str:
 def task_from_dict(data: dict, source: str = "<dict>") -> Task:
     if not isinstance(data, dict):
         raise TaskError(f"invalid task spec {source}: expected a mapping at the top level")
-    data = _long_form(data, source)
     try:
+        data = _long_form(data, source)
         return Task.model_validate(data)
-    except ValidationError as err:
+    except (ValidationError, TaskError) as err:
+        from pdesharp.expressible import verdict
+
+        said = verdict(str(data.get("name", source)), data)
+        if said is not None:  # a construct no task can express: one line naming it
+            exc = TaskError(said)
+            exc.inexpressible = True
+            raise exc from None
+        if isinstance(err, TaskError):
+            raise
         raise TaskError(_format_validation(err, source)) from None
 
 

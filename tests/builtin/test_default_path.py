@@ -225,5 +225,5 @@ def test_an_unsupported_pde_is_refused_with_the_construct_named(tmp_path, monkey
                              str(shared_data / "burgers_dev.hdf5"))
     err = capsys.readouterr().err
     assert code not in (0, None) and not summary
-    assert "the term u*dx(u, 3) in equation 1" in err and "order 3" in err
+    assert "the term -u*dx(u, 3) in dt(u)" in err and "steps to t = " in err
     assert "--model openai:gpt-4o" in err and "Traceback" not in err

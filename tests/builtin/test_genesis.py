@@ -11,7 +11,7 @@ import pytest
 from pdesharp.builtin import BuiltinAnalyst, BuiltinAuthor, DataBounds
 from pdesharp.builtin.author import render
 from pdesharp.builtin.families import family
-from pdesharp.task import load_task
+from pdesharp.task import load_task, task_from_dict
 
 from builtin_helpers import nrmse, read_h5, run_solver
 
@@ -96,12 +96,19 @@ def test_cns_runs_and_returns_the_right_shapes(shared_data):
     assert nrmse(pred, r) < 2e-3
 
 
-@pytest.mark.parametrize("name,exact", [("reacdiff1d", True),
-                                        ("examples/tasks/allen_cahn1d.yaml", False)])
-def test_split_titles_match_the_code(name, exact):
+@pytest.mark.parametrize("name,source,exact", [
+    ("reacdiff1d", None, True),
+    ("examples/tasks/allen_cahn1d.yaml", None, True),  # u - u**3: Bernoulli, in closed form
+    ("examples/tasks/allen_cahn1d.yaml", "u - u**3 + 0.1", False),  # no closed form tried
+])
+def test_split_titles_match_the_code(name, source, exact):
     from builtin_helpers import EXAMPLES
 
     task = load_task(EXAMPLES.parent.parent / name if name.endswith(".yaml") else name)
+    if source is not None:
+        spec = task.model_dump(mode="json")
+        spec["equation"]["equations"] = [f"dt(u) - epsilon**2*dx(u, 2) - ({source})"]
+        task = task_from_dict(spec)
     analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
     split = [c for c in asyncio.run(BuiltinAuthor().write(task, analysis, 8)) if "Strang" in c.title]
     assert split

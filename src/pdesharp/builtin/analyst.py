@@ -111,7 +111,12 @@ def _linear(law: BalanceLaw) -> bool:
     syms = list(law.prims) + [g for row in law.grads for g in row]
     if law.has_extra:  # every derivative the terms kept as written use
         syms += [s for *_, s in law.jets.used(law.extra) if s not in syms]
-    return all(sp.simplify(sp.diff(e, a, b)) == 0 for e in exprs for a in syms for b in syms)
+    # linear: a polynomial of degree <= 1 in the unknowns and their derivatives (coefficients
+    # in x, t, parameters); no simplify of second derivatives, which takes minutes on large terms
+    for e in map(sp.sympify, exprs):
+        if not e.is_polynomial(*syms) or any(sp.diff(e, a).has(*syms) for a in syms):
+            return False
+    return True
 
 
 def _samples(law: BalanceLaw, task: Task, bounds: DataBounds, n: int = 400) -> dict:
@@ -139,7 +144,8 @@ def _max_abs(exprs, law: BalanceLaw, task: Task, pts: dict) -> float:
     args = list(pts)
     best = 0.0
     for e in exprs:
-        fn = sp.lambdify(args, sp.sympify(e).subs(subs), ARRAY_MODULES)
+        # (a complex infinity, cbrt(u)' at u = 0, prints as nothing NumPy knows: inf instead)
+        fn = sp.lambdify(args, sp.sympify(e).subs(subs).xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
         with np.errstate(all="ignore"):
             val = np.abs(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(
                 len(next(iter(pts.values()))))
@@ -162,7 +168,7 @@ def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
     # NumPy cannot stack ("setting an array element with a sequence")
     for r in range(law.nvar):
         for c in range(law.nvar):
-            fn = sp.lambdify(args, mat[r, c].subs(subs), ARRAY_MODULES)
+            fn = sp.lambdify(args, mat[r, c].subs(subs).xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
             with np.errstate(all="ignore"):
                 vals[r, c] = np.broadcast_to(np.asarray(fn(*[pts[a] for a in args]),
                                                         dtype=complex), (n,))

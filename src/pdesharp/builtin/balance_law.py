@@ -181,11 +181,11 @@ def balance_law(task: Task) -> BalanceLaw:
             q, rest = system.split_time_derivative(i)
         except ValueError as exc:
             raise UnsupportedTask(str(exc), hint="") from None
+        _time_derivative_left(rest, i, ctx)
         if q == 0:
             raise UnsupportedTask(
                 f"an equation without a time derivative (equation {i + 1}, a constraint)",
                 hint="eliminate the constrained unknown, or use a language model")
-        _time_derivative_left(rest, i, ctx)
         q, mass = _mass_terms(q, i, ctx)
         if q.xreplace(to_plain).has(*coords, t):
             raise UnsupportedTask(

@@ -18,6 +18,21 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 
+_STEPS = (sp.floor, sp.ceiling, sp.sign, sp.Heaviside)
+
+
+def almost_everywhere(e):
+    """``e`` with the derivatives of piecewise-constant functions taken almost everywhere: a
+    Dirac delta (of sign, Heaviside, a Piecewise jump) is 0 away from its point, and so is the
+    derivative SymPy leaves unevaluated for floor or ceiling."""
+    e = sp.sympify(e)
+    if not (e.has(sp.DiracDelta) or e.has(sp.Derivative)):
+        return e
+    e = e.replace(lambda x: isinstance(x, sp.DiracDelta), lambda x: sp.Integer(0))
+    return e.replace(lambda x: isinstance(x, sp.Derivative) and isinstance(x.expr, _STEPS),
+                     lambda x: sp.Integer(0))
+
+
 @dataclass
 class Jets:
     """The jet symbols of a set of unknowns over some space axes."""
@@ -51,7 +66,7 @@ class Jets:
             j, orders = hit
             up = tuple(o + (b == a) for b, o in enumerate(orders))
             out += sp.diff(e, s) * self.symbol(j, up)
-        return out
+        return almost_everywhere(out)
 
     def convert(self, e: sp.Expr) -> sp.Expr:
         """``e`` (unknowns as functions, unevaluated derivatives) in jet symbols."""
@@ -86,6 +101,17 @@ class Jets:
                     out.add((hit[0], hit[1], s))
         return sorted(out, key=lambda x: (x[0], sum(x[1]), x[1]))
 
+    def notation(self, e) -> str:
+        """``e`` in the task's notation (``u*dx(u, 3)`` for u*u_xxx), for messages."""
+        from pdesharp.builtin.refusal import notation
+
+        back = {}
+        for s, (j, orders) in self.table.items():
+            f = self.funcs[j] if self.funcs else sp.Function(self.names[j])(*self.coords)
+            counts = [(c, o) for c, o in zip(self.coords, orders) if o]
+            back[s] = sp.Derivative(f, *counts) if counts else f
+        return notation(sp.sympify(e).xreplace(back))
+
     def order(self, exprs) -> int:
         """The highest total derivative order among the jets the expressions use."""
         return max((sum(o) for _, o, _ in self.used(exprs)), default=0)
@@ -103,13 +129,16 @@ def jets_of(names, coords, funcs=()) -> Jets:
 def linear_constant_part(e: sp.Expr, jets: Jets, free) -> tuple[list, sp.Expr]:
     """``e = sum c * jet + rest``: the terms linear in a jet with a coefficient free of ``free``
     (the unknowns, jets, coordinates, t), as (c, j, orders), and the rest."""
-    e = sp.expand(e)
     every = [s for s in jets.table]
+    small = sp.count_ops(e) < 400  # expanding a large chain-rule expansion can take minutes
+    if small:
+        e = sp.expand(e)
     terms, lin = [], sp.Integer(0)
     for s in sorted(e.free_symbols & set(every), key=str):
-        c = sp.expand(sp.diff(e, s))
+        c = sp.diff(e, s)
         if c != 0 and not c.has(*every, *free):
+            c = sp.expand(c)
             j, orders = jets.table[s]
             terms.append((c, j, orders))
             lin += c * s
-    return terms, sp.expand(e - lin)
+    return terms, (sp.expand(e - lin) if small else e - lin)

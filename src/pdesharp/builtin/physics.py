@@ -10,18 +10,15 @@ coordinates ``X`` (a tuple of arrays broadcastable against ``W[0]``), the time `
 from __future__ import annotations
 
 import keyword
-import signal
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-import numpy as np
 import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 
-from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.jets import almost_everywhere as ae
 from pdesharp.builtin.refusal import UnsupportedTask
+from pdesharp.builtin.source_step import exact_source_step, freeze_space, time_limit
 
 # names the generated code uses for itself: symbols with these names are renamed (name + "_")
 RESERVED = {"np", "W", "U", "X", "G", "T", "prm", "axis", "fields", "lam", "A", "out", "math",
@@ -148,18 +145,18 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
         to_prim = [sp.simplify(sols[0][w]) for w in law.prims]
     jac, eig, dmat, dif = [], [], [], []
     for a in range(law.dim):
-        j = sp.simplify(sp.Matrix(law.flux[a]).jacobian(law.prims) * dwdq)
+        j = sp.simplify(ae(sp.Matrix(law.flux[a]).jacobian(law.prims)) * dwdq)
         jac.append(j)
         eig.append(_eigen(j, law.nvar))
-        d = sp.simplify(sp.Matrix(law.viscous[a]).jacobian(law.grads[a]) * dwdq)
+        d = sp.simplify(ae(sp.Matrix(law.viscous[a]).jacobian(law.grads[a])) * dwdq)
         dmat.append(d)
         dif.append(_eigen(d, law.nvar) if any(e != 0 for e in d) else None)
-    sjac = sp.simplify(sp.Matrix(law.source).jacobian(law.prims) * dwdq)
+    sjac = sp.simplify(ae(sp.Matrix(law.source).jacobian(law.prims)) * dwdq)
     tau, q0 = sp.Symbol("_tau", positive=True), sp.Symbol("_q0", real=True)
     ode = None
     if law.nvar == 1 and law.has_source and law.conservative_is_primitive \
             and not law.source[0].has(law.t):
-        frozen, back = _freeze_space(sp.factor(law.source[0]), law.prims[0], law.coords)
+        frozen, back = freeze_space(sp.factor(law.source[0]), law.prims[0], law.coords)
         scale, shape = frozen.as_independent(law.prims[0], as_Add=False)
         if scale != 1:  # dsolve is fast on k*u*(1 - u), slow on -c*r*u*(u - 1)/2
             k = sp.Symbol("_k", real=True)
@@ -167,7 +164,7 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
             if probe.is_number and float(probe) < 0:  # keep k positive at typical values
                 scale, shape = -scale, -shape
             back[k], frozen = scale, k * shape
-        with _time_limit(5.0):  # dsolve can take minutes on awkward sources: then no exact step
+        with time_limit(5.0):  # dsolve can take minutes on awkward sources: then no exact step
             ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
         if ode is not None:
             ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
@@ -176,122 +173,6 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
     return LawFacts(to_prim=to_prim, cons_symbols=U, dwdq=dwdq, eigenvalues=eig, jacobian=jac,
                     diffusivity=dif, diffusion_matrix=dmat, source_jacobian=sjac, ode_solution=ode,
                     tau=tau, q0=q0, implicit=implicit)
-
-
-class _TimeUp(Exception):
-    pass
-
-
-@contextmanager
-def _time_limit(seconds: float):
-    """Give up a symbolic computation after ``seconds`` (SIGALRM; only in the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise _TimeUp
-
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    except _TimeUp:
-        pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def _freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:
-    """S with every largest subexpression that depends on the coordinates but not on w replaced
-    by a plain symbol (the ODE at a point sees it as a constant): SymPy's dsolve is fast on
-    r*c*u*(1 - u) and can take minutes on r*(1 + sin(pi*x)/2)*u*(1 - u)."""
-    back: dict = {}
-
-    def walk(e):
-        if e.has(*coords) and not e.has(w):
-            key = next((k for k, v in back.items() if v == e), None)
-            if key is None:
-                key = sp.Symbol(f"_c{len(back)}", real=True)
-                back[key] = e
-            return key
-        return e.func(*[walk(a) for a in e.args]) if e.args else e
-
-    return walk(S), back
-
-
-def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | None:
-    """Closed-form solution of dw/dt = S(w) from w(0) = q0 at t = tau, in a form that stays
-    finite for large tau and at q0 = 0 (chosen among equivalent rewritings by evaluation).
-    ``params`` (parameters and coordinates) are held fixed."""
-    expr = _bernoulli(S, w, tau, q0)
-    if expr is None:
-        poly = sp.Poly(S, w) if S.is_polynomial(w) else None
-        if poly is None or poly.degree() > 2:
-            # dsolve answers a cubic (Allen-Cahn's u - u**3 when not in Bernoulli form) or a
-            # transcendental source with implicit solutions after tens of seconds, if at all
-            return None
-        f = sp.Function("w")
-        s = sp.Symbol("s", real=True)
-        try:
-            sol = sp.dsolve(sp.Eq(f(s).diff(s), S.subs(w, f(s))), f(s), ics={f(0): q0})
-        except Exception:  # no closed form, or SymPy cannot impose the initial condition
-            return None
-        if isinstance(sol, list):
-            return None
-        expr = sol.rhs.subs(s, tau)
-    base = [expr, sp.simplify(expr)]
-    candidates = []
-    for e in base:  # dividing through by a growing exponential keeps the form finite
-        num, den = sp.fraction(sp.together(e))
-        for ex in num.atoms(sp.exp) | den.atoms(sp.exp):
-            candidates.append(sp.expand(num / ex) / sp.expand(den / ex))
-    candidates += base
-    rng = np.random.default_rng(0)
-    values = {p: float(v) for p, v in zip(params, rng.uniform(0.5, 2.0, len(params)))}
-    probes = [(q, t) for q in (0.0, 0.3, 1.0, 1.7) for t in (1e-6, 0.1, 50.0)]
-    probes += [(q, 1e3) for q in (0.3, 1.0, 1.7)]  # overflow check of growing exponentials
-    for cand in candidates:
-        try:
-            fn = sp.lambdify((q0, tau), cand.subs(values), ARRAY_MODULES)
-            with np.errstate(all="ignore"):
-                ok = all(np.isfinite(complex(fn(q, t))) and abs(complex(fn(q, t)).imag) < 1e-12
-                         for q, t in probes)
-        except Exception:  # a rewriting that does not evaluate is simply not chosen
-            ok = False
-        if ok:
-            # check it really solves the ODE (guards against a wrong branch)
-            resid = sp.diff(cand, tau) - S.subs(w, cand)
-            r = sp.lambdify((q0, tau), resid.subs(values), ARRAY_MODULES)
-            with np.errstate(all="ignore"):
-                if all(abs(complex(r(q, t))) < 1e-6 for q, t in probes if t < 10):
-                    return cand
-    return None
-
-
-def _bernoulli(S: sp.Expr, w: sp.Symbol, tau, q0) -> sp.Expr | None:
-    """w' = a w + b w^n (n >= 2, a != 0: logistic, Allen-Cahn's u - u**3) in closed form:
-    z = w^(1-n) solves the linear z' = (1-n)(a z + b), so
-    w = q0 ((1 + b q0^(n-1)/a) exp((1-n) a tau) - b q0^(n-1)/a)^(1/(1-n))."""
-    terms = sp.Add.make_args(sp.expand(S))
-    if len(terms) != 2:
-        return None
-    parts = {}
-    for term in terms:
-        coeff, power = term.as_independent(w, as_Add=False)
-        if power == w:
-            parts[1] = coeff
-        elif power.is_Pow and power.base == w and power.exp.is_Integer and power.exp >= 2:
-            parts[int(power.exp)] = coeff
-        else:
-            return None
-    if 1 not in parts or len(parts) != 2:
-        return None
-    n = next(k for k in parts if k != 1)
-    a, b = parts[1], parts[n]
-    r = b * q0 ** (n - 1) / a
-    return q0 * ((1 + r) * sp.exp((1 - n) * a * tau) - r) ** sp.Rational(1, 1 - n)
 
 
 # ---- emission helpers -------------------------------------------------------------------------

@@ -3,6 +3,8 @@ elliptic problem (steady); :class:`UnsupportedTask` names what is outside the ca
 
 from __future__ import annotations
 
+import sympy as sp
+
 from pdesharp.builtin.balance_law import BalanceLaw, balance_law
 from pdesharp.builtin.elliptic_problem import EllipticProblem, elliptic_problem
 from pdesharp.builtin.refusal import LLM_HINT, UnsupportedTask
@@ -19,12 +21,15 @@ def structure(task: Task) -> BalanceLaw | EllipticProblem:
     if key not in _CACHE:
         try:
             _refuse_unprintable(task)
-            _CACHE[key] = elliptic_problem(task) if task.steady else balance_law(task)
+            got = elliptic_problem(task) if task.steady else balance_law(task)
+            if not task.steady:
+                _refuse_unprintable_law(got)
+            _CACHE[key] = got
         except UnsupportedTask as exc:
             _CACHE[key] = exc
     got = _CACHE[key]
     if isinstance(got, UnsupportedTask):
-        raise UnsupportedTask(got.reason, got.hint)
+        raise UnsupportedTask.said(str(got))
     return got
 
 
@@ -32,8 +37,31 @@ def _refuse_unprintable(task: Task) -> None:
     """A function the generated NumPy/SciPy code cannot evaluate is refused before any design."""
     from pdesharp.builtin.physics import unprintable
 
-    for expr in task.system.exprs:
+    for i, expr in enumerate(task.system.exprs):
+        if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+            raise UnsupportedTask(f"an infinite or undefined constant in equation {i + 1} (such as"
+                                  " cot(pi) or 1/0, which evaluate to complex infinity)",
+                                  hint="write finite numbers")
         name = unprintable(expr)
         if name:
             raise UnsupportedTask(f"the function {name}(...) in the equation: the generated "
                                   "solvers evaluate NumPy and scipy.special functions only")
+
+
+def _refuse_unprintable_law(law: BalanceLaw) -> None:
+    """Differentiating a term by the chain rule can make what no array code evaluates: the
+    derivative of sign(...), Heaviside(...) or of a Piecewise jump is a Dirac delta."""
+    from pdesharp.builtin.physics import unprintable
+
+    from pdesharp.builtin.jets import almost_everywhere
+
+    exprs = [e for row in law.flux + law.viscous for e in row] + law.source + law.extra
+    # and their derivatives in the unknowns (wave speeds, source rates: a.e. derivatives)
+    exprs += [almost_everywhere(sp.diff(e, w)) for e in exprs[:] for w in law.prims]
+    for e in exprs:
+        name = unprintable(e)
+        if name:
+            raise UnsupportedTask(
+                f"a term whose derivative is {name}(...) (the derivative of sign, Heaviside or"
+                " a Piecewise jump taken inside a derivative): the generated solvers evaluate"
+                " functions, not distributions", hint="llm")

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pdesharp.task import Task
 
 
+BUDGET = 30.0  # seconds for a verdict (honest tasks take one to three, CNS included)
+
+
 @dataclass
 class Support:
     supported: bool
@@ -24,15 +27,51 @@ def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Sup
     A verdict always: an unexpected failure of the analysis on some input is a refusal that
     says so in one line, never a traceback (and never a run started on a task the analyst
     cannot write a solver for: the first designs are rendered here)."""
+    from pdesharp.builtin.source_step import TimeUp, time_limit
     from pdesharp.untrusted import one_line
 
     try:
-        return _support(task, data_dir, dev_data, n_designs)
+        with time_limit(BUDGET, quiet=False):
+            return _support(task, data_dir, dev_data, n_designs)
+    except TimeUp:
+        from pdesharp.builtin.refusal import UnsupportedTask
+
+        return Support(supported=False, reason=str(UnsupportedTask(
+            f"this equation in the time the analysis has ({BUDGET:g} s): its symbolic reading"
+            " (SymPy on the terms as written) did not finish", hint="llm")))
     except RecursionError:
         return Support(supported=False, reason=_failed("an equation nested too deeply"))
     except Exception as exc:  # a defect of the analysis on this input: a verdict, not a crash
         return Support(supported=False, reason=_failed(
             f"{type(exc).__name__}: {one_line(str(exc), 200)}"))
+
+
+def _why_no_family(p) -> str:
+    """The construct that leaves no family, when it is the usual one: derivatives of order 3
+    and more between walls that no sine/cosine basis carries (a third derivative needs more
+    conditions than one per unknown and wall; the method of lines stops at second order)."""
+    from pdesharp.builtin.families.bases import wall_bases
+    from pdesharp.builtin.families.jet_form import jet_split
+    from pdesharp.builtin.refusal import UnsupportedTask
+
+    law = p.struct
+    if p.steady or law.periodic:
+        return ""
+    split = jet_split(law)
+    if split is None:
+        return ""
+    orders = [o for o, _ in split.terms] + [o for _, o, _ in split.jets]
+    top = max(orders, key=sum, default=None)
+    if top is None or sum(top) < 3 or wall_bases(law) is not None:
+        return ""
+    a = next(c for c, o in zip(law.coords, top) if o)
+    return str(UnsupportedTask(
+        f"a derivative of order {sum(top)} (along {a}) between walls with these conditions:"
+        " the catalogue takes derivatives of order 3 and more in Fourier modes (periodic axes)"
+        " or in sine/cosine modes between homogeneous Dirichlet or Neumann walls whose parity"
+        " every term keeps (no odd derivative of an unknown in its own equation); the method"
+        " of lines takes derivatives up to order 2",
+        hint="periodic boundaries, or homogeneous Dirichlet/Neumann walls"))
 
 
 def _failed(what: str) -> str:
@@ -63,7 +102,7 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
                 "walls on a node grid for a solution that may not stay smooth (a nonlinear flux"
                 " with little or no viscosity): the finite-volume family needs cell centres, the"
                 " method of lines a resolved solution", hint="use grid: cell_centres")))
-        return Support(supported=False, reason=(
+        return Support(supported=False, reason=_why_no_family(p) or (
             "no scheme family of the catalogue applies to this structure; use a language model,"
             " e.g. `pdesharp solve TASK --model openai:gpt-4o`"))
     for d in designs[:n_designs]:

@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.jets import almost_everywhere
 from pdesharp.builtin.refusal import UnsupportedTask
 
 # more explicit steps than this over the time span (at the data's grid) is no solver a user
@@ -81,8 +82,8 @@ def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> t
     for m, (j, orders, s) in enumerate(split.jets):
         best = 0.0
         for i, e in enumerate(split.rest):
-            d = sp.diff(e, s).xreplace(zero).subs(values)
-            fn = sp.lambdify(args, d, ARRAY_MODULES)
+            d = almost_everywhere(sp.diff(e, s)).xreplace(zero).subs(values)
+            fn = sp.lambdify(args, d.xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
             with np.errstate(all="ignore"):
                 v = np.real(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(npts)
             v = v[np.isfinite(v)]
@@ -145,10 +146,12 @@ def refuse_if_too_stiff(law: BalanceLaw, task, dt: float, jet: str) -> None:
     steps = span / dt if dt > 0 else math.inf
     if steps <= STEP_LIMIT:
         return
-    term = next((sp.sstr(e) for e in law.extra if sp.Symbol(jet, real=True) in e.free_symbols),
-                jet)
+    s = sp.Symbol(jet, real=True)
+    i, e = next(((i, e) for i, e in enumerate(law.extra) if s in e.free_symbols), (0, s))
+    term = law.jets.notation(sum(t for t in sp.Add.make_args(sp.expand(e)) if t.has(s)))
+    deriv = law.jets.notation(s)
     raise UnsupportedTask(
-        f"the term {term} as it stands: its derivative {jet} enters nonlinearly (or with a"
-        f" variable coefficient) and nothing implicit holds it, so the explicit step is"
-        f" {dt:.1e} on the output grid, {steps:.1e} steps to t = {task.time_span[1]:g}",
-        hint="llm")
+        f"the term {term} in dt({law.names[i]}) as it stands: the derivative {deriv} enters"
+        f" nonlinearly (or with a variable coefficient) and nothing implicit holds it, so the"
+        f" explicit step is {dt:.1e} on the output grid, {steps:.1e} steps to"
+        f" t = {task.time_span[1]:g}", hint="llm")

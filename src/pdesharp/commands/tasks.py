@@ -64,7 +64,14 @@ def run(args) -> int:
         if not args.name:
             console.print("usage: pdesharp tasks check NAME_OR_FILE")
             return 2
-        return check(task_or_exit(args.name), args.data_dir, args.dev_data)
+        try:
+            task = load_task(args.name)
+        except TaskError as exc:
+            if getattr(exc, "inexpressible", False):  # a verdict, as a refusal is
+                print(exc)
+                return 1
+            task_or_exit(args.name)  # the validation errors, as every command says them
+        return check(task, args.data_dir, args.dev_data)
     if args.action == "show":
         if not args.name:
             console.print("usage: pdesharp tasks show NAME")

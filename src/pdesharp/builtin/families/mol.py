@@ -41,6 +41,7 @@ from pdesharp.builtin.families.bases import has_walls
 from pdesharp.builtin.families.common import EVOLVE, GRID, fixed_axes, problem_constants
 from pdesharp.builtin.families.jet_form import jet_split, matrices_source, rate_in_jets
 from pdesharp.builtin.families.mol_block import MOL_BLOCK
+from pdesharp.builtin.jets import almost_everywhere as ae
 from pdesharp.builtin.physics import boundary_source, coords_line, npcode, params_lines, unpack
 
 FINER = {"cell_centres": {1: 3, 3: 5, 5: 7, 7: 9}, "nodes": {1: 2, 2: 4, 4: 8}}
@@ -79,7 +80,7 @@ def mol_rhs(law: BalanceLaw):
         out = sp.diff(e, law.coords[a])
         for j, wj in enumerate(law.prims):
             out += sp.diff(e, wj) * law.grads[a][j] + sp.diff(e, law.grads[a][j]) * sec[a][j]
-        return out
+        return ae(out)
 
     rhs = []
     for i in range(law.nvar):
@@ -269,11 +270,11 @@ def _explicit_source(law: BalanceLaw, explicit, sec, extra) -> str:
     # |d explicit / d symbol| summed over the unknowns, per equation: the step bound's rates
     rates = []
     for a in range(law.dim):
-        rates.append([sum(sp.Abs(sp.diff(e, g)) for g in law.grads[a]) for e in explicit])
-        rates.append([sum(sp.Abs(sp.diff(e, s)) for s in sec[a]) for e in explicit])
-    rates.append([sum(sp.Abs(sp.diff(e, w)) for w in law.prims) for e in explicit])
+        rates.append([sum(sp.Abs(ae(sp.diff(e, g))) for g in law.grads[a]) for e in explicit])
+        rates.append([sum(sp.Abs(ae(sp.diff(e, s))) for s in sec[a]) for e in explicit])
+    rates.append([sum(sp.Abs(ae(sp.diff(e, w))) for w in law.prims) for e in explicit])
     for *_, s in extra:  # then one rate per extra derivative (EXTRA_JETS order)
-        rates.append([sp.Abs(sp.diff(e, s)) for e in explicit])
+        rates.append([sp.Abs(ae(sp.diff(e, s))) for e in explicit])
     flat = [e for row in rates for e in row]
     body = unpack(names, "W", flat)
     for a in range(law.dim):

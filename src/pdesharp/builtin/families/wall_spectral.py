@@ -89,7 +89,8 @@ def _split_linear(law: BalanceLaw):
         terms[tuple(2 * x for x in e_a)] += D
     S = sp.Matrix(law.source)
     B = S.jacobian(law.prims).xreplace({p: 0 for p in law.prims})
-    B = B.applyfunc(lambda e: e if const([e]) else sp.Integer(0))
+    B = B.applyfunc(lambda e: e if const([e]) and not e.has(sp.zoo, sp.oo, -sp.oo, sp.nan)
+                    else sp.Integer(0))
     terms[(0,) * law.dim] += B
     rest += S - B * w
     for i, row in enumerate(law.high):

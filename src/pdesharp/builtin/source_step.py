@@ -1,0 +1,145 @@
+"""The exact step of a scalar law's local source ODE dq/dt = S(q) (for splitting schemes), and
+the time limit put on symbolic computations that can take minutes."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from contextlib import contextmanager
+
+import numpy as np
+import sympy as sp
+from sympy.functions.elementary.piecewise import ExprCondPair
+
+from pdesharp.equation import ARRAY_MODULES
+
+
+class TimeUp(Exception):
+    """A computation under :func:`time_limit` (quiet=False) ran out of time."""
+
+
+class _TimeUp(BaseException):  # not an Exception: no `except Exception` swallows it
+    pass
+
+
+@contextmanager
+def time_limit(seconds: float, quiet: bool = True):
+    """Give up a symbolic computation after ``seconds`` (SIGALRM; only in the main thread).
+    Nested limits keep the outer one: the inner timer never outlives it, and on exit the outer
+    timer is re-armed with what is left of it (at once if its deadline passed meanwhile).
+    ``quiet``: the block just ends at the limit; else :class:`TimeUp` is raised."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimeUp
+
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]
+    began = time.monotonic()
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds)
+    try:
+        yield
+    except _TimeUp:
+        if not quiet:
+            raise TimeUp(f"more than {seconds:g} s") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 1e-3))
+
+
+def freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:
+    """S with every largest subexpression that depends on the coordinates but not on w replaced
+    by a plain symbol (the ODE at a point sees it as a constant): SymPy's dsolve is fast on
+    r*c*u*(1 - u) and can take minutes on r*(1 + sin(pi*x)/2)*u*(1 - u)."""
+    back: dict = {}
+
+    def walk(e):
+        # (only expressions: a Piecewise's (value, condition) pairs and conditions stay as such)
+        if isinstance(e, sp.Expr) and not isinstance(e, ExprCondPair) and e.has(*coords) \
+                and not e.has(w):
+            key = next((k for k, v in back.items() if v == e), None)
+            if key is None:
+                key = sp.Symbol(f"_c{len(back)}", real=True)
+                back[key] = e
+            return key
+        return e.func(*[walk(a) for a in e.args]) if e.args else e
+
+    return walk(S), back
+
+
+def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | None:
+    """Closed-form solution of dw/dt = S(w) from w(0) = q0 at t = tau, in a form that stays
+    finite for large tau and at q0 = 0 (chosen among equivalent rewritings by evaluation).
+    ``params`` (parameters and coordinates) are held fixed."""
+    expr = _bernoulli(S, w, tau, q0)
+    if expr is None:
+        poly = sp.Poly(S, w) if S.is_polynomial(w) else None
+        if poly is None or poly.degree() > 2:
+            # dsolve answers a cubic (Allen-Cahn's u - u**3 when not in Bernoulli form) or a
+            # transcendental source with implicit solutions after tens of seconds, if at all
+            return None
+        f = sp.Function("w")
+        s = sp.Symbol("s", real=True)
+        try:
+            sol = sp.dsolve(sp.Eq(f(s).diff(s), S.subs(w, f(s))), f(s), ics={f(0): q0})
+        except Exception:  # no closed form, or SymPy cannot impose the initial condition
+            return None
+        if isinstance(sol, list):
+            return None
+        expr = sol.rhs.subs(s, tau)
+    base = [expr, sp.simplify(expr)]
+    candidates = []
+    for e in base:  # dividing through by a growing exponential keeps the form finite
+        num, den = sp.fraction(sp.together(e))
+        for ex in num.atoms(sp.exp) | den.atoms(sp.exp):
+            candidates.append(sp.expand(num / ex) / sp.expand(den / ex))
+    candidates += base
+    rng = np.random.default_rng(0)
+    values = {p: float(v) for p, v in zip(params, rng.uniform(0.5, 2.0, len(params)))}
+    probes = [(q, t) for q in (0.0, 0.3, 1.0, 1.7) for t in (1e-6, 0.1, 50.0)]
+    probes += [(q, 1e3) for q in (0.3, 1.0, 1.7)]  # overflow check of growing exponentials
+    for cand in candidates:
+        try:
+            fn = sp.lambdify((q0, tau), cand.subs(values), ARRAY_MODULES)
+            with np.errstate(all="ignore"):
+                ok = all(np.isfinite(complex(fn(q, t))) and abs(complex(fn(q, t)).imag) < 1e-12
+                         for q, t in probes)
+        except Exception:  # a rewriting that does not evaluate is simply not chosen
+            ok = False
+        if ok:
+            # check it really solves the ODE (guards against a wrong branch)
+            resid = sp.diff(cand, tau) - S.subs(w, cand)
+            r = sp.lambdify((q0, tau), resid.subs(values), ARRAY_MODULES)
+            with np.errstate(all="ignore"):
+                if all(abs(complex(r(q, t))) < 1e-6 for q, t in probes if t < 10):
+                    return cand
+    return None
+
+
+def _bernoulli(S: sp.Expr, w: sp.Symbol, tau, q0) -> sp.Expr | None:
+    """w' = a w + b w^n (n >= 2, a != 0: logistic, Allen-Cahn's u - u**3) in closed form:
+    z = w^(1-n) solves the linear z' = (1-n)(a z + b), so
+    w = q0 ((1 + b q0^(n-1)/a) exp((1-n) a tau) - b q0^(n-1)/a)^(1/(1-n))."""
+    terms = sp.Add.make_args(sp.expand(S))
+    if len(terms) != 2:
+        return None
+    parts = {}
+    for term in terms:
+        coeff, power = term.as_independent(w, as_Add=False)
+        if power == w:
+            parts[1] = coeff
+        elif power.is_Pow and power.base == w and power.exp.is_Integer and power.exp >= 2:
+            parts[int(power.exp)] = coeff
+        else:
+            return None
+    if 1 not in parts or len(parts) != 2:
+        return None
+    n = next(k for k in parts if k != 1)
+    a, b = parts[1], parts[n]
+    r = b * q0 ** (n - 1) / a
+    return q0 * ((1 + r) * sp.exp((1 - n) * a * tau) - r) ** sp.Rational(1, 1 - n)

@@ -1,0 +1,164 @@
+"""No input crashes the analyst (issue 19, item 6): a seeded sample of equation forms, generated
+from a grammar of terms over the allowed functions, each gets an acceptance (with designs the
+author can render) or a one-line refusal, never an exception, and ``tasks check`` stays fast.
+
+The grammar draws what users type: fluxes and their non-conservative forms, products of
+derivatives, cross derivatives, derivatives of order 1 to 4 of expressions, every function of the
+expression reader's allowlists (Piecewise and Heaviside included), coefficients that depend on
+x and t, a parameter times a bracket holding dt, Sobolev-type dt(u - dx(u, 2)), second time
+derivatives, systems of two unknowns, periodic boxes and every kind of wall, 1D and 2D."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from pdesharp.builtin.support import support
+from pdesharp.expression import ELEMENTARY, SPECIAL
+from pdesharp.task import TaskError, task_from_dict
+
+FUNCTIONS = [f for f in ELEMENTARY if f not in ("Piecewise", "atan2", "Min", "Max", "re", "im")]
+SPECIALS = ["erf", "erfc", "besselj", "gamma", "sinc", "Si", "expint", "airyai"]
+BOUNDARIES_1D = ["periodic", "dirichlet: {u} = 0", "neumann: dx({u}) = 0",
+                 "x = 0: {u} = 1 + sin(t)/2; x = 1: dx({u}) + {u} = 0", "robin: dn({u}) + {u} = 0"]
+BOUNDARIES_2D = ["periodic", "dirichlet: {u} = 0", "periodic in x; y = 0: {u} = 0; y = 1: dy({u}) = 0"]
+
+
+class Grammar:
+    def __init__(self, rng: random.Random, unknowns, space):
+        self.rng, self.unknowns, self.space = rng, unknowns, space
+
+    def atom(self):
+        r = self.rng.random()
+        if r < 0.55:
+            return self.rng.choice(self.unknowns)
+        if r < 0.7:
+            return self.rng.choice(["nu", "k", "2", "0.5", "3"])
+        return self.rng.choice(list(self.space) + ["t", "pi"])
+
+    def expr(self, depth=0):
+        r = self.rng.random()
+        if depth > 2 or r < 0.3:
+            return self.atom()
+        if r < 0.45:
+            return f"{self.expr(depth + 1)}*{self.expr(depth + 1)}"
+        if r < 0.55:
+            return f"({self.expr(depth + 1)} + {self.expr(depth + 1)})"
+        if r < 0.62:
+            return f"{self.expr(depth + 1)}**{self.rng.choice([2, 3])}"
+        if r < 0.72:
+            f = self.rng.choice(FUNCTIONS if self.rng.random() < 0.85 else SPECIALS)
+            arg = self.expr(depth + 1)
+            if f == "besselj":
+                return f"besselj(0, {arg})"
+            if f in ("log", "sqrt", "acosh", "asin", "acos", "atanh", "gamma"):
+                arg = f"(2 + {arg}**2)" if f != "asin" else f"{arg}/(2 + {arg}**2)"
+            return f"{f}({arg})"
+        if r < 0.77:
+            return (f"Piecewise(({self.expr(depth + 1)}, {self.rng.choice(self.space)} < 0.5),"
+                    f" ({self.expr(depth + 1)}, True))")
+        return self.derivative(depth + 1)
+
+    def derivative(self, depth):
+        a = self.rng.choice(self.space)
+        n = self.rng.choice([1, 1, 2, 2, 3, 4])
+        inner = self.rng.choice(self.unknowns) if self.rng.random() < 0.5 else self.expr(depth)
+        d = f"d{a}({inner}, {n})" if n > 1 else f"d{a}({inner})"
+        if len(self.space) > 1 and self.rng.random() < 0.2:
+            d = f"d{self.space[1 - self.space.index(a)]}({d})"
+        return d
+
+    def rhs(self):
+        return " + ".join(self.term() for _ in range(self.rng.randint(1, 3)))
+
+    def term(self):
+        r = self.rng.random()
+        if r < 0.5:
+            return f"{self.atom()}*{self.derivative(1)}"
+        if r < 0.8:
+            return self.derivative(1)
+        return self.expr(1)
+
+    def equation(self, u):
+        r = self.rng.random()
+        if r < 0.55:
+            return f"dt({u}) = {self.rhs()}"
+        if r < 0.65:
+            return f"nu*(dt({u}) - {self.rhs()}) + {self.atom()}"
+        if r < 0.75:
+            return f"dt({u} - dx({u}, 2)) = {self.rhs()}"
+        if r < 0.85:
+            return f"dt({u}, 2) = {self.rhs()}"
+        if r < 0.9:
+            return f"dt({u}) + {self.expr(1)}*dt({u}) = {self.rhs()}"
+        return f"dt({u}) + {self.rhs()}"
+
+
+def sample(seed: int) -> dict:
+    rng = random.Random(seed)
+    space = ["x"] if rng.random() < 0.75 else ["x", "y"]
+    unknowns = ["u"] if rng.random() < 0.7 else ["u", "v"]
+    g = Grammar(rng, unknowns, space)
+    boundary = rng.choice(BOUNDARIES_1D if len(space) == 1 else BOUNDARIES_2D)
+    if boundary != "periodic":
+        boundary = "; ".join(boundary.format(u=u) for u in unknowns) if "x = 0" not in boundary \
+            and "y = 0" not in boundary else boundary.format(u=unknowns[0])
+    return {"name": f"fuzz{seed}", "equation": [g.equation(u) for u in unknowns],
+            "parameters": {"nu": 0.01, "k": 2.0}, "domain": {a: [0, 1] for a in space},
+            "boundary": boundary, "time_span": [0, 0.5], "n_frames": 6}
+
+
+SEEDS = range(48)
+
+
+def test_every_form_gets_a_verdict_fast():
+    """48 seeded forms: each an acceptance whose first designs render, or a one-line refusal
+    naming the reason. Measured: ~0.3 s per form on a quiet machine, the slowest ~3 s (SymPy on a
+    system); the bounds below (20 s per form, 4 min in all) leave room for a loaded machine
+    while still catching the 30 s dsolve of a cubic source the analysis used to spend."""
+    verdicts, slow, t_all = {}, [], time.perf_counter()
+    for seed in SEEDS:
+        spec = sample(seed)
+        t0 = time.perf_counter()
+        try:
+            task = task_from_dict(spec, f"fuzz {seed}")
+        except TaskError as exc:  # the reader refused it: also a verdict, with the reason
+            verdicts[seed] = ("spec", str(exc))
+            continue
+        got = support(task)  # must not raise
+        took = time.perf_counter() - t0
+        slow.append((took, seed))
+        if got.supported:
+            assert got.families and got.designs, spec
+            verdicts[seed] = ("accepted", got.families)
+        else:
+            reason = got.reason
+            assert reason and "\n" not in reason, (spec, reason)
+            assert "its analysis failed" not in reason, (spec, reason)  # a defect, not a verdict
+            verdicts[seed] = ("refused", reason)
+    total = time.perf_counter() - t_all
+    worst = max(slow)
+    assert worst[0] < 20.0, f"tasks check took {worst[0]:.1f} s on {sample(worst[1])}"
+    assert total < 240.0
+    kinds = [v[0] for v in verdicts.values()]
+    # the sample is broad: most forms are now accepted, some refused, by name
+    assert kinds.count("accepted") >= len(SEEDS) // 3 and kinds.count("refused") >= 3, verdicts
+
+
+@pytest.mark.parametrize("equations,unknowns", [
+    (["dt(u, 2) = dx(u, 2) - sin(u)"], ["u"]),  # sine-Gordon
+    (["dt(u, 2) = dx(u, 2) - u - u**3"], ["u"]),  # nonlinear Klein-Gordon
+    (["dt(a) = -dx(b, 2) + n*b", "dt(b) = dx(a, 2) - n*a", "dt(n, 2) = dx(n, 2) + dx(a**2 + b**2, 2)"],
+     ["a", "b", "n"]),  # Zakharov (real and imaginary parts of E, the density n)
+])
+def test_second_order_systems_with_a_nonlinear_source_are_accepted_not_crashed(equations,
+                                                                               unknowns):
+    """These crashed tasks check and solve in _coupled_rate ("setting an array element with a
+    sequence"); now the coupling's wave speed bounds the step and designs exist."""
+    spec = {"name": "waves", "equation": equations, "parameters": {},
+            "domain": {"x": [0, 20]}, "boundary": "periodic", "time_span": [0, 1], "n_frames": 6}
+    got = support(task_from_dict(spec))
+    assert got.supported, got.reason
+    assert got.designs
