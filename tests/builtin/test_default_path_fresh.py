@@ -61,7 +61,9 @@ def test_auto_does_not_start_with_minutes_of_auditing(fresh_home, shared_data):
     assert estimate is not None and estimate > cost.AUTO_SECONDS  # 2 x 140 s measured
     audit, reason = runs.find(task, ev, "auto")
     assert audit is None
-    assert "computing it would take about 280 s" in reason and "--audit compute" in reason
+    # find() says why; attach() (the run) adds the command that computes it (runs.NO_AUDIT_HINT)
+    assert "computing it would take about 280 s" in reason and "--audit" not in reason
+    assert "--audit compute" in runs.NO_AUDIT_HINT
 
 
 def test_the_estimate_covers_the_readme_job(shared_data):
