@@ -76,6 +76,15 @@ def test_cns_sound_speed_bound_and_mixed_type():
     assert bound(a, "advective").value == pytest.approx(dx / lam, rel=1e-6)
     # density-weighted viscosity: the diffusivity of v is zeta + 4 eta / 3, independent of rho
     assert bound(a, "diffusive").value == pytest.approx(dx**2 / (2 * (0.1 + 0.4 / 3)), rel=1e-9)
+    # the stated formula is the same bound: it parses, and at the box corner it gives the value
+    # (it was cut at the first '/' of the sound speed sqrt(Gamma*p/rho) and read p*rho)
+    expr = sp.sympify(bound(a, "advective").expression)  # our own text, not a model's
+    rho, v, p, dx_, g = sp.symbols("rho v p dx Gamma")
+    assert expr.free_symbols <= {rho, v, p, dx_, g}
+    at = {rho: 1.0, v: 2.0, p: 40.0, dx_: dx, g: gamma}
+    assert float(expr.subs(at)) == pytest.approx(dx / lam, rel=1e-9)
+    assert float(expr.subs({**at, rho: 4.0})) == pytest.approx(
+        dx / (2.0 + math.sqrt(gamma * 40.0 / 4.0)), rel=1e-9)
 
 
 def test_darcy_is_linear_elliptic():

@@ -250,17 +250,18 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
     lam_max, d_max = [0.0] * law.dim, [0.0] * law.dim
     hs = ", ".join(f"h_{a} = {v:.4g}" for a, v in zip(axes, h))
     if law.has_flux:
-        rate, exprs = 0.0, []
+        rate, speeds = 0.0, []
         for a in range(law.dim):
             lam = facts.eigenvalues[a] or [facts.jacobian[a][i, i] for i in range(law.nvar)]
             lam_max[a] = _max_abs(lam, law, task, pts)
             rate += lam_max[a] / h[a]
-            exprs.append(f"Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})/d{axes[a]}")
+            # the largest speed along the axis (an eigenvalue may itself contain a '/')
+            speeds.append(f"Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})")
         dt_adv = 1.0 / rate if rate > 0 else math.inf
         stab.append(StabilityBound(
             scheme="explicit advective (finite volume, Rusanov/HLL flux)",
-            expression=f"1/({' + '.join(exprs)})" if law.dim > 1 else
-            f"d{axes[0]}/{exprs[0].split('/')[0]}", value=dt_adv,
+            expression=(f"1/({' + '.join(f'{m}/d{x}' for m, x in zip(speeds, axes))})"
+                        if law.dim > 1 else f"d{axes[0]}/{speeds[0]}"), value=dt_adv,
             note=(f"Courant number 1 with the eigenvalues of dF/dU; max |lambda| = "
                   f"{', '.join(f'{v:.4g}' for v in lam_max)} on the data bounds, {hs}."
                   " The designs run at CFL 0.25-0.5 of it.")))
