@@ -158,6 +158,34 @@ def test_bounds_are_read_from_the_dev_data(shared_data):
     assert b.n == {"x": 1024} and lo < 0 < hi and hi - lo < 10
 
 
+def test_a_steady_analysis_quotes_no_value_of_the_reference_solution(tmp_path):
+    # a steady task's stored fields are the reference solution: the analysis may read their
+    # grid size, never their values (the prompts and the report show the analysis)
+    import h5py
+
+    from pdesharp.examples import example_path
+
+    task = load_task(example_path("poisson1d"))
+    n = 37
+    path = tmp_path / "dev.hdf5"
+    with h5py.File(path, "w") as f:  # the solution's extremes are numbers no formula makes
+        f["sol"] = np.linspace(-4321.987, 8765.4321, 2 * n).reshape(2, n)
+        f["f"] = np.ones((2, n))
+        f["x-coordinate"] = (np.arange(n) + 0.5) / n
+    b = DataBounds.from_reference(task, explicit=path)
+    assert b.fields == {} and b.n == {"x": n}
+    a = BuiltinAnalyst(dev_data=path).analyse_sync(task)
+    text = a.model_dump_json()
+    assert "4321" not in text and "8765" not in text and "4.322e" not in text
+    assert "range of u assumed" not in text  # nothing to assume: no range is used
+
+
+def test_time_dependent_bounds_say_what_they_are_computed_from(shared_data):
+    a = BuiltinAnalyst(data_dir=shared_data).analyse_sync(load_task("burgers"))
+    note = bound(a, "advective").note
+    assert "range of the initial conditions in the dev data (the solver's inputs)" in note
+
+
 def test_pipeline_hook_gives_builtin_roles(shared_data):
     from pdesharp.pipeline import SolveConfig
     from pdesharp.rolesets import builtin_roles
