@@ -36,6 +36,7 @@ from pdesharp.audit.solutions import (
     nrmse_pair,
 )
 from pdesharp.data.reference import ReferenceData
+from pdesharp.grid import axis_points
 from pdesharp.task import Task
 
 CHUNK_BYTES = 256 * 2**20  # internal-grid frames held at once (samples are run in batches)
@@ -168,7 +169,7 @@ def hopf_cole_check(task: Task, ref: ReferenceData, indices: list[int], values: 
     name = task.equation.unknowns[0]
     lo, hi = (float(v) for v in task.domain[task.equation.space[0]])
     n = values.shape[2]
-    x = lo + (np.arange(n) + 0.5) * (hi - lo) / n
+    x = axis_points(lo, hi, n, task.grid)
     times = np.asarray(ref.t, dtype=np.float64)
     frames = sorted({int(round(f)) for f in np.linspace(1, len(times) - 1, HOPF_COLE_FRAMES)})
     u0 = ref.initial(name).astype(np.float64)
