@@ -55,13 +55,21 @@ def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fre
 
 
 def test_auto_does_not_start_with_minutes_of_auditing(fresh_home, shared_data):
-    task = load_task("cns1d")
-    ev = Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False)
-    estimate = cost.estimate_seconds(task, ev.data_path("dev"), 2)
-    assert estimate is not None and estimate > cost.AUTO_SECONDS  # 2 x 140 s measured
+    task = load_task("burgers")  # all 20 dev samples: 20 x 7 s
+    ev = Evaluator(task, data_dir=shared_data, max_samples=20, convergence=False)
+    estimate = cost.estimate_seconds(task, ev.data_path("dev"), 20)
+    assert estimate is not None and estimate > cost.AUTO_SECONDS
     audit, reason = runs.find(task, ev, "auto")
     assert audit is None
-    assert "computing it would take about 280 s" in reason and "--audit compute" in reason
+    assert "computing it would take about 140 s, more than --audit auto spends" in reason
+
+
+def test_auto_computes_the_cns_audit_of_the_readme_job(shared_data):
+    # CNS's converged solution is spectral in primitive variables now (seconds per sample, where
+    # the finite-volume one took minutes): the README's settings (5 samples) get the floor
+    task = load_task("cns1d")
+    ev = Evaluator(task, data_dir=shared_data, max_samples=5, convergence=False)
+    assert cost.estimate_seconds(task, ev.data_path("dev"), 5) <= cost.AUTO_SECONDS
 
 
 def test_the_estimate_covers_the_readme_job(shared_data):
