@@ -151,7 +151,7 @@ class BuiltinJudge:
         """The score at or below which nothing measurable is left to gain: the run's tie floor
         (reference floor, else the data's round-off floor), else :data:`ROUND_OFF`."""
         i = self._info
-        floor = Rule.of(i).tie_floor if i is not None else None
+        floor = i.rule.tie_floor if i is not None else None
         return ROUND_OFF if floor is None else floor
 
     def _problem(self, task: Task) -> Problem:
@@ -305,7 +305,7 @@ class BuiltinJudge:
         change of design is predicted to move the score by less than the tie, and no evaluation
         is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
         i = self._info
-        if i is None or i.ranking_floor is not None or i.feedback != "nrmse":
+        if i is None or i.rule.reference_floor is not None or i.feedback != "nrmse":
             return ""
         scored = {}
         for e in entries:
