@@ -185,6 +185,7 @@ def tournament_settings(config: SolveConfig, evaluator, rule: Rule,
         max_evals=config.max_evals, rule=rule,
         retime=retime_runs(rule.objective, config.retime),
         nominees_in_order=config.builtin,
+        floor_saturation=run_rule.floor_saturation_enabled(config),
         judge_reference_note=judges_note(config, store))
 
 

@@ -95,6 +95,9 @@ class RoundInfo(BaseModel):
     concurrent: int = 1  # evaluations that may run at once during the search (--workers)
     # nominees run one at a time and a nominee at the stop score ends the search at once
     nominees_in_order: bool = False
+    # scores are read as measures of the PDE's solution (--floor-saturation): a design
+    # predicted less accurate is not worth an evaluation (the built-in judges)
+    floor_saturation: bool = True
 
     @property
     def time_rule(self) -> str:
