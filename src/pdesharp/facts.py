@@ -227,17 +227,17 @@ def _spacing(length: float, cells: int) -> str:
 
 def grid_sentence(task: Task, data: DataFacts) -> str:
     """Where the N values of the inputs sit, per space axis."""
+    from pdesharp.grid import convention
+
+    c = convention(task.grid)
     parts = []
     for axis, n in data.grid.items():
         lo, hi = task.domain[axis]
         first = f"{_num(lo)} + " if lo else ""
-        if task.grid == "cell_centres":
-            parts.append(f"N = {n} cell centres {axis}_i = {first}(i + 1/2)·d{axis}, i = 0..N-1, "
-                         f"d{axis} = {_spacing(hi - lo, n)}, of [{_num(lo)}, {_num(hi)}]")
-        else:
-            parts.append(f"N = {n} nodes {axis}_i = {first}i·d{axis}, i = 0..N-1, "
-                         f"d{axis} = {_spacing(hi - lo, max(n - 1, 1))}, both ends of "
-                         f"[{_num(lo)}, {_num(hi)}] included")
+        where = (f"both ends of [{_num(lo)}, {_num(hi)}] included" if c.ends_included else
+                 f"of [{_num(lo)}, {_num(hi)}]")
+        parts.append(f"N = {n} {c.words} {axis}_i = {first}{c.index}·d{axis}, i = 0..N-1, "
+                     f"d{axis} = {_spacing(hi - lo, c.gaps(n))}, {where}")
     return "; ".join(parts)
 
 
