@@ -108,8 +108,7 @@ class Shown:
     why: str = ""  # "summary": why the code is not shown
 
 
-NEVER_NOMINATED = ("not shown: it has not run, and no judge nominated it in the earlier "
-                   "cycles")
+NEVER_NOMINATED = "not shown: it has not run, and no judge nominated it in an earlier cycle"
 
 
 def budget_reason(budget: int) -> str:
