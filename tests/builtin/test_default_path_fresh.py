@@ -108,3 +108,14 @@ def test_a_run_that_audits_writes_nothing_into_the_checkout(tmp_path, example_da
     assert summary["reference_audit"]["status"] == "ok"  # an audit was used
     assert _checkout_files() == before
     assert list(audit_dir.rglob("*.json"))  # computed into the suite's folder (now or earlier)
+
+
+def test_a_users_auto_budget_is_read_and_checked(monkeypatch):
+    monkeypatch.delenv(cost.AUTO_SECONDS_ENV, raising=False)
+    assert cost.auto_seconds() == cost.AUTO_SECONDS
+    monkeypatch.setenv(cost.AUTO_SECONDS_ENV, "0")
+    assert cost.auto_seconds() == 0.0
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv(cost.AUTO_SECONDS_ENV, bad)
+        with pytest.raises(ValueError, match=cost.AUTO_SECONDS_ENV):
+            cost.auto_seconds()

@@ -18,6 +18,7 @@ from pdesharp.data import hdf5
 from pdesharp.task import Task
 
 AUTO_SECONDS = 60.0  # --audit auto computes a missing audit estimated to take at most this
+AUTO_SECONDS_ENV = "PDESHARP_AUDIT_AUTO_SECONDS"  # a user's own budget (0: never compute)
 # measured per sample (docs/data.md), upper bounds on a loaded machine: the exact shift (advection),
 # refined elliptic solves with Richardson extrapolation (Darcy), the spectral method of lines at a
 # finer grid (Burgers: 138 s for 20 samples; reaction-diffusion: 164 s), the spectral method in
@@ -27,6 +28,23 @@ PER_SAMPLE = {"advection": 0.15, "cns1d": 12.0, "darcy": 12.0, "burgers": 7.0,
 # any other task the spectral method covers: per sample, grid point and frame, the larger of
 # Burgers' 20 x 1024 x 201 and reaction-diffusion's 20 x 1024 x 101 (stiffer, 8e-5 s)
 SPECTRAL_PER_POINT_FRAME = 8e-5
+
+
+def auto_seconds() -> float:
+    """The budget of ``--audit auto``: :data:`AUTO_SECONDS`, or ``$PDESHARP_AUDIT_AUTO_SECONDS``
+    (a number of seconds, 0 to never compute) for users on a slower or faster machine."""
+    import os
+
+    raw = os.environ.get(AUTO_SECONDS_ENV, "").strip()
+    if not raw:
+        return AUTO_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{AUTO_SECONDS_ENV}={raw[:40]!r} is not a number of seconds") from None
+    if not value >= 0:  # also refuses nan
+        raise ValueError(f"{AUTO_SECONDS_ENV} must be 0 or more seconds, not {raw[:40]!r}")
+    return value
 
 
 def estimate_seconds(task: Task, path: Path, samples: int) -> float | None:

@@ -107,10 +107,10 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
     result: AuditResult | None = cached_audit(task, path, indices)
     estimate = None
     if result is None and mode == "auto":
-        from pdesharp.audit.cost import AUTO_SECONDS, estimate_seconds
+        from pdesharp.audit.cost import auto_seconds, estimate_seconds
 
         estimate = estimate_seconds(task, path, len(indices))
-        if estimate is not None and estimate <= AUTO_SECONDS:
+        if estimate is not None and estimate <= auto_seconds():
             mode = "compute"  # cheap: the default path gets its floor without a cache
     if result is None and mode == "compute":
         spec = task.data.dev
