@@ -37,11 +37,16 @@ PAPER_EVALUATIONS = 13.2
 
 def solve(python: str, task: str, out: Path, cache: Path, args) -> dict:
     run_id = f"{task}-{out.name}"
-    argv = [python, "-m", "pdesharp.cli", "solve", task, "--candidates", str(args.candidates),
+    spec = [task]
+    if task not in TASKS:  # an example task: its YAML and the reference the tests use
+        spec = [str(REPO / "examples" / "tasks" / f"{task}.yaml"), "--dev-data",
+                str(Path(args.example_data) / task / "dev.hdf5")]
+    argv = [python, "-m", "pdesharp.cli", "solve", *spec, "--candidates", str(args.candidates),
             "--max-samples", str(args.samples), "--max-evals", str(args.max_evals),
             "--out", str(out), "--run-id", run_id, "--quiet", "--no-cache"]
     env = {**os.environ, "PDESHARP_DATA": args.data_dir, "XDG_CACHE_HOME": str(cache),
            "HOME": str(cache.parent)}
+    env.pop("PDESHARP_AUDIT_DIR", None)  # the empty cache above, as on a newcomer's machine
     if python != sys.executable:  # the other interpreter's own pdesharp, not ours
         env.pop("PYTHONPATH", None)
     t0 = time.time()
@@ -60,7 +65,11 @@ def solve(python: str, task: str, out: Path, cache: Path, args) -> dict:
         for (data,) in db.execute("SELECT data FROM events WHERE kind='evaluation' ORDER BY seq"):
             e = json.loads(data)
             if e.get("split", "dev") == "dev":
-                reasons.append(f"{e.get('candidate')}: {e.get('reason')}")
+                title = db.execute("SELECT title FROM candidates WHERE id=?",
+                                   (e.get("candidate"),)).fetchone()
+                reasons.append(f"{e.get('candidate')}: {e.get('reason')}"
+                               + (f" [{title[0]}]" if title and title[0] else "")
+                               + (f" -> {e['score']:.2e}" if e.get("score") is not None else ""))
     except Exception:  # noqa: BLE001 - an older pdesharp records no evaluation events
         pass
     return {"task": task, "exit": proc.returncode, "wall": wall,
@@ -79,7 +88,10 @@ def fmt(v, spec=".2e") -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", nargs="*", default=TASKS)
+    ap.add_argument("--tasks", nargs="*", default=TASKS,
+                    help="built-in tasks, or example task names (examples/tasks/NAME.yaml, with "
+                         "the dev file --example-data/NAME/dev.hdf5)")
+    ap.add_argument("--example-data", default=str(REPO / "tests" / "builtin" / "data"))
     ap.add_argument("--before", default=None, metavar="PYTHON",
                     help="also run each task with this interpreter's pdesharp (the old code)")
     ap.add_argument("--candidates", type=int, default=6)

@@ -87,9 +87,9 @@ class LLMAnalyst:
             text, facts = await self._step(messages, "stability", render(
                 "analysis_stability", parameters=list(task.parameters),
                 unknowns=list(task.equation.unknowns), skipped=skipped,
-                route_words=ROUTE_WORDS[route],
+                route_words=ROUTE_WORDS[route], spacings=[f"d{a}" for a in task.equation.space],
                 # numbers read off the solver's inputs, at the full facts level only
-                scales={k: v for k, v in self.scales.items() if k.endswith("max")}
+                scales={k: v for k, v in self.scales.items() if k.endswith(("max", "min"))}
                 if self.facts is not None and self.facts.numbers else {}))
             steps.append(AnalysisStep(name="stability", text=text, facts=facts))
             stability = [_bound(b, task, self.scales) for b in facts.get("bounds", [])

@@ -62,8 +62,9 @@ class DataFacts(BaseModel):
     output_shape: list[int] = Field(default_factory=list)
     output_dtype: str = ""  # the reference's dtype (predictions are compared with it)
     # symbols stability bounds may use, all read off the solver's inputs, never the reference
-    # solution: "<field>max" (max |field| of the initial frames), "umax" for a single unknown,
-    # "<coefficient>max" (max |coefficient|), "n<axis>" (grid points)
+    # solution: "<field>max" (max |field| of the initial frames) and "<field>min" (their
+    # smallest value: a sound speed or a viscous limit needs the smallest density), "umax" /
+    # "umin" for a single unknown, "<coefficient>max" / "<coefficient>min", "n<axis>" (points)
     scales: dict[str, float] = Field(default_factory=dict)
 
 
@@ -194,6 +195,7 @@ def _scales(task: Task, ref) -> dict[str, float]:
     inputs.update(ref.coefficients)
     for name, arr in inputs.items():
         out[f"{name}max"] = float(np.abs(arr).max())
+        out[f"{name}min"] = float(arr.min())  # signed: the smallest density, not |.|
     for arr in [*ref.fields.values(), *ref.coefficients.values()][:1]:
         space = arr.shape[1:] if task.steady else arr.shape[2:]
         for axis, size in zip(task.equation.space, space):
@@ -201,6 +203,7 @@ def _scales(task: Task, ref) -> dict[str, float]:
     if not task.steady and len(task.equation.unknowns) == 1 \
             and f"{task.equation.unknowns[0]}max" in out:
         out["umax"] = out[f"{task.equation.unknowns[0]}max"]
+        out["umin"] = out[f"{task.equation.unknowns[0]}min"]
     return out
 
 
@@ -227,17 +230,17 @@ def _spacing(length: float, cells: int) -> str:
 
 def grid_sentence(task: Task, data: DataFacts) -> str:
     """Where the N values of the inputs sit, per space axis."""
+    from pdesharp.grid import convention
+
+    c = convention(task.grid)
     parts = []
     for axis, n in data.grid.items():
         lo, hi = task.domain[axis]
         first = f"{_num(lo)} + " if lo else ""
-        if task.grid == "cell_centres":
-            parts.append(f"N = {n} cell centres {axis}_i = {first}(i + 1/2)·d{axis}, i = 0..N-1, "
-                         f"d{axis} = {_spacing(hi - lo, n)}, of [{_num(lo)}, {_num(hi)}]")
-        else:
-            parts.append(f"N = {n} nodes {axis}_i = {first}i·d{axis}, i = 0..N-1, "
-                         f"d{axis} = {_spacing(hi - lo, max(n - 1, 1))}, both ends of "
-                         f"[{_num(lo)}, {_num(hi)}] included")
+        where = (f"both ends of [{_num(lo)}, {_num(hi)}] included" if c.ends_included else
+                 f"of [{_num(lo)}, {_num(hi)}]")
+        parts.append(f"N = {n} {c.words} {axis}_i = {first}{c.index}·d{axis}, i = 0..N-1, "
+                     f"d{axis} = {_spacing(hi - lo, c.gaps(n))}, {where}")
     return "; ".join(parts)
 
 

@@ -15,6 +15,7 @@ is rejected (:func:`check_stored_coordinates`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,12 +23,55 @@ import numpy as np
 GRID_KEY = "grid:{axis}"
 
 
-def axis_points(lo: float, hi: float, n: int, convention: str) -> np.ndarray:
+@dataclass(frozen=True)
+class Convention:
+    """Where N points sit on [lo, hi]: x_i = lo + (i + offset) h, h = (hi - lo) / gaps(N)."""
+
+    name: str  # Task.grid
+    words: str  # "cell centres", "nodes"
+    offset: float  # 1/2 for cell centres, 0 for nodes
+    index: str  # the offset as a prompt writes it: "(i + 1/2)", "i"
+    ends_included: bool
+
+    def gaps(self, n: int) -> int:
+        """How many spacings h the interval holds: N cells, or N - 1 between N nodes."""
+        return max(n - 1, 1) if self.ends_included else n
+
+    def spacing(self, lo: float, hi: float, n: int) -> float:
+        return (float(hi) - float(lo)) / self.gaps(n)
+
+
+CONVENTIONS = {
+    "cell_centres": Convention("cell_centres", "cell centres", 0.5, "(i + 1/2)", False),
+    "nodes": Convention("nodes", "nodes", 0.0, "i", True),
+}
+
+
+def convention(name: str) -> Convention:
+    """The convention of ``Task.grid`` (``cell_centres`` or ``nodes``)."""
+    try:
+        return CONVENTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown grid convention {name!r}; use one of "
+                         f"{', '.join(CONVENTIONS)}") from None
+
+
+def axis_points(lo: float, hi: float, n: int, convention_name: str) -> np.ndarray:
     """The ``n`` output points of one axis, float64."""
+    c = convention(convention_name)
     lo, hi = float(lo), float(hi)
-    if convention == "nodes":
+    if c.ends_included:  # linspace: both ends exactly
         return np.linspace(lo, hi, n) if n > 1 else np.array([lo])
-    return lo + (np.arange(n) + 0.5) * (hi - lo) / n
+    return lo + (np.arange(n) + c.offset) * c.spacing(lo, hi, n)
+
+
+def refined_points(lo: float, hi: float, n: int, factor: int, convention_name: str
+                   ) -> np.ndarray:
+    """``factor * n`` points of spacing h / factor laid so that point ``factor * i`` is output
+    point i (a finer grid that contains the output grid, periodic extension past ``hi``)."""
+    c = convention(convention_name)
+    h = c.spacing(lo, hi, n)
+    return float(lo) + c.offset * h + np.arange(factor * n) * h / factor
 
 
 def output_grid(task, shape: Sequence[int]) -> list[np.ndarray]:

@@ -53,8 +53,8 @@ class Outcome:
             return {}
         (low_c, low), (_, best) = self.lowest, self.best
         key = "tie_break" if not self.rule.objective.by_time else "objective_pick"
-        by_reference_floor = self.rule.floor is not None
-        if self.floor_decided and by_reference_floor:
+        kind = self.rule.floor_kind(low.score)  # the floor in force, if any
+        if self.floor_decided and kind == "reference":
             key = "floor_pick"
         block = {"lowest_id": low_c.id, "lowest_score": low.score,
                  "lowest_seconds": low.solver_seconds, "best_seconds": best.solver_seconds,
@@ -65,7 +65,7 @@ class Outcome:
         if key == "floor_pick":
             block.update(floor=self.rule.floor, lowest_vs_converged=low.nrmse_converged,
                          best_vs_converged=best.nrmse_converged)
-        elif self.floor_decided:  # both at or below the data's round-off: a tie time decided
+        elif self.floor_decided and kind == "round_off":  # a tie at round-off time decided
             block["round_off"] = self.rule.round_off
         return {key: block}
 

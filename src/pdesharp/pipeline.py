@@ -185,6 +185,7 @@ def tournament_settings(config: SolveConfig, evaluator, rule: Rule,
         max_evals=config.max_evals, rule=rule,
         retime=retime_runs(rule.objective, config.retime),
         nominees_in_order=config.builtin,
+        floor_saturation=run_rule.floor_saturation_enabled(config),
         judge_reference_note=judges_note(config, store))
 
 
@@ -227,14 +228,11 @@ def write_best_solver(store: RunStore, task: Task, config: SolveConfig, best) ->
 def audit_block(run: _Run, store: RunStore, config: SolveConfig, outcome: Outcome) -> dict:
     best = outcome.best
     return audit_summary(
-        run.audit, run.audit_reason, best[1] if best else None,
-        floor=run.rule.reference_floor,
+        run.audit, run.audit_reason, best[1] if best else None, rule=run.rule,
+        lowest=outcome.lowest[1].score if outcome.lowest else None,
         stopped_at_floor=any(e.get("floor") is not None for e in store.events("saturation")),
         closest=closest_to_converged(store, config.feedback) if run.audit else None,
-        best_id=best[0].id if best else None,
-        ranking=run.rule.floor,
-        ranked_below_floor=bool(outcome.lowest and run.rule.floor is not None
-                                and run.rule.below_floor(outcome.lowest[1].score)))
+        best_id=best[0].id if best else None)
 
 
 async def cross_check(task: Task, analysis: Analysis, store: RunStore, config: SolveConfig) -> None:

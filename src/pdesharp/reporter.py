@@ -363,12 +363,13 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     cfg = store.config
     rule = run_rule.recorded(store, cfg)
     scores = [r.score for r in rows if r.score is not None]
-    in_force = bool(scores) and rule.below_floor(min(scores))
+    # the template explains the reference floor (the round-off floor is in the rule's words)
+    in_force = rule.floor_kind(min(scores, default=None)) == "reference"
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,
              "parents": r.cand.parents, "judge": r.cand.judge or "", "score": _fmt(r.score),
              "per_sample": _sps(r.per_sample), "cycle": r.cycle, "round": r.round,
              "status": r.status,
-             "below_floor": in_force and r.score is not None and r.score <= rule.floor}
+             "below_floor": in_force and rule.at_floor(r.score)}
             for r in sorted(rows, key=lambda r: (r.rank is None, r.rank or 0))]
     never = [f"{c.id} ({c.title})" if c.title else c.id for c in store.candidates("genesis")
              if c.code.strip() and store.result_for(c.id, "dev", store.config.get(

@@ -95,6 +95,9 @@ class RoundInfo(BaseModel):
     concurrent: int = 1  # evaluations that may run at once during the search (--workers)
     # nominees run one at a time and a nominee at the stop score ends the search at once
     nominees_in_order: bool = False
+    # scores are read as measures of the PDE's solution (--floor-saturation): a design
+    # predicted less accurate is not worth an evaluation (the built-in judges)
+    floor_saturation: bool = True
 
     @property
     def time_rule(self) -> str:
@@ -105,10 +108,17 @@ class RoundInfo(BaseModel):
         return Rule.of(self).time_words()
 
     @property
+    def rule(self):
+        """The run's ranking rule as these fields carry it (:class:`~pdesharp.synthesis.ranking.
+        Rule`): every floor question below is asked of it."""
+        from pdesharp.synthesis.ranking import Rule
+
+        return Rule.of(self)
+
+    @property
     def round_off_reached(self) -> bool:
         """Without a reference floor: is the lowest score at or below the round-off floor?"""
-        return (self.ranking_floor is None and self.round_off is not None
-                and self.best_score is not None and self.best_score <= self.round_off)
+        return self.rule.floor_kind(self.best_score) == "round_off"
 
     @property
     def evals_left(self) -> int | None:
@@ -117,8 +127,7 @@ class RoundInfo(BaseModel):
     @property
     def floor_reached(self) -> bool:
         """Is the reference floor in force (known, and the lowest score at or below it)?"""
-        return (self.ranking_floor is not None and self.best_score is not None
-                and self.best_score <= self.ranking_floor)
+        return self.rule.floor_kind(self.best_score) == "reference"
 
     @property
     def objective_kind(self) -> str:

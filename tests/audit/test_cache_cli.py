@@ -22,6 +22,8 @@ TIMES = np.arange(11) * 0.2
 @pytest.fixture
 def user_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    # these tests are about the default locations: no override (the suite sets one, conftest)
+    monkeypatch.delenv("PDESHARP_AUDIT_DIR", raising=False)
     return tmp_path / "xdg"
 
 
@@ -114,3 +116,17 @@ def test_cli_says_why_a_task_cannot_be_audited(tmp_path, user_cache):
     assert not any(p.is_file() for p in Path(user_cache).rglob("*"))
     missing = _cli("data", "audit", "advection", "--dev-data", str(tmp_path / "none.h5"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_the_audit_dir_override_is_the_only_place_read_or_written(data_file, user_cache,
+                                                                  tmp_path, monkeypatch):
+    task = load_task("advection")
+    beside = audit_with_cache(task, data_file)  # the default: beside the writable data
+    assert beside.path.parent == data_file.parent / "adv.h5.audit"
+    root = tmp_path / "audits"
+    monkeypatch.setenv("PDESHARP_AUDIT_DIR", str(root))
+    assert cached_audit(task, data_file) is None  # the folder beside the data is not looked at
+    moved = audit_with_cache(task, data_file)
+    assert moved.path.parent == root / file_sha256(data_file)[:24]
+    assert cached_audit(task, data_file).path == moved.path
+    assert not (user_cache / "pdesharp").exists()

@@ -130,10 +130,11 @@ def test_darcy_refined_solve_recovers_injected_error(tmp_path):
 
 
 
-def test_cns_finite_volume_path_recovers_injected_error(tmp_path):
-    """CNS: smooth periodic initial data; the clean solution is the generator's float64 scheme
-    on a grid 4x finer than the data (the audit's converged solution uses 2x), read at the data's
-    centres by 4-point midpoint interpolation; a pressure drift of known size is injected."""
+def test_cns_audit_recovers_error_injected_into_an_independent_solution(tmp_path):
+    """CNS: smooth periodic initial data; the clean solution is the generator's float64
+    finite-volume scheme on a grid 4x finer than the data (an independent method: the audit's
+    converged solution is pseudo-spectral in primitive variables), read at the data's centres by
+    4-point midpoint interpolation; a pressure drift of known size is injected."""
     import h5py
 
     from pdesharp.data.generate import cns

@@ -19,7 +19,8 @@ from pdesharp.task import load_task
 TIMES = np.arange(21) * 0.1
 
 
-def test_solve_reports_the_audit_and_stops_at_the_floor(tmp_path):
+def test_solve_reports_the_audit_and_stops_at_the_floor(tmp_path, monkeypatch):
+    monkeypatch.delenv("PDESHARP_AUDIT_DIR")  # the default place: beside the (temporary) data
     data = tmp_path / "data"
     data.mkdir()
     # the exact solution plus a drifting mean: reference error ~1e-2, well above what the

@@ -76,6 +76,15 @@ def test_cns_sound_speed_bound_and_mixed_type():
     assert bound(a, "advective").value == pytest.approx(dx / lam, rel=1e-6)
     # density-weighted viscosity: the diffusivity of v is zeta + 4 eta / 3, independent of rho
     assert bound(a, "diffusive").value == pytest.approx(dx**2 / (2 * (0.1 + 0.4 / 3)), rel=1e-9)
+    # the stated formula is the same bound: it parses, and at the box corner it gives the value
+    # (it was cut at the first '/' of the sound speed sqrt(Gamma*p/rho) and read p*rho)
+    expr = sp.sympify(bound(a, "advective").expression)  # our own text, not a model's
+    rho, v, p, dx_, g = sp.symbols("rho v p dx Gamma")
+    assert expr.free_symbols <= {rho, v, p, dx_, g}
+    at = {rho: 1.0, v: 2.0, p: 40.0, dx_: dx, g: gamma}
+    assert float(expr.subs(at)) == pytest.approx(dx / lam, rel=1e-9)
+    assert float(expr.subs({**at, rho: 4.0})) == pytest.approx(
+        dx / (2.0 + math.sqrt(gamma * 40.0 / 4.0)), rel=1e-9)
 
 
 def test_darcy_is_linear_elliptic():
@@ -147,6 +156,34 @@ def test_bounds_are_read_from_the_dev_data(shared_data):
     b = DataBounds.from_reference(load_task("burgers"), shared_data, limit=3)
     lo, hi = b.fields["u"]
     assert b.n == {"x": 1024} and lo < 0 < hi and hi - lo < 10
+
+
+def test_a_steady_analysis_quotes_no_value_of_the_reference_solution(tmp_path):
+    # a steady task's stored fields are the reference solution: the analysis may read their
+    # grid size, never their values (the prompts and the report show the analysis)
+    import h5py
+
+    from pdesharp.examples import example_path
+
+    task = load_task(example_path("poisson1d"))
+    n = 37
+    path = tmp_path / "dev.hdf5"
+    with h5py.File(path, "w") as f:  # the solution's extremes are numbers no formula makes
+        f["sol"] = np.linspace(-4321.987, 8765.4321, 2 * n).reshape(2, n)
+        f["f"] = np.ones((2, n))
+        f["x-coordinate"] = (np.arange(n) + 0.5) / n
+    b = DataBounds.from_reference(task, explicit=path)
+    assert b.fields == {} and b.n == {"x": n}
+    a = BuiltinAnalyst(dev_data=path).analyse_sync(task)
+    text = a.model_dump_json()
+    assert "4321" not in text and "8765" not in text and "4.322e" not in text
+    assert "range of u assumed" not in text  # nothing to assume: no range is used
+
+
+def test_time_dependent_bounds_say_what_they_are_computed_from(shared_data):
+    a = BuiltinAnalyst(data_dir=shared_data).analyse_sync(load_task("burgers"))
+    note = bound(a, "advective").note
+    assert "range of the initial conditions in the dev data (the solver's inputs)" in note
 
 
 def test_pipeline_hook_gives_builtin_roles(shared_data):

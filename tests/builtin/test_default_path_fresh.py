@@ -1,6 +1,6 @@
 """The default path on a fresh machine (issue 21, items 9 and 10): `pdesharp solve TASK` with no
-model and an empty audit cache (HOME and XDG_CACHE_HOME in a temporary folder; the shared data
-folder is read-only, so an audit can only go to the user cache). `--audit auto` computes the
+model and an empty audit cache (HOME, XDG_CACHE_HOME and PDESHARP_AUDIT_DIR in a temporary
+folder). `--audit auto` computes the
 cheap audit itself, the search stops at the reference floor, and the run spends at most three
 evaluations, each with its reason.
 """
@@ -23,6 +23,8 @@ def fresh_home(tmp_path, monkeypatch):
     (home / ".cache").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    # an empty audit folder of its own (the suite's is shared by the session, conftest)
+    monkeypatch.setenv("PDESHARP_AUDIT_DIR", str(home / "audits"))
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     return home
 
@@ -37,7 +39,7 @@ def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fre
     audit = summary["reference_audit"]
     # no cache, and yet the floor: the audit was computed (the exact shift: well under a second)
     assert audit["status"] == "ok" and audit["stopped_at_floor"]
-    assert list((fresh_home / ".cache" / "pdesharp" / "audit").glob("*/*.json"))
+    assert list((fresh_home / "audits").glob("*/*.json"))
     # the best-predicted design (the exact Fourier propagator) ran first and is at the floor:
     # one evaluation, where the old default path spent 13 without a cached audit
     assert summary["feedback_evaluations"] <= 3
@@ -55,13 +57,24 @@ def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fre
 
 
 def test_auto_does_not_start_with_minutes_of_auditing(fresh_home, shared_data):
-    task = load_task("cns1d")
-    ev = Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False)
-    estimate = cost.estimate_seconds(task, ev.data_path("dev"), 2)
-    assert estimate is not None and estimate > cost.AUTO_SECONDS  # 2 x 140 s measured
+    task = load_task("burgers")  # all 20 dev samples: 20 x 7 s
+    ev = Evaluator(task, data_dir=shared_data, max_samples=20, convergence=False)
+    estimate = cost.estimate_seconds(task, ev.data_path("dev"), 20)
+    assert estimate is not None and estimate > cost.AUTO_SECONDS
     audit, reason = runs.find(task, ev, "auto")
     assert audit is None
-    assert "computing it would take about 280 s" in reason and "--audit compute" in reason
+    # find() says why; attach() (the run) adds the command that computes it (runs.NO_AUDIT_HINT)
+    assert "computing it would take about 140 s, more than --audit auto spends" in reason
+    assert "--audit" not in reason.replace("--audit auto", "")
+    assert "--audit compute" in runs.NO_AUDIT_HINT
+
+
+def test_auto_computes_the_cns_audit_of_the_readme_job(shared_data):
+    # CNS's converged solution is spectral in primitive variables now (seconds per sample, where
+    # the finite-volume one took minutes): the README's settings (5 samples) get the floor
+    task = load_task("cns1d")
+    ev = Evaluator(task, data_dir=shared_data, max_samples=5, convergence=False)
+    assert cost.estimate_seconds(task, ev.data_path("dev"), 5) <= cost.AUTO_SECONDS
 
 
 def test_the_estimate_covers_the_readme_job(shared_data):
@@ -69,3 +82,40 @@ def test_the_estimate_covers_the_readme_job(shared_data):
     task = load_task("burgers")
     ev = Evaluator(task, data_dir=shared_data, max_samples=5, convergence=False)
     assert cost.estimate_seconds(task, ev.data_path("dev"), 5) <= cost.AUTO_SECONDS
+
+
+def _checkout_files() -> set[str]:
+    """Every file under the checkout except Python's bytecode caches and git's own folder."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    return {str(p.relative_to(repo)) for p in repo.rglob("*")
+            if ".git" not in p.parts and "__pycache__" not in p.parts and p.is_file()}
+
+
+def test_a_run_that_audits_writes_nothing_into_the_checkout(tmp_path, example_data, audit_dir):
+    # the example data live in the checkout (tests/builtin/data): `--audit auto` computes their
+    # cheap audit, which goes to the suite's audit folder, not into a *.audit/ beside the data
+    from pdesharp.examples import example_path
+
+    before = _checkout_files()
+    code = main(["solve", str(example_path("advection_diffusion1d")), "--dev-data",
+                 str(example_data / "advection_diffusion1d" / "dev.hdf5"), "--out",
+                 str(tmp_path / "runs"), "--run-id", "r", "--quiet", "--no-convergence",
+                 "--max-evals", "1", "--candidates", "2"])
+    assert code == 0
+    summary = json.loads((tmp_path / "runs" / "r" / "summary.json").read_text())
+    assert summary["reference_audit"]["status"] == "ok"  # an audit was used
+    assert _checkout_files() == before
+    assert list(audit_dir.rglob("*.json"))  # computed into the suite's folder (now or earlier)
+
+
+def test_a_users_auto_budget_is_read_and_checked(monkeypatch):
+    monkeypatch.delenv(cost.AUTO_SECONDS_ENV, raising=False)
+    assert cost.auto_seconds() == cost.AUTO_SECONDS
+    monkeypatch.setenv(cost.AUTO_SECONDS_ENV, "0")
+    assert cost.auto_seconds() == 0.0
+    for bad in ("soon", "-1", "nan"):
+        monkeypatch.setenv(cost.AUTO_SECONDS_ENV, bad)
+        with pytest.raises(ValueError, match=cost.AUTO_SECONDS_ENV):
+            cost.auto_seconds()

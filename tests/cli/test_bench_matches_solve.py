@@ -52,3 +52,26 @@ def test_dev_data_names_one_task(tmp_path, shared_data):
                    "builtin", "--dev-data", str(shared_data / "advection_dev.hdf5"), "--out",
                    str(tmp_path / "b"))
     assert got.returncode == 2 and "one task" in got.stderr
+
+
+def test_bench_passes_sharps_candidates_and_rounds(monkeypatch, tmp_path):
+    """A small side-by-side bench (the CNS bridge run: 3 candidates beside CodePDE best-of-4)
+    needs sharp's --candidates/--max-rounds; they reach the sharp cell's SolveConfig through
+    sharp_options, a cell setting (recorded, and checked when the bench folder is reopened)."""
+    import pdesharp.bench as bench
+    from pdesharp.cli import main
+
+    seen = {}
+
+    async def fake_run_bench(cfg, **kw):
+        seen["cfg"] = cfg
+        return []
+
+    monkeypatch.setattr(bench, "run_bench", fake_run_bench)
+    assert main(["bench", "--tasks", "cns1d", "--model", "builtin",
+                 "--methods", "sharp", "--candidates", "3", "--max-rounds", "2",
+                 "--out", str(tmp_path)]) == 0
+    assert seen["cfg"].sharp_options == {"candidates": 3, "max_rounds": 2}
+    assert main(["bench", "--tasks", "cns1d", "--model", "builtin", "--out", str(tmp_path)]) == 0
+    assert seen["cfg"].sharp_options == {}  # not given: solve's defaults
+    assert "sharp_options" in bench.CELL_SETTINGS

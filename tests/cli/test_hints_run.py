@@ -23,7 +23,9 @@ def run_hint(command: str, cwd: Path, env: dict):
 
 
 def test_suggested_commands_run_as_suggested(tmp_path):
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}  # no cached audit from other runs
+    # no cached audit from other runs, and auto computes none: the report must suggest the command
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PDESHARP_AUDIT_AUTO_SECONDS": "0",
+           "PDESHARP_AUDIT_DIR": str(tmp_path / "audits")}
     data, work = tmp_path / "data", tmp_path / "work"
     work.mkdir()
     info = pdesharp("data", "info", str(TASK), "--data-dir", str(data), cwd=work, env=env)

@@ -153,3 +153,20 @@ def test_a_gzip_bomb_is_refused_before_decompressing(tmp_path, monkeypatch):
     monkeypatch.setattr(h5py.Dataset, "__getitem__", no_read)
     with pytest.raises(DataError, match="declares 96.0 MB and 64.0 MB of memory is available"):
         load_reference(TASK, path)
+
+
+def test_the_audit_cost_estimate_reads_no_external_link(tmp_path, other):
+    # `--audit auto` estimates a user task's audit from the data's shape: through the one
+    # reader, so an external link is not followed (the estimate is "unknown", no audit is
+    # computed on another file's say-so) and an honest file is measured
+    from pdesharp.audit.cost import SPECTRAL_PER_POINT_FRAME, estimate_seconds
+
+    task = TASK.model_copy(update={"name": "my_advection"})  # not the built-in: shape-based
+    path = tmp_path / "dev.h5"
+    with h5py.File(path, "w") as f:
+        f["tensor"] = h5py.ExternalLink(str(other), "/tensor")
+        with_coords(f)
+    assert estimate_seconds(task, path, 4) is None
+    honest(tmp_path / "honest.h5")
+    assert estimate_seconds(task, tmp_path / "honest.h5", 4) == pytest.approx(
+        SPECTRAL_PER_POINT_FRAME * 3 * 8 * 4, rel=1e-12)

@@ -58,6 +58,33 @@ def test_the_grid_value_is_the_output_grid_of_the_convention(grid, expected):
     assert np.allclose(grid_value(one, (4,)), expected)  # 1D: the array itself, no tuple
 
 
+@pytest.mark.parametrize("grid,expected", [
+    ("cell_centres", [0.125, 0.375, 0.625, 0.875]),
+    ("nodes", [0.0, 1 / 3, 2 / 3, 1.0]),
+])
+def test_every_consumer_of_the_convention_asks_pdesharp_grid(grid, expected, monkeypatch):
+    # the facts' sentence, the residual's coordinates and the generator's grid agree with the
+    # one module; a changed convention there changes them all (one place, not four copies)
+    from pdesharp import grid as conventions
+    from pdesharp.data.generate.generic import output_grid as generator_grid
+    from pdesharp.evaluate.residual import _Evaluator as _Fields
+    from pdesharp.facts import DataFacts, grid_sentence
+
+    one = task_from_dict(_spec([{"name": "x", "kind": "grid"}], grid=grid, space=("x",)))
+    assert np.allclose(generator_grid(one, 4)[0], expected)
+    h = 0.25 if grid == "cell_centres" else 1 / 3
+    assert f"i = 0..N-1, dx = 1/{round(1 / h)}" in grid_sentence(one, DataFacts(n_samples=1, grid={"x": 4}))
+    ref = type("Ref", (), {"x": None, "t": None, "coefficients": {}})()
+    f = _Fields(one, {"u": np.zeros((1, 4))}, ref)
+    assert np.allclose(f.coords["x"].ravel(), expected) and f.h["x"] == pytest.approx(h)
+    shifted = conventions.Convention(grid, "points", 0.25, "(i + 1/4)", False)
+    monkeypatch.setitem(conventions.CONVENTIONS, grid, shifted)
+    moved = [0.0625, 0.3125, 0.5625, 0.8125]
+    assert np.allclose(generator_grid(one, 4)[0], moved)
+    assert np.allclose(_Fields(one, {"u": np.zeros((1, 4))}, ref).coords["x"].ravel(), moved)
+    assert "N = 4 points x_i = (i + 1/4)·dx" in grid_sentence(one, DataFacts(n_samples=1, grid={"x": 4}))
+
+
 def test_the_child_receives_x_in_1d_and_the_tuple_x_y_in_2d():
     two = ChildSpec.from_task(task_from_dict(_spec([{"name": "grid", "kind": "grid"}])))
     one = ChildSpec.from_task(task_from_dict(_spec([{"name": "x", "kind": "grid"}],

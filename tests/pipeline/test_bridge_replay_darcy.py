@@ -73,4 +73,4 @@ def test_a_base_seen_as_a_diff_is_printed_in_full(replayed):
     assert propose and all("Its full code:" in p and "RegularGridInterpolator((xc, xc), a[b])"
                            in p for p in propose)
     rejudge = [p for p in prompts(store, "judge.nominate") if "cycle 1: nominate" in p]
-    assert rejudge and all("nominated it in the earlier cycles" not in p for p in rejudge)
+    assert rejudge and all("nominated it in an earlier cycle" not in p for p in rejudge)

@@ -127,17 +127,16 @@ def test_a_planted_run_folder_task_never_runs_in_report(hostile_bound_run):
     assert "plot not drawn" in html and "is not allowed in equation 1" in html
 
 
-def test_a_planted_run_folder_task_never_runs_in_resume(tmp_path, shared_data, capsys):
-    # an interrupted run (dead endpoint), then a hostile task.yaml planted in its folder
-    argv = ["solve", "advection", "--model", "compat:nobody", "--base-url",
-            "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-cache",
-            "--dev-data", str(shared_data / "advection_dev.hdf5"), "--out", str(tmp_path),
-            "--run-id", "dead", "--quiet"]
-    assert main(argv) == 1
+def test_a_planted_run_folder_task_never_runs_in_resume(hostile_bound_run, tmp_path):
+    # a run that must be resumed (its report is missing: resume redoes the final steps), then a
+    # hostile task.yaml planted in its folder (a dead-endpoint run leaves no folder to plant in)
+    tmp, _, proc = hostile_bound_run
+    assert proc.returncode == 0
+    shutil.copytree(tmp / "runs" / "bound", tmp_path / "dead")
+    (tmp_path / "dead" / "report.md").unlink()
     marker = tmp_path / "MARKER"
     (tmp_path / "dead" / "task.yaml").write_text(
         yaml.safe_dump(hostile_task(marker), sort_keys=False))
-    capsys.readouterr()
     proc = cli("resume", tmp_path / "dead", "--quiet")
     assert not marker.exists()
     assert proc.returncode != 0 and FIXED in proc.stderr and "Traceback" not in proc.stderr

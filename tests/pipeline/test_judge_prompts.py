@@ -131,9 +131,9 @@ def test_a_rejudging_cycle_withholds_the_code_of_solvers_nobody_nominated():
     asyncio.run(judge.nominate(TASK, None, pool))
     text = model.calls[1].messages[-1].content
     assert never.code.strip() not in text and "why g2 is good" in text
-    assert "Code: not shown: it has not run, and no judge nominated it in the earlier " \
-        "cycles." in text
-    assert text.count("nominated it in the earlier cycles") == 1  # not said of g1, which ran
+    assert "Code: not shown: it has not run, and no judge nominated it in an earlier " \
+        "cycle." in text
+    assert text.count("nominated it in an earlier cycle") == 1  # not said of g1, which ran
 
 
 # -- promises that hold ----------------------------------------------------------------------
@@ -175,8 +175,8 @@ def test_wording_fixes():
     genesis = render("genesis", **task_context(darcy, "nrmse"), **analysis_context(analysis),
                      index=1, total=1, earlier=[], diverse=False)
     assert "Vectorise over the batch" not in genesis
-    assert "a system built from that sample's own coefficient, is done per sample" in \
-        " ".join(genesis.split())
+    assert "a system built from that sample's own coefficient or a time step set by that " \
+        "sample's own wave speeds, is done per sample" in " ".join(genesis.split())
     info = RoundInfo(cycle=0, round=2, max_rounds=2, cycles=1, ranking_floor=1e-3,
                      best_score=5e-4)
     text = render("judge_propose", info=info, base_id="g1", base_title="t", base_code="x",

@@ -16,6 +16,7 @@ from test_pipeline import GENESIS3, rules_for, run, tournament_rules
 from pdesharp.audit import runs
 from pdesharp.audit.records import AuditReport
 from pdesharp.pipeline import SolveConfig
+from pdesharp.synthesis import run_rule
 
 
 @pytest.fixture
@@ -102,8 +103,8 @@ def test_no_audit_is_recorded_and_reported(tmp_path):
     ("builtin", False, False), ("openai:gpt-4o", True, True)])
 def test_floor_default_is_on_for_the_builtin_analyst_only(model, choice, expected):
     config = SolveConfig(model=model, floor_saturation=choice)
-    assert runs.floor_saturation_enabled(config) is expected
-    assert runs.floor_factor(config) == pytest.approx(1 / 0.9)
+    assert run_rule.floor_saturation_enabled(config) is expected
+    assert run_rule.floor_factor(config) == pytest.approx(1 / 0.9)
 
 
 def test_a_resumed_run_keeps_the_audit_decision_it_started_with(tmp_path, audit_of, monkeypatch):

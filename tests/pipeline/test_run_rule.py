@@ -126,6 +126,38 @@ def test_a_run_records_its_rule_and_why_each_evaluation_was_spent(tmp_path):
     assert "imports count" in report  # the time column says how the clock is read
 
 
+def test_a_model_report_with_the_round_off_floor_in_force(tmp_path, monkeypatch):
+    # the reporter's pool marks solvers "at or below the floor" by asking the rule; it compared
+    # each score with the reference floor itself, which is None when the round-off floor is the
+    # one in force (an LLM run on float32 data reaching 2.5e-8: a TypeError, no report)
+    monkeypatch.setattr(run_rule, "data_round_off", lambda evaluator: 1.0)  # every score ties
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                     MarkerEvaluator(), candidates=3, max_rounds=1, rejudge_cycles=0)
+    (rule,) = store.events("rule")
+    assert rule["round_off"] == 1.0 and rule["floor"] is None
+    assert "Narrative written by the test." in (tmp_path / "run" / "report.md").read_text()
+    recorded = run_rule.recorded(store)
+    assert recorded.floor_kind(1e-3) == "round_off" and recorded.at_floor(1e-3)
+    assert not recorded.bar_is_floor(1e-3)  # the bar is the round-off floor, not a reference one
+
+
+def test_every_floor_question_is_asked_of_the_rule():
+    rule = Rule(floor=1e-3)
+    assert rule.floor_kind(9e-4) == "reference" and rule.floor_kind(2e-3) is None
+    assert rule.floor_kind(None) is None
+    assert rule.at_floor(1e-3) and not rule.at_floor(1.1e-3) and not Rule().at_floor(0.0)
+    assert rule.bar_is_floor(5e-4)  # the lowest score is far below: the floor is the bar
+    assert not rule.bar_is_floor(2e-3)
+    assert Rule(round_off=1e-6).floor_kind(1e-7) == "round_off"
+    assert Rule(floor=1e-3, round_off=1e-6).floor_kind(1e-7) == "reference"
+    assert Rule().same_score(3.035e-4, 3.04e-4) and not Rule().same_score(3.0e-4, 3.1e-4)
+    from pdesharp.roles import RoundInfo
+
+    info = RoundInfo(cycle=0, round=1, max_rounds=3, cycles=1, best_score=9e-4,
+                     ranking_floor=1e-3)
+    assert info.floor_reached and not info.round_off_reached and info.rule.floor == 1e-3
+
+
 def test_the_pipeline_roles_and_builtin_import_without_a_circle():
     # each imported first in a fresh interpreter: none needs the pipeline to be loaded
     for module in ("pdesharp.builtin", "pdesharp.rolesets", "pdesharp.config"):

@@ -9,6 +9,10 @@ selection. Locations, tried in this order:
   (mode bits as well as access rights: a read-only shared folder stays untouched even for root);
 * the user cache: ``<user cache>/pdesharp/audit/<sha256 of the data file>/<key>.*``.
 
+``PDESHARP_AUDIT_DIR`` replaces both: audits are then read from and written to
+``$PDESHARP_AUDIT_DIR/<sha256 of the data file>/`` only (a test suite, a CI job or a shared
+machine keeps them out of the data folders and the user's cache).
+
 Every audit records the SHA-256 of the data file it was computed from; a cached audit whose hash
 differs from the file's current content is stale and ignored.
 """
@@ -74,19 +78,35 @@ def _writable(folder: Path) -> bool:
         return False
 
 
+AUDIT_DIR_ENV = "PDESHARP_AUDIT_DIR"
+
+
 def user_cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("pdesharp")) / "audit"
 
 
+def override_root() -> Path | None:
+    """The one audit folder ``$PDESHARP_AUDIT_DIR`` names, None when it is unset or empty."""
+    value = os.environ.get(AUDIT_DIR_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
 def locations(data_file: Path, sha256: str) -> list[Path]:
     """Folders an audit of ``data_file`` may live in, in lookup order."""
+    root = override_root()
+    if root is not None:
+        return [root / sha256[:24]]
     beside = data_file.parent / f"{data_file.name}.audit"
     return [beside, user_cache_root() / sha256[:24]]
 
 
 def write_folder(data_file: Path, sha256: str) -> Path:
-    """Beside the data if its folder is writable, else the user cache folder."""
-    beside, user = locations(data_file, sha256)
+    """``$PDESHARP_AUDIT_DIR``'s folder when it is set; else beside the data if its folder is
+    writable, else the user cache folder."""
+    found = locations(data_file, sha256)
+    if len(found) == 1:
+        return found[0]
+    beside, user = found
     return beside if _writable(data_file.parent) else user
 
 

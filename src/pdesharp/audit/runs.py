@@ -35,11 +35,10 @@ from pdesharp.audit.core import AuditResult, audit_with_cache, cached_audit, fil
 from pdesharp.audit.records import AuditReport
 from pdesharp.audit.solutions import stacked
 from pdesharp.data.reference import sample_indices
+from pdesharp.synthesis import run_rule
+from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 
-# Two errors this close (relative) are the same number for a reader: the report does not call
-# one "better" (both print alike at 4 significant digits well before this).
-SAME_ERROR = 0.01
 NO_AUDIT_HINT = "`{command}` computes it (or pass --audit compute)"
 
 
@@ -71,9 +70,6 @@ class RunAudit:
     indices: list[int]  # the dev samples the run evaluates (file indices)
     reference_error: float  # mean over those samples
     converged: np.ndarray | None  # stacked as the evaluator scores, for those samples
-
-    def floor(self, factor: float) -> float:
-        return factor * self.reference_error
 
     def judge_note(self) -> str:
         """The line LLM judges may be shown (option, off by default)."""
@@ -111,10 +107,10 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
     result: AuditResult | None = cached_audit(task, path, indices)
     estimate = None
     if result is None and mode == "auto":
-        from pdesharp.audit.cost import AUTO_SECONDS, estimate_seconds
+        from pdesharp.audit.cost import auto_seconds, estimate_seconds
 
         estimate = estimate_seconds(task, path, len(indices))
-        if estimate is not None and estimate <= AUTO_SECONDS:
+        if estimate is not None and estimate <= auto_seconds():
             mode = "compute"  # cheap: the default path gets its floor without a cache
     if result is None and mode == "compute":
         spec = task.data.dev
@@ -144,20 +140,6 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
                     reference_error=error, converged=converged), ""
 
 
-def floor_saturation_enabled(config) -> bool:
-    """The config's choice, else on for the built-in analyst and off for LLM roles."""
-    if config.floor_saturation is not None:
-        return bool(config.floor_saturation)
-    from pdesharp.llm.presets import is_builtin
-
-    return is_builtin(config.model)
-
-
-def floor_factor(config) -> float:
-    return config.floor_factor if config.floor_factor is not None \
-        else 1.0 / config.saturation_factor
-
-
 def closest_to_converged(store, feedback: str) -> tuple[str, Any] | None:
     """The executed dev solver nearest the converged solution: (id, result), or None."""
     found = []
@@ -171,25 +153,29 @@ def closest_to_converged(store, feedback: str) -> tuple[str, Any] | None:
     return cid, result
 
 
-def summary(audit: RunAudit | None, reason: str, best_result, *, floor: float | None,
-            stopped_at_floor: bool, closest: tuple[str, Any] | None = None,
-            best_id: str | None = None, ranking: float | None = None,
-            ranked_below_floor: bool = False) -> dict:
-    """The ``reference_audit`` block of ``summary.json`` (also what the report prints)."""
+def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
+            lowest: float | None, stopped_at_floor: bool,
+            closest: tuple[str, Any] | None = None, best_id: str | None = None) -> dict:
+    """The ``reference_audit`` block of ``summary.json`` (also what the report prints): every
+    floor in it is the run's ``rule``'s answer (``lowest``: the run's lowest score)."""
     if audit is None:
         return {"status": "none", "reason": reason}
     r = audit.report
     score = best_result.nrmse if best_result is not None else None
     vs_converged = getattr(best_result, "nrmse_converged", None) if best_result else None
+    below = bool(score is not None and score < audit.reference_error)
     block = {
         "status": "ok", "audit": audit.path, "samples": len(audit.indices),
         "reference_error": audit.reference_error, "float32_floor": r.float32_floor,
         "converged_solution": r.method,
         "converged_error_estimate": r.convergence.estimated_error if r.convergence else None,
         "best_nrmse": score, "best_nrmse_vs_converged": vs_converged,
-        "floor": floor, "stopped_at_floor": stopped_at_floor, "ranking_floor": ranking,
-        "ranked_below_floor": ranked_below_floor,
-        "best_below_reference_error": bool(score is not None and score < audit.reference_error),
+        "floor": rule.reference_floor, "stopped_at_floor": stopped_at_floor,
+        "ranking_floor": rule.floor,
+        "ranked_below_floor": rule.floor_kind(lowest) == "reference",
+        "best_below_reference_error": below,
+        # a tie under the rule: no "better than the reference" to claim
+        "best_at_reference_error": below and rule.same_score(score, audit.reference_error),
     }
     if r.time_shift is not None:
         block["time_offset_explains"] = r.time_shift.explained
@@ -222,10 +208,11 @@ def report_lines(block: dict | None) -> list[str]:
                      "more than matching this reference")
     if block.get("best_below_reference_error"):
         best = block["best_nrmse"]
-        if ref - best <= SAME_ERROR * ref:  # 3.035e-04 vs 3.035e-04: no "better" to claim
+        same = block.get("best_at_reference_error")  # older summaries: the default tie rule
+        if same if same is not None else Rule().same_score(best, ref):
             lines.append(
                 f"- The best solver agrees with the reference about as closely as the reference "
-                f"agrees with the PDE (both {ref:.3e}, within {100 * SAME_ERROR:g} %): it is "
+                f"agrees with the PDE (both {ref:.3e}, a tie under the ranking rule): it is "
                 "at the data's own accuracy, where the score can no longer tell solving the PDE "
                 "better from reproducing the reference's errors; the number against the "
                 "converged solution measures how well it solves the PDE.")
@@ -274,9 +261,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
         return None, reason, None
     if audit.converged is not None and isinstance(getattr(evaluator, "converged", None), dict):
         evaluator.converged["dev"] = audit.converged
-    floor = None
-    if config.feedback == "nrmse" and floor_saturation_enabled(config):
-        floor = audit.floor(floor_factor(config))
+    floor = run_rule.reference_floor(config, audit.reference_error)
     if first is None:  # ranking_floor: the floor the ranking uses (runs before it had none)
         store.event("reference_audit", status="ok", audit=audit.path,
                     reference_error=audit.reference_error, floor=floor, ranking_floor=floor,

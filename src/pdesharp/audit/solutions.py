@@ -7,8 +7,9 @@ its convergence check. Which solver a task gets (:func:`solver_for`):
 
 * ``advection`` (built-in): the exact solution, translation of the initial data
   (:mod:`.translation`);
-* ``cns1d`` (built-in): the project's finite-volume CNS scheme in float64 on a refined grid
-  (:mod:`.finite_volume`);
+* ``cns1d`` (built-in): the Fourier pseudo-spectral method in primitive variables with the
+  viscous term exact (:mod:`.cns_spectral`; the project's finite-volume CNS scheme in float64 on a
+  refined grid, :mod:`.finite_volume`, is the slower independent check it replaced);
 * ``darcy`` (built-in): refined finite-volume elliptic solves with Richardson extrapolation
   (:mod:`.elliptic`);
 * everything the generic generator covers (periodic, time-dependent, 1D/2D: built-in Burgers and
@@ -65,7 +66,7 @@ def solver_for(task: Task) -> ConvergedSolver:
         from pdesharp.audit.translation import solve_advection
         return solve_advection
     if is_builtin(task, "cns1d"):
-        from pdesharp.audit.finite_volume import solve_cns
+        from pdesharp.audit.cns_spectral import solve_cns
         return solve_cns
     if is_builtin(task, "darcy"):
         from pdesharp.audit.elliptic import solve_darcy

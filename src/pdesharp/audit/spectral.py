@@ -36,6 +36,7 @@ from pdesharp.audit.solutions import (
     nrmse_pair,
 )
 from pdesharp.data.reference import ReferenceData
+from pdesharp.grid import axis_points, refined_points
 from pdesharp.task import Task
 
 CHUNK_BYTES = 256 * 2**20  # internal-grid frames held at once (samples are run in batches)
@@ -131,7 +132,7 @@ def spectral_rate(task: Task, fields: dict[str, np.ndarray], times: np.ndarray
     points, lengths = [], []
     for axis, n in zip(task.equation.space, shape):
         lo, hi = (float(v) for v in task.domain[axis])
-        points.append(lo + (0.5 + 0.5 * np.arange(2 * n)) * (hi - lo) / n)  # data points too
+        points.append(refined_points(lo, hi, n, 2, task.grid))  # the data points too
         lengths.append(hi - lo)
     grid = SpectralGrid(tuple(points), tuple(lengths))
     rate = {name: np.empty_like(fields[name]) for name in system.unknowns}
@@ -168,7 +169,7 @@ def hopf_cole_check(task: Task, ref: ReferenceData, indices: list[int], values: 
     name = task.equation.unknowns[0]
     lo, hi = (float(v) for v in task.domain[task.equation.space[0]])
     n = values.shape[2]
-    x = lo + (np.arange(n) + 0.5) * (hi - lo) / n
+    x = axis_points(lo, hi, n, task.grid)
     times = np.asarray(ref.t, dtype=np.float64)
     frames = sorted({int(round(f)) for f in np.linspace(1, len(times) - 1, HOPF_COLE_FRAMES)})
     u0 = ref.initial(name).astype(np.float64)

@@ -30,16 +30,20 @@ class DataBounds:
 
     ``fields`` maps unknown names to (min, max) of the initial conditions; ``n`` maps space axes
     to the number of grid points. Missing entries are assumed ((-1, 1) and 1024) and the analysis
-    says so.
+    says so. ``source`` says what the ranges were computed from (the analysis text quotes it).
     """
 
     fields: dict[str, tuple[float, float]] = field(default_factory=dict)
     n: dict[str, int] = field(default_factory=dict)
+    source: str = "the given field ranges"
 
     @classmethod
     def from_reference(cls, task: Task, data_dir=None, split: str = "dev", limit: int = 20,
                        explicit=None) -> "DataBounds":
-        """Bounds of the initial frames (or coefficients) of a split's reference file."""
+        """Ranges of the solver's inputs in a split's reference file: the initial frames of a
+        time-dependent task. A steady task's stored fields are the reference solution, which no
+        analysis may quote: only their grid size is read (no ranges; the elliptic analysis
+        needs none)."""
         from pdesharp.data.paths import resolve_split
         from pdesharp.data.reference import load_reference
 
@@ -48,11 +52,13 @@ class DataBounds:
         ref = load_reference(task, path, samples=spec.samples if spec else None, limit=limit)
         fields, n = {}, {}
         for name, arr in ref.fields.items():
-            first = arr if task.steady else arr[:, 0]
-            fields[name] = (float(np.nanmin(first)), float(np.nanmax(first)))
-            for axis, size in zip(task.equation.space, first.shape[1:]):
+            for axis, size in zip(task.equation.space, arr.shape[1 if task.steady else 2:]):
                 n[axis] = int(size)
-        return cls(fields=fields, n=n)
+            if not task.steady:  # frame 0: the initial condition, an input of the solver
+                first = arr[:, 0]
+                fields[name] = (float(np.nanmin(first)), float(np.nanmax(first)))
+        return cls(fields=fields, n=n, source=f"the range of the initial conditions in the {split}"
+                                              " data (the solver's inputs)")
 
 
 class BuiltinAnalyst:
@@ -75,7 +81,7 @@ class BuiltinAnalyst:
                 notes.append(f"could not read data bounds ({exc}); assumed defaults")
         b = b or DataBounds()
         fields = dict(b.fields)
-        for u in names:
+        for u in names if not task.steady else ():  # a steady analysis uses no field range
             if u not in fields:
                 fields[u] = (-1.0, 1.0)
                 notes.append(f"range of {u} assumed to be [-1, 1]")
@@ -84,7 +90,7 @@ class BuiltinAnalyst:
             if a not in n:
                 n[a] = DEFAULT_N
                 notes.append(f"grid size along {a} assumed to be {DEFAULT_N}")
-        return DataBounds(fields=fields, n=n), notes
+        return DataBounds(fields=fields, n=n, source=b.source), notes
 
     async def analyse(self, task: Task) -> Analysis:
         return self.analyse_sync(task)
@@ -268,19 +274,20 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
     lam_max, d_max = [0.0] * law.dim, [0.0] * law.dim
     hs = ", ".join(f"h_{a} = {v:.4g}" for a, v in zip(axes, h))
     if law.has_flux:
-        rate, exprs = 0.0, []
+        rate, speeds = 0.0, []
         for a in range(law.dim):
             lam = facts.eigenvalues[a] or [facts.jacobian[a][i, i] for i in range(law.nvar)]
             lam_max[a] = _max_abs(lam, law, task, pts)
             rate += lam_max[a] / h[a]
-            exprs.append(f"Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})/d{axes[a]}")
+            # the largest speed along the axis (an eigenvalue may itself contain a '/')
+            speeds.append(f"Max({', '.join(f'Abs({sp.sstr(e)})' for e in lam)})")
         dt_adv = 1.0 / rate if rate > 0 else math.inf
         stab.append(StabilityBound(
             scheme="explicit advective (finite volume, Rusanov/HLL flux)",
-            expression=f"1/({' + '.join(exprs)})" if law.dim > 1 else
-            f"d{axes[0]}/{exprs[0].split('/')[0]}", value=dt_adv,
+            expression=(f"1/({' + '.join(f'{m}/d{x}' for m, x in zip(speeds, axes))})"
+                        if law.dim > 1 else f"d{axes[0]}/{speeds[0]}"), value=dt_adv,
             note=(f"Courant number 1 with the eigenvalues of dF/dU; max |lambda| = "
-                  f"{', '.join(f'{v:.4g}' for v in lam_max)} on the data bounds, {hs}."
+                  f"{', '.join(f'{v:.4g}' for v in lam_max)} on {bounds.source}, {hs}."
                   " The designs run at CFL 0.25-0.5 of it.")))
     dt_wave = math.inf
     if law.has_viscous:
@@ -295,7 +302,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
             stab.append(StabilityBound(
                 scheme="explicit diffusion (central, forward Euler)",
                 expression=f"1/({' + '.join(exprs)})", value=dt_diff,
-                note=f"max diffusivity {', '.join(f'{v:.4g}' for v in d_max)} on the data bounds."))
+                note=f"max diffusivity {', '.join(f'{v:.4g}' for v in d_max)} on {bounds.source}."))
         else:  # second derivatives that couple unknowns without diffusing (u_tt = c^2 u_xx)
             dt_wave = 1.0 / max(_coupled_rate(law, facts, task, pts, h), 1e-300)
             stab.append(StabilityBound(
@@ -312,7 +319,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
         stab.append(StabilityBound(
             scheme="explicit source (forward Euler)",
             expression=f"1/Max({', '.join(f'Abs({sp.sstr(e)})' for e in sj)})", value=dt_src,
-            note=f"max |dS/dq| = {r:.4g} on the data bounds."))
+            note=f"max |dS/dq| = {r:.4g} on {bounds.source}."))
     dt_terms = math.inf
     if law.has_extra:
         values = {p: task.constants[p.name] for p in law.params}
@@ -323,7 +330,7 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
                 scheme="explicit terms kept as written (their linear part implicit or exact)",
                 expression="1/max r(k) over the modes with r(k) > |Re L(k)|/2", value=dt_terms,
                 note=f"r(k) = sum over derivatives of max|dN/d(derivative)| |k|^order at states"
-                     f" of the data bounds with zero derivatives, L the linear"
+                     f" in {bounds.source} with zero derivatives, L the linear"
                      f" constant-coefficient part; {jet} sets it."))
     span = task.time_span[1] - task.time_span[0]
     stiffness = dt_adv / dt_diff if math.isfinite(dt_adv) and dt_diff > 0 else (

@@ -28,6 +28,7 @@ import re
 
 from pdesharp.builtin.author import design_facts, problem, render
 from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.evidence import below_resolution, order, predicted_change
 from pdesharp.builtin.families import (FAMILIES, candidate_designs, design_key, family,
                                        first_family)
 from pdesharp.records import Analysis
@@ -151,8 +152,53 @@ class BuiltinJudge:
         """The score at or below which nothing measurable is left to gain: the run's tie floor
         (reference floor, else the data's round-off floor), else :data:`ROUND_OFF`."""
         i = self._info
-        floor = Rule.of(i).tie_floor if i is not None else None
+        floor = i.rule.tie_floor if i is not None else None
         return ROUND_OFF if floor is None else floor
+
+    def _accuracy(self) -> bool:
+        """The accuracy objective, with scores read as measures of the PDE's solution (floor
+        saturation on): the predictions of :mod:`pdesharp.builtin.evidence` then say which
+        evaluations can count. Under a time objective a cheaper, less accurate design may win;
+        with ``--no-floor-saturation`` a lower score may come from reproducing the reference's
+        own scheme, which no formal order predicts."""
+        i = self._info
+        return i is None or (not i.rule.objective.by_time and i.floor_saturation)
+
+    def _saturation(self) -> float:
+        return self._info.saturation_factor if self._info is not None else 0.9
+
+    def _order_of(self, e: PoolEntry, p: Problem) -> int | None:
+        d = read_design(e.candidate.code)
+        return order(family(d.family), d, p) if d is not None else None
+
+    def _measured(self, entries: list[PoolEntry]) -> list[tuple[Design, float]]:
+        """Every measured design of the pool with its score (the evidence moves are judged by)."""
+        out = []
+        for e in entries:
+            d = read_design(e.candidate.code)
+            if d is not None and e.result is not None and e.result.score is not None:
+                out.append((d, e.result.score))
+        return out
+
+    def _predicted(self, fam, p: Problem, d: Design, base: PoolEntry, measured,
+                   moves: list) -> list:
+        """``moves`` without those predicted not to count (:mod:`pdesharp.builtin.evidence`: a
+        lower formal order, or a measured change below the saturation factor's share of the
+        base's score), the measured ones by their predicted change, largest first, then the
+        unmeasured ones in the family's order."""
+        score = base.result.score
+        here = order(fam, d, p)
+        known, unknown = [], []
+        for m in moves:
+            new = d.with_(**{m[0]: m[1]})
+            if order(fam, new, p) < here:
+                continue
+            change = predicted_change(fam, p, d, m[0], m[1], measured)
+            if below_resolution(change, score, self._saturation()):
+                continue
+            (unknown if change is None else known).append((change, m))
+        known.sort(key=lambda cm: -cm[0])
+        return [m for _, m in known] + [m for _, m in unknown]
 
     def _problem(self, task: Task) -> Problem:
         return problem(task, design_facts(self._analysis))
@@ -188,8 +234,16 @@ class BuiltinJudge:
         fresh = [e for e in ranked if e.result is None]
         top = (measured or ranked)[0]  # the accuracy judge's pick
         others = [e for e in fresh if e is not top] or fresh
+        if p is not None and self._accuracy():
+            # explore only designs predicted at least as accurate as the best one alive: a lower
+            # formal order is predicted to lose (the ranking's own prediction, rank_score)
+            alive = [o for e in ranked if e.result is None or e.result.ok
+                     for o in [self._order_of(e, p)] if o is not None]
+            best = max(alive, default=None)
+            others = [e for e in others if best is None
+                      or (self._order_of(e, p) is None or self._order_of(e, p) >= best)]
         exact = measured and measured[0].result.score <= self._floor()
-        if self.strategy == "accuracy" or not fresh or exact:  # nothing left to gain when exact
+        if self.strategy == "accuracy" or not others or exact:  # nothing left to gain when exact
             pick = top
         elif self.strategy == "robust":
             pick = others[0]  # explore: the best-predicted design the accuracy judge left
@@ -274,6 +328,9 @@ class BuiltinJudge:
         last = self._last_move.get(bid)
         if last and not failed:  # keep going along an axis that paid off for this lineage
             moves.sort(key=lambda m: m[0] != last)
+        scored = not failed and base.result is not None and base.result.score is not None
+        if scored and self._accuracy():  # no evaluation predicted below what can count
+            moves = self._predicted(fam, p, d, base, self._measured(results + [base]), moves)
         blocked = seen - (self._pool - self._seen(results + [base], p, pool=False))
         for axis, value, reason in moves:
             new = d.with_(**{axis: value})
@@ -295,8 +352,11 @@ class BuiltinJudge:
             return Proposal(judge=self.name, base=bid, parents=[bid], title=f"{axis} -> {value}",
                             patch=patch, justification=self._why(base, reason))
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
-        return self._switch(task, p, base, run_or_tried | seen) or self._decline(
-            base, "every design in the catalogue's neighbourhood of this solver has been tried")
+        least = order(fam, d, p) if scored and self._accuracy() else None
+        return self._switch(task, p, base, run_or_tried | seen, least) or self._decline(
+            base, "every move of this solver that could change its score measurably has been "
+                  "tried or is predicted below the saturation factor, and no untried catalogue "
+                  "design is predicted at least as accurate")
 
     def _agreement(self, entries: list[PoolEntry]) -> str:
         """Without a reference floor: do designs of two different method families agree on the
@@ -305,7 +365,7 @@ class BuiltinJudge:
         change of design is predicted to move the score by less than the tie, and no evaluation
         is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
         i = self._info
-        if i is None or i.ranking_floor is not None or i.feedback != "nrmse":
+        if i is None or i.rule.reference_floor is not None or i.feedback != "nrmse":
             return ""
         scored = {}
         for e in entries:
@@ -349,8 +409,11 @@ class BuiltinJudge:
         self._dead[fam] = dead
         return dead
 
-    def _switch(self, task: Task, p: Problem, base: PoolEntry, seen: set) -> Proposal | None:
-        options = [d for d in candidate_designs(p) if design_key(d, p) not in seen]
+    def _switch(self, task: Task, p: Problem, base: PoolEntry, seen: set,
+                least: int | None = None) -> Proposal | None:
+        """The best untried catalogue design (of formal order ``least`` or more, if given)."""
+        options = [d for d in candidate_designs(p) if design_key(d, p) not in seen
+                   and (least is None or order(family(d.family), d, p) >= least)]
         if not options:
             return None
         new = options[0]  # candidate_designs is ordered best predicted first
@@ -377,6 +440,7 @@ class BuiltinJudge:
             od = read_design(e.candidate.code)
             if od is None or od.family != d.family:
                 continue
+            measured = self._measured(results + [base])
             for axis in sorted(fam.active(od, p) & present - {"CFL", "CFL_DIFF"}):
                 if od[axis] == d[axis]:
                     continue
@@ -384,6 +448,9 @@ class BuiltinJudge:
                 k = fam.key(new, p)
                 if k in seen or k == fam.key(d, p):
                     continue
+                if self._accuracy() and base.result is not None and base.result.score is not None \
+                        and not self._predicted(fam, p, d, base, measured, [(axis, od[axis], "")]):
+                    continue  # predicted not to count (a lower order, or a change too small)
                 self._claim(k)
                 return Proposal(
                     judge=self.name, base=base.candidate.id,

@@ -46,6 +46,10 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=32,
                    help="samples for codepde / cot / moa / cepo (CodePDE: 32)")
     p.add_argument("--refine-samples", type=int, default=12, help="codepde-r programs (12)")
+    p.add_argument("--candidates", type=int, default=None,
+                   help="sharp's Genesis samples, as `pdesharp solve --candidates` (default 32)")
+    p.add_argument("--max-rounds", type=int, default=None,
+                   help="sharp's rounds per cycle, as `pdesharp solve --max-rounds` (default 4)")
     p.add_argument("--debug-rounds", type=int, default=4, help="debugging rounds per sample (4)")
     p.add_argument("--optillm-url", default=None,
                    help="URL of an OptiLLM proxy you started (e.g. http://127.0.0.1:8000/v1): "
@@ -106,7 +110,10 @@ def run(args) -> int:
                       parallel_cells=args.parallel_cells, base_url=args.base_url, llm=llm,
                       prices=args.prices, task_facts=args.task_facts,
                       objective=args.objective, time_margin=args.time_margin, retime=args.retime,
-                      executor=args.executor, ray_address=args.ray_address)
+                      executor=args.executor, ray_address=args.ray_address,
+                      sharp_options={k: v for k, v in (("candidates", args.candidates),
+                                                       ("max_rounds", args.max_rounds))
+                                     if v is not None})
     n_cells = args.repeats * len(args.tasks) * len(methods)
     with Progress("bench", unit="cells", total=n_cells) as shown:
         evaluations = [0]

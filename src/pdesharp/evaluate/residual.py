@@ -30,6 +30,7 @@ import numpy as np
 import sympy as sp
 
 from pdesharp.data.reference import ReferenceData
+from pdesharp.grid import axis_points, convention
 from pdesharp.task import Task
 
 # What "PDE residual" means, in one sentence for users (eval's table, report.md).
@@ -116,12 +117,8 @@ class _Evaluator:
         for name, ax in self.axis.items():
             lo, hi = task.domain[name]
             n = self.shape[ax]
-            if task.grid == "cell_centres":
-                h = (hi - lo) / n
-                pts = lo + (np.arange(n) + 0.5) * h
-            else:
-                h = (hi - lo) / (n - 1)
-                pts = lo + np.arange(n) * h
+            h = convention(task.grid).spacing(lo, hi, n)
+            pts = axis_points(lo, hi, n, task.grid)
             if ref.x is not None and name == system.space[0] and len(ref.x) == n:
                 pts = np.asarray(ref.x, dtype=float)
             self.h[name], self.period[name] = h, hi - lo

@@ -108,8 +108,7 @@ class Shown:
     why: str = ""  # "summary": why the code is not shown
 
 
-NEVER_NOMINATED = ("not shown: it has not run, and no judge nominated it in the earlier "
-                   "cycles")
+NEVER_NOMINATED = "not shown: it has not run, and no judge nominated it in an earlier cycle"
 
 
 def budget_reason(budget: int) -> str:
@@ -258,7 +257,7 @@ class LLMJudge:
             if rank and self.info.bar is not None and (self.info.objective_kind != "accuracy"
                                                        or self.info.floor_reached):
                 eligible = e.result.score <= self.info.bar  # the objective's bar this round
-                floor = self.info.floor_reached and self.info.bar == self.info.ranking_floor
+                floor = self.info.rule.bar_is_floor(self.info.best_score)
                 rank += ", eligible" if eligible else (
                     ", not eligible: above the reference floor" if floor
                     else ", not eligible: above the bar")

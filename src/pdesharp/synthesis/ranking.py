@@ -224,6 +224,29 @@ class Rule:
         """Is the tie floor in force (known, and the lowest score at or below it)?"""
         return self.tie_floor is not None and lowest <= self.tie_floor
 
+    def floor_kind(self, lowest: float | None) -> Literal["reference", "round_off"] | None:
+        """Which floor is in force given the lowest score: the reference floor, the data's
+        round-off floor (only where there is no reference floor), or None."""
+        if lowest is None or not self.below_floor(lowest):
+            return None
+        return "reference" if self.floor is not None else "round_off"
+
+    def at_floor(self, score: float | None) -> bool:
+        """Is ``score`` at or below the tie floor (tied with every other such score once the
+        floor is in force)?"""
+        return score is not None and self.tie_floor is not None and score <= self.tie_floor
+
+    def bar_is_floor(self, lowest: float | None) -> bool:
+        """Is the objective's bar the reference floor itself (the floor widened it)? A solver
+        above the bar is then not eligible because it is above the floor."""
+        return (self.floor_kind(lowest) == "reference"
+                and self.bar(lowest) == self.floor)  # type: ignore[arg-type]
+
+    def same_score(self, a: float, b: float) -> bool:
+        """Are two scores a tie (within the tie tolerance of the larger)? The report uses it to
+        say a solver is at the reference's own error rather than better than it."""
+        return abs(a - b) <= self.tie_tolerance * max(abs(a), abs(b))
+
     def bar(self, lowest: float) -> float | None:
         """The highest score that is eligible, given the lowest score; None when the target of
         ``fastest-below`` is not reached (the accuracy rule applies, with the floor)."""

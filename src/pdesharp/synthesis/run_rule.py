@@ -31,6 +31,32 @@ def data_round_off(evaluator) -> float | None:
     return max(floors) if floors else None  # the coarsest type decides
 
 
+def floor_saturation_enabled(config) -> bool:
+    """The config's choice, else on for the built-in analyst and off for LLM roles."""
+    if config.floor_saturation is not None:
+        return bool(config.floor_saturation)
+    from pdesharp.llm.presets import is_builtin
+
+    return is_builtin(config.model)
+
+
+def floor_factor(config) -> float:
+    """The reference floor over the reference error: ``--floor-factor``, else
+    1 / saturation factor (from within it, a round's counted improvement would land below the
+    reference's own error)."""
+    return config.floor_factor if config.floor_factor is not None \
+        else 1.0 / config.saturation_factor
+
+
+def reference_floor(config, reference_error: float | None) -> float | None:
+    """The reference floor of a run whose dev data an audit found ``reference_error`` from the
+    PDE: floor factor x that error, with floor saturation on and nRMSE feedback; else None."""
+    if reference_error is None or config.feedback != "nrmse" \
+            or not floor_saturation_enabled(config):
+        return None
+    return floor_factor(config) * reference_error
+
+
 def build(config, *, floor: float | None, ranking_floor: float | None,
           round_off: float | None) -> Rule:
     """The run's rule. ``floor``: the reference floor the search stops at (floor saturation on,

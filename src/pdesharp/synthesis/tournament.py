@@ -57,6 +57,9 @@ class TournamentSettings:
     # best-predicted design); False: concurrently, as the paper's rounds, and a floor reached
     # ends the search with its round
     nominees_in_order: bool = False
+    # the run reads scores as measures of the PDE's solution (--floor-saturation, the built-in
+    # default): the built-in judges then spend nothing on designs predicted less accurate
+    floor_saturation: bool = True
 
 
 async def gather_all(coros) -> list:
@@ -310,6 +313,7 @@ class Tournament:
                          round_off=self.rule.round_off, concurrent=max(1, self.s.workers),
                          nominees_in_order=self.s.nominees_in_order
                          and self.rule.stop_score() is not None,
+                         floor_saturation=self.s.floor_saturation,
                          reference_note=self.s.judge_reference_note)
 
     async def run(self, genesis: list[Candidate]) -> None:

@@ -43,6 +43,7 @@ from pdesharp.data.generate.generic_symbolic import (
     compile_system,
 )
 from pdesharp.data.generate.generic_time import IntegrationFailed, dop853, etdrk4
+import pdesharp.grid as conventions
 from pdesharp.task import Task, task_from_dict
 
 DEFAULT_NX = {1: 256, 2: 64}
@@ -57,12 +58,8 @@ __all__ = ["IntegrationFailed", "UnsupportedTask", "check_supported", "generate"
 
 
 def output_grid(task: Task, nx: int) -> list[np.ndarray]:
-    """Cell centres of the output grid, one array per space axis (nx points per axis)."""
-    out = []
-    for axis in task.equation.space:
-        lo, hi = (float(v) for v in task.domain[axis])
-        out.append(lo + (np.arange(nx) + 0.5) * (hi - lo) / nx)
-    return out
+    """The output grid (:mod:`pdesharp.grid`), one array per space axis, nx points per axis."""
+    return conventions.output_grid(task, (nx,) * len(task.equation.space))
 
 
 def _fine_grid(task: Task, n_out: tuple[int, ...], factor: int) -> SpectralGrid:
@@ -70,9 +67,8 @@ def _fine_grid(task: Task, n_out: tuple[int, ...], factor: int) -> SpectralGrid:
     points, lengths = [], []
     for axis, n in zip(task.equation.space, n_out):
         lo, hi = (float(v) for v in task.domain[axis])
-        length = hi - lo
-        points.append(lo + 0.5 * length / n + np.arange(factor * n) * length / (factor * n))
-        lengths.append(length)
+        points.append(conventions.refined_points(lo, hi, n, factor, task.grid))
+        lengths.append(hi - lo)
     return SpectralGrid(tuple(points), tuple(lengths))
 
 

@@ -33,6 +33,7 @@ from pdesharp.data.generate.generic_bounded_ic import blend_into_walls
 from pdesharp.data.generate.generic_ic import random_fields
 from pdesharp.data.generate.generic_symbolic import UnsupportedTask, compile_system
 from pdesharp.data.generate.generic_time import IntegrationFailed
+from pdesharp.grid import axis_points
 from pdesharp.task import Task
 
 DEFAULT_NX = 128
@@ -196,7 +197,7 @@ def _integrate(task: Task, u0: np.ndarray, t_out: np.ndarray, grid: ChebyshevGri
 def _points(task: Task, nx: int) -> tuple[float, float, np.ndarray]:
     axis = task.equation.space[0]
     lo, hi = (float(v) for v in task.domain[axis])
-    return lo, hi, lo + (np.arange(nx) + 0.5) * (hi - lo) / nx
+    return lo, hi, axis_points(lo, hi, nx, task.grid)
 
 
 def _m(task: Task, nx: int) -> int:

@@ -1,0 +1,107 @@
+"""The rest of a run's journal (:class:`Journal`, a part of :class:`~pdesharp.store.RunStore`):
+debugging iterations, model calls, events, and the accounting written to ``summary.json``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any
+
+from pdesharp.llm.base import Message, Reply
+from pdesharp.store.schema import now as _now
+
+
+class Journal:
+    """Model calls, events and accounting of a :class:`~pdesharp.store.RunStore` (uses its
+    ``db``, ``dir``, ``run_id``, ``readonly`` and ``_session_start``)."""
+
+    # -- debugging iterations --------------------------------------------------------------
+    def count_debug_iteration(self, candidate_id: str, key: str | None = None) -> None:
+        """One debugging model iteration on ``candidate_id``. ``key`` makes it idempotent on a
+        resumed run (the pipeline passes e.g. ``"<failed id>#<attempt>"``)."""
+        self.db.execute("INSERT OR IGNORE INTO debug_iterations(ts, candidate_id, key) "
+                        "VALUES (?,?,?)", (_now(), candidate_id, key or f"{time.time_ns()}"))
+
+    @property
+    def n_debug_iterations(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0]
+
+    # -- model calls and events ----------------------------------------------------------
+    def record_model_call(self, *, model: str, tag: str, messages: list[Message],
+                          reply: Reply | None, sample_index: int = 0, error: str = "",
+                          request_key: str = "", source: str | None = None) -> None:
+        """One chat call. ``source``: "model" (a paid call), "cache" (the cross-run response
+        cache answered) or "replay" (a resumed run re-used this run's own earlier reply)."""
+        usage = reply.usage if reply else None
+        if source is None:
+            source = "cache" if reply is not None and reply.cached else "model"
+        self.db.execute(
+            "INSERT INTO model_calls(ts, model, tag, sample_index, messages, reply, "
+            "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, error, request_key, "
+            "source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (_now(), reply.model if reply else model, tag, sample_index,
+             json.dumps([m.model_dump() for m in messages]), reply.text if reply else None,
+             usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
+             reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
+             int(source != "model"), error, request_key, source))
+        self._flush_wall()
+
+    def replayable_calls(self) -> dict[str, list[sqlite3.Row]]:
+        """Completed calls of this run by request key, in call order (for resume)."""
+        out: dict[str, list[sqlite3.Row]] = {}
+        for r in self.db.execute("SELECT * FROM model_calls WHERE source != 'replay' AND "
+                                 "error = '' AND request_key != '' ORDER BY seq"):
+            out.setdefault(r["request_key"], []).append(r)
+        return out
+
+    def event(self, kind: str, **data: Any) -> None:
+        """A tournament event: nomination, proposal, patch_failed, saturation, budget_stop..."""
+        self.db.execute("INSERT INTO events(ts, kind, data) VALUES (?,?,?)",
+                        (_now(), kind, json.dumps(data, default=str)))
+        self._flush_wall()  # a running run's wall time is current up to its last step
+
+    def events(self, kind: str | None = None) -> list[dict]:
+        sql, args = "SELECT kind, data FROM events", ()
+        if kind:
+            sql, args = sql + " WHERE kind=?", (kind,)
+        return [{"kind": r["kind"], **json.loads(r["data"])}
+                for r in self.db.execute(sql + " ORDER BY seq", args)]
+
+    # -- accounting ----------------------------------------------------------------------
+    def _flush_wall(self) -> None:
+        if self.readonly:
+            return
+        now = time.monotonic()
+        self.db.execute("UPDATE runs SET wall_seconds = wall_seconds + ? WHERE id=?",
+                        (now - self._session_start, self.run_id))
+        self._session_start = now
+
+    def accounting(self) -> dict:
+        q = self.db.execute(
+            "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), "  # paid calls only
+            "COUNT(*) FILTER (WHERE cached=1), COALESCE(SUM(prompt_tokens) FILTER (WHERE cached=0), 0),"
+            " COALESCE(SUM(completion_tokens) FILTER (WHERE cached=0), 0), "
+            "COALESCE(SUM(cost_usd) FILTER (WHERE cached=0), 0) FROM model_calls").fetchone()
+        self._flush_wall()
+        wall = self.db.execute("SELECT wall_seconds FROM runs WHERE id=?",
+                               (self.run_id,)).fetchone()[0]
+        n_all, n_feedback = self.n_evaluations, self.n_feedback_evaluations
+        return {"evaluations": n_all, "feedback_evaluations": n_feedback,
+                "test_evaluations": n_all - n_feedback,
+                "debug_iterations": self.n_debug_iterations,
+                "model_calls": q[0], "cached_model_calls": q[1], "tokens_in": q[2],
+                "tokens_out": q[3], "cost_usd": round(q[4], 6), "wall_seconds": round(wall, 2)}
+
+    def write_summary(self, **extra: Any) -> dict:
+        """Write ``summary.json``: accounting plus ``extra`` (best_dev_score, test_nrmse,
+        best_solver, status, ...). Returns what was written."""
+        summary = {"run_id": self.run_id, "task": self.task_name, "status": self.status,
+                   **self.accounting(), "best_dev_score": None, "test_nrmse": None,
+                   "best_solver": None, **extra}
+        (self.dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        return summary
+
+    def summary(self) -> dict | None:
+        path = self.dir / "summary.json"
+        return json.loads(path.read_text()) if path.is_file() else None

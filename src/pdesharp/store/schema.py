@@ -1,0 +1,59 @@
+"""The run database's schema and the ids it keys rows by (code hashes, re-timing rows, run
+ids, timestamps)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timezone
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY, task TEXT, config TEXT, created TEXT, status TEXT,
+    wall_seconds REAL DEFAULT 0, sessions INTEGER DEFAULT 0, note TEXT DEFAULT '');
+CREATE TABLE IF NOT EXISTS model_calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, model TEXT, tag TEXT, sample_index INTEGER,
+    messages TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
+    cost_usd REAL, latency_s REAL, cached INTEGER, error TEXT DEFAULT '',
+    request_key TEXT DEFAULT '', source TEXT DEFAULT 'model');
+CREATE TABLE IF NOT EXISTS candidates (
+    id TEXT PRIMARY KEY, seq INTEGER, code TEXT, code_sha256 TEXT, origin TEXT, parents TEXT,
+    judge TEXT, round INTEGER, cycle INTEGER, title TEXT, justification TEXT, static_check TEXT);
+CREATE TABLE IF NOT EXISTS evaluations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, candidate_id TEXT, code_sha256 TEXT,
+    split TEXT, feedback TEXT, status TEXT, score REAL, result TEXT, counted INTEGER,
+    UNIQUE(candidate_id, code_sha256, split, feedback));
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, kind TEXT, data TEXT);
+CREATE TABLE IF NOT EXISTS debug_iterations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, candidate_id TEXT, key TEXT UNIQUE);
+"""
+
+
+def code_sha256(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+RETIME_MARK = "#t"  # a re-timing row's id: "<candidate id>#t<k>" (no candidate id has a "#")
+
+
+def retime_id(cid: str, k: int) -> str:
+    """The journal id of the k-th re-timing run (k >= 1) of candidate ``cid``."""
+    return f"{cid}{RETIME_MARK}{k}"
+
+
+def parse_retime_id(label: str) -> tuple[str, int]:
+    """(candidate id, k) of a journal id: k = 0 for a candidate's own evaluation."""
+    cid, mark, k = label.rpartition(RETIME_MARK)
+    return (cid, int(k)) if mark and k.isdigit() else (label, 0)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id(task_name: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{task_name}-{stamp}-{secrets.token_hex(2)}"
+
+
