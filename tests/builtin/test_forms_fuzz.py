@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 
+import numpy as np
 import pytest
 
 from pdesharp.builtin.support import support
@@ -143,8 +144,12 @@ def test_every_form_gets_a_verdict_fast():
     assert worst[0] < 20.0, f"tasks check took {worst[0]:.1f} s on {sample(worst[1])}"
     assert total < 240.0
     kinds = [v[0] for v in verdicts.values()]
-    # the sample is broad: most forms are now accepted, some refused, by name
-    assert kinds.count("accepted") >= len(SEEDS) // 3 and kinds.count("refused") >= 3, verdicts
+    # the sample is broad: a third of the forms accepted (16 measured), some refused by name,
+    # and the random signs make ill-posed forms (dt(u) = 2*dx(u, 4), dt(u) = dx(v, 2) with
+    # dt(v) = dx(u): 11 measured), which are said to be so instead of accepted and blowing up
+    ill = [v[1] for v in verdicts.values() if v[0] == "refused" and "ill-posed" in v[1]]
+    assert kinds.count("accepted") >= 14 and kinds.count("refused") >= 3, verdicts
+    assert len(ill) >= 5, verdicts
 
 
 @pytest.mark.parametrize("equations,unknowns", [
@@ -162,3 +167,87 @@ def test_second_order_systems_with_a_nonlinear_source_are_accepted_not_crashed(e
     got = support(task_from_dict(spec))
     assert got.supported, got.reason
     assert got.designs
+
+
+def _fourier_reference(rhs, y0, x, t):
+    """An independent reference for the systems below: Fourier differentiation on the output
+    grid (the periodic, smooth data are resolved to round-off at N = 128 on (0, 20)) and
+    SciPy's DOP853 at rtol 1e-11; shares no code with pdesharp. ``rhs(y, d)`` gets ``d(f, p)``,
+    the p-th derivative, and ``d(f, -2)`` applying (1 - d^2)^-1."""
+    from scipy.integrate import solve_ivp
+
+    k = 2 * np.pi * np.fft.fftfreq(len(x), x[1] - x[0])
+
+    def d(f, p):
+        sym = 1 / (1 + k**2) if p == -2 else (1j * k) ** p
+        return np.real(np.fft.ifft(sym * np.fft.fft(f)))
+
+    sol = solve_ivp(lambda _, y: rhs(y.reshape(len(y0), -1), d).ravel(), (t[0], t[-1]),
+                    np.concatenate(y0), method="DOP853", t_eval=t, rtol=1e-11, atol=1e-13)
+    return sol.y.reshape(len(y0), len(x), len(t)).transpose(2, 1, 0)  # [T, N, fields]
+
+
+def _nlkg(y, d):  # u_tt = u_xx - u - u^3 as (u, u_t)
+    u, v = y
+    return np.array([v, d(u, 2) - u - u**3])
+
+
+def _zakharov(y, d):  # a_t = -b_xx + n b, b_t = a_xx - n a, n_tt = n_xx + (a^2 + b^2)_xx
+    a, b, n, m = y
+    return np.array([-d(b, 2) + n * b, d(a, 2) - n * a, m, d(n, 2) + d(a**2 + b**2, 2)])
+
+
+def _camassa_holm(y, d):  # (1 - d^2) u_t = -3 u u_x + 2 u_x u_xx + u u_xxx
+    (u,) = y
+    ux, uxx = d(u, 1), d(u, 2)
+    return np.array([d(-3 * u * ux + 2 * ux * uxx + u * d(u, 3), -2)])
+
+
+@pytest.mark.parametrize("equations,rhs,initial", [
+    (["dt(u, 2) = dx(u, 2) - u - u**3"], _nlkg, lambda x: [np.exp(-(x - 10) ** 2)]),
+    (["dt(a) = -dx(b, 2) + n*b", "dt(b) = dx(a, 2) - n*a",
+      "dt(n, 2) = dx(n, 2) + dx(a**2 + b**2, 2)"], _zakharov,
+     lambda x: [0.8 / np.cosh(x - 10), 0 * x, -0.5 / np.cosh(x - 10) ** 2]),
+    # Camassa-Holm: u*dx(u, 3) held by the inverted Sobolev operator (was refused: the step
+    # bound ignored the operator, 3e-11)
+    (["dt(u - dx(u, 2)) + 3*u*dx(u) - 2*dx(u)*dx(u, 2) - u*dx(u, 3) = 0"], _camassa_holm,
+     lambda x: [0.5 * np.exp(-((x - 10) / 2) ** 2)]),
+])
+def test_the_accepted_systems_are_solved(equations, rhs, initial):
+    """Accepted means solved: the first design of nonlinear Klein-Gordon and of Zakharov (the
+    systems that crashed in _coupled_rate) against the independent Fourier reference above;
+    starting at rest (the task declares no velocity). The best family's first design must reach
+    1e-4 (measured: Fourier ETDRK4 5.0e-6 on Klein-Gordon, 1.0e-8 on Zakharov, where finite
+    volumes, the only family Zakharov had before, stop at 2.4e-3; 7e-10 on Camassa-Holm)."""
+    from pdesharp.builtin import BuiltinAnalyst, DataBounds
+    from pdesharp.builtin.author import design_facts, problem, render
+    from pdesharp.builtin.families import candidate_designs
+
+    from builtin_helpers import nrmse
+
+    spec = {"name": "waves", "equation": equations, "parameters": {},
+            "domain": {"x": [0, 20]}, "boundary": "periodic", "time_span": [0, 1], "n_frames": 6}
+    task = task_from_dict(spec)
+    n = 128
+    x = (np.arange(n) + 0.5) * 20 / n
+    t = np.linspace(0, 1, 6)
+    y0 = initial(x)
+    at_rest = [0 * x] * sum("dt(u, 2)" in e or "dt(n, 2)" in e for e in equations)  # velocities
+    ref = _fourier_reference(rhs, y0 + at_rest, x, t)[..., : len(y0)]
+    bounds = DataBounds(fields={u: (float(f.min()) - 0.1, float(f.max()) + 0.1)
+                                for u, f in zip(task.equation.unknowns, y0)}, n={"x": n})
+    analysis = BuiltinAnalyst(data_bounds=bounds).analyse_sync(task)
+    p = problem(task, design_facts(analysis))
+    scores = {}
+    firsts = {}
+    for design in candidate_designs(p):  # each family's first design (a run's candidates)
+        firsts.setdefault(design.family, design)
+    for design in firsts.values():
+        ns: dict = {}
+        exec(compile(render(task, design, p), "<wave solver>", "exec"), ns)
+        out = ns[task.solver.name](*[f[None] for f in y0], t)
+        out = out if isinstance(out, tuple) else (out,)
+        pred = np.stack([np.asarray(o)[0] for o in out], -1)
+        assert pred.shape == ref.shape and np.isfinite(pred).all()
+        scores[design.family] = nrmse(pred[None], ref[None])
+    assert min(scores.values()) < 1e-4, scores

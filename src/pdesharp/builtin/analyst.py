@@ -16,6 +16,7 @@ from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
 from pdesharp.builtin.families.exact import basis, linear_system
 from pdesharp.builtin import written_terms
+from pdesharp.builtin.wellposed import refuse_if_ill_posed
 from pdesharp.builtin.physics import law_facts
 from pdesharp.builtin.structure import structure
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
@@ -320,9 +321,10 @@ def _law_analysis(task: Task, law: BalanceLaw, bounds: DataBounds, notes: list[s
             scheme="explicit source (forward Euler)",
             expression=f"1/Max({', '.join(f'Abs({sp.sstr(e)})' for e in sj)})", value=dt_src,
             note=f"max |dS/dq| = {r:.4g} on {bounds.source}."))
+    values = {p: task.constants[p.name] for p in law.params}
+    refuse_if_ill_posed(law, task, values, h, pts)
     dt_terms = math.inf
     if law.has_extra:
-        values = {p: task.constants[p.name] for p in law.params}
         dt_terms, jet = written_terms.explicit_step(law, values, h, pts)
         written_terms.refuse_if_too_stiff(law, task, dt_terms, jet)
         if math.isfinite(dt_terms):

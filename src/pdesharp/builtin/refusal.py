@@ -42,11 +42,12 @@ def boundary_or_refuse(task):
         return task_boundary(task)
     except BoundaryError as exc:
         from pdesharp.expressible import PREAMBLE, inexpressible
+        from pdesharp.untrusted import one_line
 
         what = inexpressible({"boundary": task.boundary, "domain": {
             a: list(v) for a, v in task.domain.items()}})
         if what is not None:  # an interface, a moving side, a condition at infinity
-            raise UnsupportedTask.said(f"{task.name}: {what} {PREAMBLE}.") from None
+            raise UnsupportedTask.said(f"{one_line(task.name, 60)}: {what} {PREAMBLE}.") from None
         raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
 
 

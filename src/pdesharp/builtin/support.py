@@ -46,6 +46,17 @@ def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Sup
             f"{type(exc).__name__}: {one_line(str(exc), 200)}"))
 
 
+ILL_POSED = "An ill-posed initial-value problem"  # wellposed.py's verdict starts so
+
+
+def beyond_any_solver(reason: str) -> bool:
+    """A verdict about the task itself, not about the built-in analyst: a construct no task
+    file can express, or an ill-posed problem (``tasks check`` says it alone, in one line)."""
+    from pdesharp.expressible import PREAMBLE
+
+    return PREAMBLE in reason or reason.startswith(ILL_POSED)
+
+
 def _why_no_family(p) -> str:
     """The construct that leaves no family, when it is the usual one: derivatives of order 3
     and more between walls that no sine/cosine basis carries (a third derivative needs more

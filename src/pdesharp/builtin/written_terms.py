@@ -104,7 +104,7 @@ def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> t
         kmax = min(math.pi / h[a] for a in range(dim) if direction[a])
         k = np.linspace(0.0, kmax, 512)
         damp = np.full(k.shape, np.inf)
-        size = np.ones_like(k)
+        size = np.zeros_like(k)  # max over the equations of 1/|mass symbol|
         for i in range(law.nvar):
             re = np.zeros_like(k)
             for orders, m in split.terms:

@@ -139,14 +139,19 @@ def new(name: str, out: str | None) -> int:
 
 def check(task, data_dir=None, dev_data=None) -> int:
     """Say before a run whether the built-in analyst supports ``task``, and why not."""
-    from pdesharp.builtin.support import support
+    from pdesharp.builtin.support import beyond_any_solver, support
     from pdesharp.data.paths import data_dir as default_data_dir
+    from pdesharp.untrusted import one_line
 
+    name = one_line(task.name, 60)  # the task file's text: one clean line
     got = support(task, data_dir=data_dir or default_data_dir(), dev_data=dev_data)
-    if not got.supported:
-        print(f"{task.name}: not supported by the built-in analyst.\n  {got.reason}")
+    if not got.supported and beyond_any_solver(got.reason):  # no solver can: one line
+        print(got.reason if got.reason.startswith(f"{name}: ") else f"{name}: {got.reason}")
         return 1
-    print(f"{task.name}: supported by the built-in analyst ({got.kind}, route {got.route}).")
+    if not got.supported:
+        print(f"{name}: not supported by the built-in analyst.\n  {got.reason}")
+        return 1
+    print(f"{name}: supported by the built-in analyst ({got.kind}, route {got.route}).")
     print(f"  scheme families: {', '.join(got.families)}")
     print("  first designs Genesis would write:")
     for d in got.designs:

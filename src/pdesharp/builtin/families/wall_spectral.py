@@ -61,7 +61,14 @@ def split_linear(law: BalanceLaw) -> JetSplit | None:
                 law.coords))
     if key not in _SPLIT_CACHE:
         got = _split_linear(law)
-        _SPLIT_CACHE[key] = None if got is None else JetSplit(got[0], got[1], [], [])
+        if got is not None:
+            _SPLIT_CACHE[key] = JetSplit(got[0], got[1], [], [])
+        elif law.flux_is_linear():
+            # a nonlinear second-order term with no nonlinear flux to steepen into shocks
+            # (Zakharov's dx(|E|**2, 2)): its remainder in jets, differentiated spectrally
+            _SPLIT_CACHE[key] = jet_split(law)
+        else:
+            _SPLIT_CACHE[key] = None
     return _SPLIT_CACHE[key]
 
 
