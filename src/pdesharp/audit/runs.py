@@ -106,17 +106,25 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
     path, indices = dev_indices(task, evaluator)
     result: AuditResult | None = cached_audit(task, path, indices)
     estimate = None
+    spec = task.data.dev
+    samples, limit = (spec.samples if spec else None), getattr(evaluator, "max_samples", None)
     if result is None and mode == "auto":
         from pdesharp.audit.cost import auto_seconds, estimate_seconds
+        from pdesharp.audit.deadline import AuditOverBudget, compute_within
 
+        budget = auto_seconds()
         estimate = estimate_seconds(task, path, len(indices))
-        if estimate is not None and estimate <= auto_seconds():
-            mode = "compute"  # cheap: the default path gets its floor without a cache
+        if estimate is not None and estimate <= budget:
+            # cheap: the default path gets its floor without a cache. Estimates can be far off
+            # (a 2D implicit audit), so the audit runs against a deadline of twice the budget
+            try:
+                compute_within(task, path, samples=samples, limit=limit, seconds=2 * budget,
+                               progress=progress)
+            except AuditOverBudget as exc:
+                return None, NOT_CACHED.format(path=path) + f" (computing it was {exc})"
+            result = cached_audit(task, path, indices)
     if result is None and mode == "compute":
-        spec = task.data.dev
-        result = audit_with_cache(task, path, samples=spec.samples if spec else None,
-                                  limit=getattr(evaluator, "max_samples", None),
-                                  progress=progress)
+        result = audit_with_cache(task, path, samples=samples, limit=limit, progress=progress)
     if result is None:
         from pdesharp.audit.solutions import AuditUnavailable, solver_for
 

@@ -70,8 +70,8 @@ def register(sub) -> None:
     add_sandbox_arguments(p)
     p.add_argument("--audit", choices=["auto", "compute", "off"], default="auto",
                    help="reference audit of the dev data (pdesharp data audit): auto uses a "
-                        "cached one and computes a missing one estimated at a minute or less "
-                        "(default), compute computes it first if none is cached, off ignores "
+                        "cached one and computes a missing one estimated at a minute or less, "
+                        "stopped after two (default), compute computes it first if none is cached, off ignores "
                         "it")
     floor = p.add_mutually_exclusive_group()
     floor.add_argument("--floor-saturation", dest="floor_saturation", action="store_true",

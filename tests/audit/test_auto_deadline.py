@@ -1,0 +1,50 @@
+"""``--audit auto`` spends what it promises: an audit whose estimate fits the budget but whose
+real cost does not (a 2D implicit audit: the 2-sample burgers2d example is estimated at ~2 s and
+takes about a minute) is stopped at twice the budget, stores nothing, and the run is told which
+command computes it."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+
+from pdesharp.audit import cost, runs
+from pdesharp.evaluate import Evaluator
+from pdesharp.examples import example_path
+from pdesharp.task import load_task
+
+DATA = Path(__file__).resolve().parents[1] / "builtin" / "data" / "burgers2d" / "dev.hdf5"
+
+
+def test_an_audit_over_its_budget_is_stopped_and_stores_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PDESHARP_AUDIT_DIR", str(tmp_path / "audits"))
+    monkeypatch.setenv(cost.AUTO_SECONDS_ENV, "2")  # deadline 4 s
+    task = load_task(example_path("burgers2d"))
+    ev = Evaluator(task, dev_data=DATA, max_samples=2, convergence=False)
+    estimate = cost.estimate_seconds(task, DATA, 2)
+    assert estimate is not None and estimate <= 2  # the estimate says: cheap
+    steps: list[str] = []
+    start = time.monotonic()
+    audit, reason = runs.find(task, ev, "auto", steps.append)
+    took = time.monotonic() - start
+    assert audit is None
+    assert reason.startswith("no audit of") and "stopped after 4 s" in reason, reason
+    # 4 s plus the child's start (spawn imports NumPy/SciPy) and its stop; far from a minute
+    assert took < 25, took
+    assert not any(p.name == "pdesharp-audit" for p in mp.active_children())
+    assert not list((tmp_path / "audits").rglob("*.json"))  # nothing a later run could take
+    assert steps and steps[0].startswith("converged solution")  # the child's steps came through
+
+
+def test_an_audit_within_its_budget_is_computed_in_the_child_and_cached(tmp_path, monkeypatch,
+                                                                        shared_data):
+    monkeypatch.setenv("PDESHARP_AUDIT_DIR", str(tmp_path / "audits"))
+    monkeypatch.delenv(cost.AUTO_SECONDS_ENV, raising=False)
+    task = load_task("advection")  # the exact shift: well under a second per sample
+    ev = Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False)
+    audit, reason = runs.find(task, ev, "auto")
+    assert audit is not None, reason
+    assert list((tmp_path / "audits").rglob("*.json"))
+    again, _ = runs.find(task, ev, "auto")  # now cached: the same reference error
+    assert again.reference_error == audit.reference_error
