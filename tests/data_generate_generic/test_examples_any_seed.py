@@ -22,8 +22,16 @@ def test_the_examples_are_found():
     assert {"fisher_robin1d", "burgers_inflow1d", "heat2d", "poisson1d"} <= set(EXAMPLES)
 
 
+# examples of forms the generic generator does not take (Sobolev-type dt, 2D time-dependent
+# walls, Riemann data): their references come from examples/tasks/reference_terms.py
+DEDICATED = {"bbm_soliton1d", "bbm_walls1d", "cahn_hilliard_neumann1d", "cross_diffusion2d",
+             "sod1d"}
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_generates_with_several_seeds(name):
+    if name in DEDICATED:
+        pytest.skip("reference made by examples/tasks/reference_terms.py, not the generic generator")
     task = load_task(example_path(name))
     try:
         check_task(task)

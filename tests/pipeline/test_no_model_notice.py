@@ -10,10 +10,11 @@ from pdesharp.task import load_task
 def test_no_model_notice_then_unsupported_message(tmp_path, monkeypatch, capsys, shared_data):
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     spec = yaml.safe_load(load_task("advection").to_yaml())
-    spec["name"] = "bbm_like"
-    # a Sobolev-type term u_xxt: a mixed time-space derivative, outside the analyst's class
-    spec["equation"]["equations"] = ["dt(u) - dx(dt(u), 2) + beta*dx(u)"]
-    path = tmp_path / "bbm.yaml"
+    spec["name"] = "kdv_like"
+    # a nonlinear third derivative nothing implicit holds, outside the analyst's class (a
+    # Sobolev-type dt(u - dx(u, 2)), the form this test used before, is now supported)
+    spec["equation"]["equations"] = ["dt(u) + beta*u*dx(u, 3)"]
+    path = tmp_path / "kdv.yaml"
     path.write_text(yaml.safe_dump(spec))
     try:  # dev data given, so the run gets as far as the equation
         code = main(["solve", str(path), "--out", str(tmp_path / "runs"), "--quiet",
@@ -26,6 +27,6 @@ def test_no_model_notice_then_unsupported_message(tmp_path, monkeypatch, capsys,
     assert "Traceback" not in err
     error = err.split("pdesharp: error:", 1)[1]
     assert "dev data" not in error  # stopped by the equation, not by missing data
-    assert "mixed time-space derivative dx(dt(u), 2)" in error  # names the term it cannot handle
+    assert "the term -beta*u*dx(u, 3) in dt(u)" in error  # names the term it cannot handle
     assert "--model" in error  # and suggests a language model
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
