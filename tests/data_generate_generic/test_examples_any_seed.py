@@ -36,8 +36,14 @@ def test_every_example_generates_with_several_seeds(name):
     if 3 * modes >= nx:
         nx = 3 * modes + 4
     ranges = spec.ranges if spec else {}
+    options = dict(LOOSE)
+    if len(task.equation.space) == 2 and not task.boundary.startswith("periodic"):
+        # a rectangle with walls: a degree-12 tensor Chebyshev grid keeps Radau's dense
+        # Jacobian small (11^2 rows per unknown); resolution is not what this test checks (the
+        # initial data's conditions are checked on a fine grid whatever the degree)
+        options["collocation"] = 12
     for seed in (0, 1, 3):
-        batch = make_batch(task, seed, 0, 1, nx, **LOOSE)
+        batch = make_batch(task, seed, 0, 1, nx, **options)
         for unknown, key in task.data.fields.items():
             field = batch.arrays[key]
             assert np.all(np.isfinite(field)), (name, seed, unknown)
