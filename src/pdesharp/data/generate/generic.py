@@ -179,9 +179,10 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
     n_out = shape[1:]
     if len(set(n_out)) != 1 or n_out[0] < 4:
         raise ValueError(f"need the same number (>= 4) of points on every axis, got {n_out}")
-    factor = (task.generator.oversample if task.generator else 4) if nx is None else nx // n_out[0]
-    if nx is not None and (nx % n_out[0] or factor < 1):
-        raise ValueError(f"nx={nx} must be a positive multiple of the input size {n_out[0]}")
+    given = first.shape[1]  # points per axis as given (nodes: one more than n_out)
+    factor = (task.generator.oversample if task.generator else 4) if nx is None else nx // given
+    if nx is not None and (nx % given or factor < 1):
+        raise ValueError(f"nx={nx} must be a positive multiple of the input size {given}")
     grid = _fine_grid(task, tuple(n + (task.grid == "nodes") for n in n_out), factor)
     u0 = np.stack([_fourier_resample(a, grid.shape) if factor > 1 else a for a in arrays], axis=1)
     frames, what = _integrate(system, grid, u0, t_out, method=method, rtol=rtol, tol=tol)

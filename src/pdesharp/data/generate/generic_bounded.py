@@ -1,21 +1,23 @@
-"""Reference data for 1D time-dependent tasks with Dirichlet, Neumann or Robin boundaries.
+"""Reference data for 1D and 2D time-dependent tasks with Dirichlet, Neumann or Robin walls.
 
-Method of lines on Chebyshev-Gauss-Lobatto points (spectral accuracy for smooth solutions, the
-end points on the walls): the task's equations are compiled exactly as for the Fourier generator
-(:mod:`.generic_symbolic`, conservation form kept), with derivatives taken by the Chebyshev
-differentiation matrix. Boundary values are not evolved: at every right-hand-side evaluation
-they are solved from the conditions ``a*u + b*du/dx = g(t)`` (a 2x2 linear system per unknown;
-a side without a condition is an outflow side whose end value evolves with the PDE). Time
-integration is SciPy's Radau IIA (implicit, order 5, L-stable: Chebyshev diffusion is too stiff
-for an explicit method), restarted at every frame time, with rtol 1e-10. Frames are evaluated at
-the output cell centres by barycentric interpolation, which is exact for the collocation
-polynomial.
+Method of lines on Chebyshev-Gauss-Lobatto points, an interval or the tensor grid of a rectangle
+(:mod:`.chebyshev`: spectral accuracy for smooth solutions, the end points on the walls): the
+task's equations are compiled exactly as for the Fourier generator (:mod:`.generic_symbolic`,
+conservation form kept), with derivatives taken by the Chebyshev differentiation matrices. Wall
+values are not evolved: at every right-hand-side evaluation they are solved from the conditions
+``a*u + b*du/dn = g(t, s)`` line by line (:mod:`.walls`; a side without a condition evolves with
+the PDE). Time integration is SciPy's Radau IIA (implicit, order 5, L-stable: Chebyshev diffusion
+is too stiff for an explicit method), restarted at every frame time, with rtol 1e-10. Frames are
+evaluated at the output points (the task's grid convention: cell centres or nodes) by barycentric
+interpolation, which is exact for the collocation polynomial.
 
 Initial data are the generic generator's random trigonometric polynomials, evaluated
 analytically at the collocation points and at the output points, blended near each wall into a
 profile that satisfies the boundary condition at t = 0 (so no boundary layer is created at the
-start) without leaving the task's ``generator.ranges`` (:mod:`.generic_bounded_ic`). Measured against exact solutions (tests/data_generate_generic): heat
-equation with Dirichlet, Neumann and time-dependent Robin data, errors ~1e-10.
+start) without leaving the task's ``generator.ranges`` (:mod:`.generic_bounded_ic`). Measured
+against exact solutions (tests/data_generate_generic): heat equation with Dirichlet, Neumann and
+time-dependent Robin data, errors ~1e-10 in 1D; in 2D time-dependent Dirichlet data varying along
+every wall, Neumann walls and one wall of each kind, below 1e-7.
 """
 
 from __future__ import annotations

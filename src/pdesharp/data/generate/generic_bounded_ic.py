@@ -21,6 +21,9 @@ u0 stays in a range [lo, hi] whenever F and each ℓ_s do: the Dirichlet value m
 range (else the request contradicts itself and the error says so), and when F's wall value would
 need a slope that carries ℓ_s out of the range, the wall value closest to it that does not is
 taken instead (an error if there is none).
+
+On a rectangle (:func:`meet_walls`) the blend is applied along x, then along y; nonzero
+Dirichlet data on all four walls are lifted by their transfinite (Coons) interpolant instead.
 """
 
 from __future__ import annotations
