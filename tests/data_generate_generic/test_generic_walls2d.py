@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pytest
 import sympy as sp
+import yaml
 
 from pdesharp.cli import main
 from pdesharp.data.generate.generic import generate_task, simulate_task
@@ -144,16 +145,21 @@ def _reference_module():
     return mod
 
 
-@pytest.mark.parametrize("name,call,frames", [
-    ("fisher_robin2d", lambda ref, n: ref.fisher_robin2d(n, 1, 4), 6),
-    ("tm_cavity2d", lambda ref, n: ref.tm_cavity2d(n, 1, 4), 6),
+@pytest.mark.parametrize("name,call,frames,degree", [
+    # the script's own degree (28), interpolated to this generator's degree-20 points
+    ("fisher_robin2d", lambda ref, n: ref.fisher_robin2d(n, 1, 4), 6, 20),
+    ("tm_cavity2d", lambda ref, n: ref.tm_cavity2d(n, 1, 4), 6, 20),  # closed form
+    # the same degree on both sides (16, quicker): the same points, two implementations
+    ("gross_pitaevskii2d", lambda ref, n: ref.gross_pitaevskii(2, n, 1, 4, t_end=0.04, frames=3, m=16), 3, 16),
+    ("allen_cahn_neumann2d", lambda ref, n: ref.allen_cahn_neumann(2, n, 1, 4, m=16), 4, 16),
 ])
-def test_the_walled_examples_agree_with_their_reference_script(name, call, frames, monkeypatch):
+def test_the_walled_examples_agree_with_their_reference_script(name, call, frames, degree,
+                                                               monkeypatch):
     """The reference script (its own collocation and Radau, or closed forms) evaluated at this
     generator's collocation points: its frame 0 is evolved by the generator and compared."""
     ref = _reference_module()
     task = load_task(example_path(name))
-    box = make_box(task, 24, 20)
+    box = make_box(task, 24, degree)
     cheb = box.points[0]
     monkeypatch.setattr(ref, "points", lambda n, grid, lo=0.0, hi=1.0: lo + (hi - lo) * cheb)
     if hasattr(ref, "_cheb_run"):  # skip the reference's own self check (a second, finer run)
@@ -173,7 +179,7 @@ def test_the_walled_examples_agree_with_their_reference_script(name, call, frame
     got, _ = integrate_walls(task, u0, t_out, box, rtol=1e-10)
     scale = max(float(np.abs(data[k]).max()) for k in keys)
     err = max(float(np.abs(got[:, :, j] - data[k][:, :frames]).max()) for j, k in enumerate(keys))
-    # both spectral (21 and 29 points per axis, analytic data) with Radau at rtol 1e-10: they
+    # both spectral (analytic data) with Radau at rtol 1e-10 (the script: atol 1e-12): they
     # agree to ~1e-8 of the field's size; 1e-6 leaves room for the reference's own error
     # (recorded by the script as ~1e-9) and fails on any wrong sign, axis or wall condition
     assert err < 1e-6 * scale, (name, err, scale)
@@ -199,8 +205,15 @@ def test_periodic_node_grids_store_the_end_node_once_and_match_the_exact_solutio
 
 
 def test_data_generate_cli_makes_a_2d_walled_example(tmp_path, capsys):
+    # the shipped example with initial data of 2 modes per axis (a degree-24 grid: quicker)
+    spec = yaml.safe_load(example_path("heat_dirichlet2d").read_text())
+    spec["generator"] = {"modes": 2}
+    spec["data"].pop("dev", None)
+    spec["data"].pop("test", None)
+    task_file = tmp_path / "heat_dirichlet2d.yaml"
+    task_file.write_text(yaml.safe_dump(spec))
     path = tmp_path / "heat.hdf5"
-    rc = main(["data", "generate", str(example_path("heat_dirichlet2d")), "--samples", "1",
+    rc = main(["data", "generate", str(task_file), "--samples", "1",
                "--seed", "5", "--nx", "13", "--out", str(path)])
     assert rc in (0, None), capsys.readouterr()
     with h5py.File(path, "r") as h5:
