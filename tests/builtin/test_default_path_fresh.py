@@ -30,11 +30,14 @@ def fresh_home(tmp_path, monkeypatch):
 
 
 def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fresh_home,
-                                                                   shared_data):
+                                                                   shared_data, capsys):
     out = tmp_path / "runs"
     code = main(["solve", "advection", "--data-dir", str(shared_data), "--out", str(out),
-                 "--run-id", "r", "--quiet", "--no-convergence", "--max-samples", "2"])
+                 "--run-id", "r", "--no-convergence", "--max-samples", "2"])
     assert code == 0
+    # the audit's own steps reach the log (stderr is not a terminal here: one line per step)
+    log = capsys.readouterr().err
+    assert "stage reference audit: exact translation of 2 initial conditions" in log, log
     summary = json.loads((out / "r" / "summary.json").read_text())
     audit = summary["reference_audit"]
     # no cache, and yet the floor: the audit was computed (the exact shift: well under a second)

@@ -243,9 +243,14 @@ async def attach(task: Task, config, evaluator, store, progress=None
     if first is not None and first.get("status") != "ok":
         return None, str(first.get("reason", "")), None
     try:
+        step = None
         if config.audit != "off" and progress is not None:
             progress(stage="reference audit")  # here: the display reads the store (one thread)
-        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit)
+            loop = asyncio.get_running_loop()
+
+            def step(message: str) -> None:  # from the audit's thread: handed to the loop's
+                loop.call_soon_threadsafe(lambda: progress(stage=f"reference audit: {message}"))
+        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, step)
         if audit is None and reason.startswith("no audit of"):
             # the command names the task as the run does (a user's YAML by its path)
             reason += "; " + NO_AUDIT_HINT.format(
