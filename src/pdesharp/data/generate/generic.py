@@ -345,14 +345,10 @@ def check_task(task: Task) -> None:
 
 def _bounded(task: Task) -> bool:
     """A time-dependent task whose boundary is not periodic: the Chebyshev generator's."""
-    if task.steady:
-        return False
-    from pdesharp.boundary import BoundaryError, task_boundary
+    from pdesharp.data.generate.generic_symbolic import _has_walls
 
-    try:  # "periodic in x; y = 0: u = 0" starts with "periodic" but has walls
-        return not task_boundary(task).all_periodic
-    except BoundaryError:  # unreadable: check_supported says so (or the Fourier one reads it)
-        return not task.boundary.strip().lower().startswith("periodic")
+    return not task.steady and (not task.boundary.strip().lower().startswith("periodic")
+                                or _has_walls(task))
 
 
 def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = None,

@@ -90,7 +90,8 @@ def integrate_walls(task: Task, u0: np.ndarray, t_out: np.ndarray, box: Chebyshe
                 bc.fill(u, t1, box)
                 out[s, j + 1] = u
     return out, {"method": "chebyshev collocation + radau", "rtol": rtol,
-                 "rhs_evaluations": nfev, "collocation_points": list(box.shape)}
+                 "rhs_evaluations": nfev,
+                 "collocation_points": list(box.shape) if box.dim > 1 else box.shape[0]}
 
 
 def _points(task: Task, n: Sequence[int]) -> list[np.ndarray]:

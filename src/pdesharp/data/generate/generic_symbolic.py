@@ -243,7 +243,7 @@ def check_supported(task: Task, bounded: bool = False) -> None:
                 f"{', '.join(spec.periodic)} with walls on other axes; the generic generators "
                 "handle all-periodic boxes (Fourier) or walls on every axis (Chebyshev), "
                 "not a mixture")
-    elif not periodic:
+    elif not periodic or _has_walls(task):
         raise UnsupportedTask(
             f"task {task.name!r} has boundary {task.boundary!r}: the Fourier spectral generator "
             "supports periodic boundaries only (tasks with walls use the Chebyshev one)")
@@ -257,6 +257,16 @@ def check_supported(task: Task, bounded: bool = False) -> None:
     if len(eq.equations) != len(eq.unknowns):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.equations)} equations for {len(eq.unknowns)} unknowns")
+
+
+def _has_walls(task: Task) -> bool:
+    """A boundary such as "periodic in x; y = 0: u = 0" starts with "periodic" but has walls."""
+    from pdesharp.boundary import BoundaryError, task_boundary
+
+    try:
+        return not task_boundary(task).all_periodic
+    except BoundaryError:
+        return False
 
 
 def compile_system(task: Task, bounded: bool = False) -> CompiledSystem:

@@ -104,32 +104,40 @@ class WallConditions:
                     mask[tuple(index)] = False
         return mask
 
+    def _plan(self, box: ChebyshevBox) -> list:
+        """Per unknown and axis with conditions: (k, axis, end indices, inverse of the end
+        block, the rows' other entries, the conditions, the other axes' points)."""
+        key = id(box)
+        if getattr(self, "_plan_for", None) != key:
+            plan = []
+            for k in range(len(self.sides)):
+                for a in range(self.dim):
+                    sides = self.constrained(k, a)
+                    if not sides:
+                        continue
+                    D = box.axes[a].D
+                    ends = [0 if s == 0 else D.shape[0] - 1 for s in sides]
+                    rows = np.stack([self.sides[k][a][s].b * D[e] for s, e in zip(sides, ends)])
+                    for r, (s, e) in enumerate(zip(sides, ends)):
+                        rows[r, e] += self.sides[k][a][s].a
+                    inner = rows.copy()
+                    inner[:, ends] = 0.0
+                    others = [box.axes[b].x for b in range(self.dim) if b != a]
+                    plan.append((k, a, ends, np.linalg.inv(rows[:, ends]), inner,
+                                 [self.sides[k][a][s] for s in sides], sides, others))
+            self._plan_cache, self._plan_for = plan, key
+        return self._plan_cache
+
     def fill(self, u: np.ndarray, t: float, box: ChebyshevBox) -> None:
         """Set the wall values of u [n_u, *shape] from the conditions at time t, in place."""
-        for k in range(u.shape[0]):
-            for a in range(self.dim):
-                sides = self.constrained(k, a)
-                if not sides:
-                    continue
-                D = box.axes[a].D
-                n = D.shape[0]
-                ends = [0 if s == 0 else n - 1 for s in sides]
-                lines = np.moveaxis(u[k], a, 0)  # a view: [n, other points]
-                others = [box.axes[b].x for b in range(self.dim) if b != a]
-                A = np.zeros((len(sides), len(sides)))
-                rhs = []
-                for r, s in enumerate(sides):
-                    c = self.sides[k][a][s]
-                    row = c.b * D[ends[r]]
-                    row[ends[r]] += c.a
-                    inner = row.copy()
-                    inner[ends] = 0.0
-                    A[r] = row[ends]
-                    rhs.append(self.side_values(c, a, s, t, others)
-                               - np.tensordot(inner, lines, axes=1))
-                vals = np.linalg.solve(A, np.stack([r.reshape(-1) for r in rhs]))
-                for r, e in enumerate(ends):
-                    lines[e] = vals[r].reshape(lines.shape[1:])
+        for k, a, ends, inverse, inner, conds, sides, others in self._plan(box):
+            lines = np.moveaxis(u[k], a, 0)  # a view: [n, other points]
+            rest = lines.shape[1:]
+            g = np.stack([np.zeros(rest) if c.homogeneous else
+                          self.side_values(c, a, s, t, others) for c, s in zip(conds, sides)])
+            vals = inverse @ (g - inner @ lines).reshape(len(ends), -1)
+            for r, e in enumerate(ends):
+                lines[e] = vals[r].reshape(rest)
 
     def residual(self, u: np.ndarray, k: int, t: float, box: ChebyshevBox) -> float:
         """max |a u + b du/d(axis) - g| over the conditions of unknown k, u [B, *shape]."""
