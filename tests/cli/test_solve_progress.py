@@ -15,8 +15,8 @@ QUICK = ("--max-samples", "1", "--no-convergence", "--audit", "off")
 
 
 def test_solve_progress_on_a_terminal_and_in_a_log(tmp_path, shared_data):
-    dev = str(shared_data / "advection_dev.hdf5")
-    out = run_on_pty([sys.executable, "-m", "pdesharp.cli", "solve", "advection", "--dev-data",
+    dev = str(shared_data / "burgers_dev.hdf5")  # advection ends after one evaluation
+    out = run_on_pty([sys.executable, "-m", "pdesharp.cli", "solve", "burgers", "--dev-data",
                       dev, *QUICK, "--max-evals", "2", "--out", str(tmp_path), "--run-id", "p"])
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace"))
     assert "elapsed" in text and re.search(r"elapsed\s+\d+:\d\d", text)
