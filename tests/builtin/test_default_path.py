@@ -169,8 +169,11 @@ EXAMPLE_TOLERANCE = {
 @pytest.mark.parametrize("name", sorted(EXAMPLE_TOLERANCE))
 def test_example_task_through_the_real_pipeline(name, tmp_path, monkeypatch, example_data):
     tol, evals = EXAMPLE_TOLERANCE[name]
+    # no audit: these check the designs' accuracy; a 2D example's audit alone takes about a
+    # minute (the floor and `auto` on the default path: test_default_path_fresh.py)
     code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / f"{name}.yaml"),
-                               "--dev-data", str(example_data / name / "dev.hdf5"), evals=evals)
+                               "--dev-data", str(example_data / name / "dev.hdf5"),
+                               "--audit", "off", evals=evals)
     assert code == 0, summary
     assert summary["best_dev_score"] < tol, summary
     assert standalone(run / "best_solver.py")

@@ -7,7 +7,8 @@ from pdesharp.task import Task, task_from_dict
 
 def make_task(equations, unknowns, parameters=None, *, space=("x",), domain=None, fields=None,
               boundary="periodic", time_span=(0.0, 1.0), n_frames=11, generator=None,
-              name="generic_test", constants=None, coefficients=None, time="t") -> Task:
+              name="generic_test", constants=None, coefficients=None, time="t",
+              grid="cell_centres") -> Task:
     """A minimal valid task (the solver template is irrelevant to data generation)."""
     spec = {
         "name": name,
@@ -20,6 +21,7 @@ def make_task(equations, unknowns, parameters=None, *, space=("x",), domain=None
         "parameters": dict(parameters or {}),
         "domain": domain or {a: [0.0, 1.0] for a in space},
         "boundary": boundary,
+        "grid": grid,
         "time_span": list(time_span) if time_span else None,
         "n_frames": n_frames,
         "solver": {"args": [{"name": "t_coordinate", "kind": "time"}],

@@ -44,8 +44,18 @@ def test_every_example_generates_with_several_seeds(name):
     if 3 * modes >= nx:
         nx = 3 * modes + 4
     ranges = spec.ranges if spec else {}
+    options = dict(LOOSE)
+    if not task.boundary.startswith("periodic"):
+        # walls: a degree-12 tensor grid in 2D keeps Radau's dense Jacobian small (11^2 rows per
+        # unknown), degree 32 in 1D keeps the stiffness of dispersive problems (Gross-Pitaevskii:
+        # eigenvalues ~ degree^4) down; resolution is not what this test checks (in 2D the
+        # initial data's conditions are checked on a fine grid whatever the degree)
+        options["collocation"] = 12 if len(task.equation.space) == 2 else 32
+        # and Radau at rtol 1e-5: at 1e-7 the 1D Gross-Pitaevskii example takes ~190k
+        # right-hand sides per sample (60-250 s), at 1e-5 ~8k; a blow-up still fails Radau
+        options["rtol"] = 1e-5
     for seed in (0, 1, 3):
-        batch = make_batch(task, seed, 0, 1, nx, **LOOSE)
+        batch = make_batch(task, seed, 0, 1, nx, **options)
         for unknown, key in task.data.fields.items():
             field = batch.arrays[key]
             assert np.all(np.isfinite(field)), (name, seed, unknown)

@@ -126,7 +126,8 @@ def test_a_user_task_reusing_a_builtin_name_is_not_given_the_builtin_generator(t
 
 
 @pytest.mark.parametrize("change,reason", [
-    ({"boundary": "dirichlet: u = 0", "space": ("x", "y")}, "non-periodic boundaries in 1D only"),
+    ({"boundary": "periodic in x; y = 0: u = 0; y = 1: u = 0", "space": ("x", "y")},
+     "not a mixture"),
     ({"boundary": "reflective walls"}, "cannot be read"),
     ({"equations": ["dt(u) - dx(w)", "w - dx(u)"], "unknowns": ["u", "w"]},
      "has no time derivative"),

@@ -71,8 +71,9 @@ def register(sub) -> None:
     ss.set_defaults(func=run_subset)
 
     gen = dsub.add_parser("generate", help="simulate fresh reference data with a built-in generator")
-    gen.add_argument("task", help="built-in task name, or a task YAML path (periodic time-dependent"
-                                  " user tasks use the generic spectral generator)")
+    gen.add_argument("task", help="built-in task name, or a task YAML path (time-dependent user"
+                                  " tasks, periodic or with walls in 1D or 2D, use the generic"
+                                  " spectral generators)")
     gen.add_argument("--samples", type=int, required=True, help="number of samples")
     gen.add_argument("--seed", type=int, required=True, help="random seed (recorded in the file)")
     gen.add_argument("--nx", type=int, default=None, help="grid size (default: the generator's)")

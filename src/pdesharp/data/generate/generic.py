@@ -21,10 +21,11 @@ Richardson error estimate. ``method="dop853"|"etdrk4"`` forces one.
 
 Supported: 1D and 2D, periodic boundaries, scalar equations or systems in which every equation
 has a time derivative (second time derivatives are rewritten as first-order systems, the
-velocity starting at zero unless the task declares it). 1D tasks with Dirichlet, Neumann or Robin
-boundaries go to the Chebyshev collocation generator :mod:`.generic_bounded`. Not supported (a
-clear :class:`UnsupportedTask` error): steady problems (Darcy has its own generator),
-non-periodic 2D problems, coefficient fields, constraints.
+velocity starting at zero unless the task declares it). Tasks with Dirichlet, Neumann or Robin
+walls (an interval or a rectangle, walls on every axis) go to the Chebyshev collocation
+generator :mod:`.generic_bounded`. Not supported (a clear :class:`UnsupportedTask` error):
+steady problems not given by formulas (Darcy has its own generator), a mixture of periodic
+axes and walls, coefficient fields, constraints, node grids on periodic axes.
 """
 
 from __future__ import annotations
@@ -63,13 +64,37 @@ def output_grid(task: Task, nx: int) -> list[np.ndarray]:
 
 
 def _fine_grid(task: Task, n_out: tuple[int, ...], factor: int) -> SpectralGrid:
-    """The output grid refined ``factor`` times in place: fine point factor·i is output point i."""
+    """The output grid refined ``factor`` times in place: fine point factor·i is output point i.
+    On ``nodes`` the last node of each axis is the first one again (x = hi is x = lo on a
+    periodic axis): the grid holds the N - 1 distinct nodes, :func:`_wrap` appends the last."""
     points, lengths = [], []
     for axis, n in zip(task.equation.space, n_out):
         lo, hi = (float(v) for v in task.domain[axis])
-        points.append(conventions.refined_points(lo, hi, n, factor, task.grid))
+        if task.grid == "nodes":
+            distinct = factor * (n - 1)
+            points.append(lo + np.arange(distinct) * (hi - lo) / distinct)
+        else:
+            points.append(conventions.refined_points(lo, hi, n, factor, task.grid))
         lengths.append(hi - lo)
     return SpectralGrid(tuple(points), tuple(lengths))
+
+
+def _wrap(task: Task, arr: np.ndarray, dim: int) -> np.ndarray:
+    """On ``nodes``: the values at the distinct nodes [..., N - 1 per axis] with the end node
+    x = hi appended as a copy of x = lo on each axis (so the two are equal exactly)."""
+    if task.grid != "nodes":
+        return arr
+    for a in range(arr.ndim - dim, arr.ndim):
+        arr = np.concatenate([arr, np.take(arr, [0], axis=a)], axis=a)
+    return arr
+
+
+def _distinct(task: Task, arr: np.ndarray, dim: int) -> np.ndarray:
+    """The inverse of :func:`_wrap`: drop the end node x = hi of each axis (it repeats x = lo)."""
+    if task.grid != "nodes":
+        return arr
+    index = (Ellipsis,) + (slice(0, -1),) * dim
+    return arr[index]
 
 
 def _fourier_resample(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -145,8 +170,8 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
     if missing:
         raise ValueError(f"initial data lacks unknowns {missing} of task {task.name!r}")
     first = np.asarray(next(iter(initial.values())), dtype=float)
-    arrays = [np.asarray(initial[u], dtype=float) if u in initial else np.zeros_like(first)
-              for u in system.unknowns]
+    arrays = [_distinct(task, np.asarray(initial[u], dtype=float), dim) if u in initial
+              else _distinct(task, np.zeros_like(first), dim) for u in system.unknowns]
     shape = arrays[0].shape
     if any(a.shape != shape for a in arrays) or len(shape) != dim + 1:
         raise ValueError(f"initial fields must all be [B, N{', N' if dim == 2 else ''}], got "
@@ -154,18 +179,20 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
     n_out = shape[1:]
     if len(set(n_out)) != 1 or n_out[0] < 4:
         raise ValueError(f"need the same number (>= 4) of points on every axis, got {n_out}")
-    factor = (task.generator.oversample if task.generator else 4) if nx is None else nx // n_out[0]
-    if nx is not None and (nx % n_out[0] or factor < 1):
-        raise ValueError(f"nx={nx} must be a positive multiple of the input size {n_out[0]}")
-    grid = _fine_grid(task, n_out, factor)
+    given = first.shape[1]  # points per axis as given (nodes: one more than n_out)
+    factor = (task.generator.oversample if task.generator else 4) if nx is None else nx // given
+    if nx is not None and (nx % given or factor < 1):
+        raise ValueError(f"nx={nx} must be a positive multiple of the input size {given}")
+    grid = _fine_grid(task, tuple(n + (task.grid == "nodes") for n in n_out), factor)
     u0 = np.stack([_fourier_resample(a, grid.shape) if factor > 1 else a for a in arrays], axis=1)
     frames, what = _integrate(system, grid, u0, t_out, method=method, rtol=rtol, tol=tol)
     if info is not None:
         info.update(what, oversample=factor, internal_grid=list(grid.shape))
     out = {}
     for j, name in enumerate(system.unknowns):
-        f = _subsample(frames[:, :, j], factor, dim)
-        f[:, 0] = arrays[j]  # frame 0 is the input exactly
+        f = _wrap(task, _subsample(frames[:, :, j], factor, dim), dim)
+        if name in initial:
+            f[:, 0] = initial[name]  # frame 0 is the input exactly
         out[name] = np.ascontiguousarray(f)
     return out
 
@@ -173,7 +200,7 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
 def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
                   n_frames: int | None = None, *, method: str = "auto", rtol: float = 1e-12,
                   tol: float = 1e-9, info: dict | None = None, first: int = 0,
-                  redraws=None) -> dict[str, np.ndarray]:
+                  redraws=None, collocation: int | None = None) -> dict[str, np.ndarray]:
     """Draw ``n_samples`` random initial conditions (seeded) and simulate them.
 
     The samples are ``first .. first + n_samples - 1`` of the seed (``redraws``: which redraw of
@@ -184,7 +211,8 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     ``t_key`` [T] (``n_frames`` times spanning ``time_span``; default the task's ``n_frames``,
     else 101), ``x_key`` [N] and, in 2D, ``y-coordinate`` [N] (cell centres). Initial data are
     drawn analytically on the internal grid (:mod:`.generic_ic`), so no interpolation enters.
-    A steady task (one problem given by formulas) is solved by :mod:`.steady` instead.
+    A steady task (one problem given by formulas) is solved by :mod:`.steady` instead; a task
+    with walls by :mod:`.generic_bounded` (``collocation``: its points per axis minus one).
     """
     if task.steady:
         from pdesharp.data.generate.steady import generate_steady
@@ -194,16 +222,19 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
         from pdesharp.data.generate.generic_bounded import generate_bounded
 
         return generate_bounded(task, n_samples, seed, nx, n_frames, rtol=rtol, info=info,
-                                first=first, redraws=redraws)
+                                first=first, redraws=redraws, collocation=collocation)
+    if collocation is not None:
+        raise ValueError("collocation (points per axis) applies to tasks with walls only")
     system = compile_system(task)
     dim = system.dim
     nx = int(nx or DEFAULT_NX[dim])
     spec = task.generator
     modes = spec.modes if spec else 4
     factor = spec.oversample if spec else 4
-    if 3 * modes >= nx:
+    if 3 * modes >= nx - (task.grid == "nodes"):
         raise ValueError(
-            f"nx={nx} is too coarse for initial data with {modes} modes (need nx > 3·modes)")
+            f"nx={nx} is too coarse for initial data with {modes} modes (need nx > 3·modes"
+            f"{' distinct nodes' if task.grid == 'nodes' else ''})")
     n_frames = int(n_frames or task.n_frames or DEFAULT_FRAMES)
     if n_frames < 2:
         raise ValueError(f"n_frames must be >= 2, got {n_frames}")
@@ -224,7 +255,7 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     out: dict[str, np.ndarray] = {}
     for j, name in enumerate(system.unknowns):
         if name in task.data.fields:
-            field = _subsample(frames[:, :, j], factor, dim)
+            field = _wrap(task, _subsample(frames[:, :, j], factor, dim), dim)
             out[task.data.fields[name]] = np.ascontiguousarray(field)
     coords = output_grid(task, nx)
     if task.data.t_key:
@@ -314,7 +345,10 @@ def check_task(task: Task) -> None:
 
 def _bounded(task: Task) -> bool:
     """A time-dependent task whose boundary is not periodic: the Chebyshev generator's."""
-    return not task.steady and not task.boundary.strip().lower().startswith("periodic")
+    from pdesharp.data.generate.generic_symbolic import _has_walls
+
+    return not task.steady and (not task.boundary.strip().lower().startswith("periodic")
+                                or _has_walls(task))
 
 
 def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = None,

@@ -1,177 +1,76 @@
-"""Reference data for 1D time-dependent tasks with Dirichlet, Neumann or Robin boundaries.
+"""Reference data for 1D and 2D time-dependent tasks with Dirichlet, Neumann or Robin walls.
 
-Method of lines on Chebyshev-Gauss-Lobatto points (spectral accuracy for smooth solutions, the
-end points on the walls): the task's equations are compiled exactly as for the Fourier generator
-(:mod:`.generic_symbolic`, conservation form kept), with derivatives taken by the Chebyshev
-differentiation matrix. Boundary values are not evolved: at every right-hand-side evaluation
-they are solved from the conditions ``a*u + b*du/dx = g(t)`` (a 2x2 linear system per unknown;
-a side without a condition is an outflow side whose end value evolves with the PDE). Time
-integration is SciPy's Radau IIA (implicit, order 5, L-stable: Chebyshev diffusion is too stiff
-for an explicit method), restarted at every frame time, with rtol 1e-10. Frames are evaluated at
-the output cell centres by barycentric interpolation, which is exact for the collocation
-polynomial.
+Method of lines on Chebyshev-Gauss-Lobatto points, an interval or the tensor grid of a rectangle
+(:mod:`.chebyshev`: spectral accuracy for smooth solutions, the end points on the walls): the
+task's equations are compiled exactly as for the Fourier generator (:mod:`.generic_symbolic`,
+conservation form kept), with derivatives taken by the Chebyshev differentiation matrices. Wall
+values are not evolved: at every right-hand-side evaluation they are solved from the conditions
+``a*u + b*du/dn = g(t, s)`` line by line (:mod:`.walls`; a side without a condition evolves with
+the PDE). Time integration is SciPy's Radau IIA (implicit, order 5, L-stable: Chebyshev diffusion
+is too stiff for an explicit method), restarted at every frame time, with rtol 1e-10. Frames are
+evaluated at the output points (the task's grid convention: cell centres or nodes) by barycentric
+interpolation, which is exact for the collocation polynomial.
 
 Initial data are the generic generator's random trigonometric polynomials, evaluated
 analytically at the collocation points and at the output points, blended near each wall into a
 profile that satisfies the boundary condition at t = 0 (so no boundary layer is created at the
-start) without leaving the task's ``generator.ranges`` (:mod:`.generic_bounded_ic`). Measured against exact solutions (tests/data_generate_generic): heat
-equation with Dirichlet, Neumann and time-dependent Robin data, errors ~1e-10.
+start) without leaving the task's ``generator.ranges`` (:mod:`.generic_bounded_ic`). Measured
+against exact solutions (tests/data_generate_generic): heat equation with Dirichlet, Neumann and
+time-dependent Robin data, errors ~1e-10 in 1D; in 2D time-dependent Dirichlet data varying along
+every wall, Neumann walls and one wall of each kind, below 1e-7.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-import sympy as sp
 from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicSpline
 
-from pdesharp.equation import ARRAY_MODULES
-from pdesharp.boundary import task_boundary
-from pdesharp.data.generate.generic_bounded_ic import blend_into_walls
+from pdesharp.data.generate.chebyshev import ChebyshevBox, ChebyshevGrid
+from pdesharp.data.generate.generic_bounded_ic import IncompatibleRange, meet_walls
 from pdesharp.data.generate.generic_ic import random_fields
 from pdesharp.data.generate.generic_symbolic import UnsupportedTask, compile_system
 from pdesharp.data.generate.generic_time import IntegrationFailed
+from pdesharp.data.generate.walls import WallConditions
 from pdesharp.grid import axis_points
 from pdesharp.task import Task
 
-DEFAULT_NX = 128
+__all__ = ["ChebyshevBox", "ChebyshevGrid", "generate_bounded", "integrate_walls", "make_box",
+           "simulate_bounded", "wall_initial_data"]
+
+DEFAULT_NX = {1: 128, 2: 64}
 DEFAULT_FRAMES = 101
+_Boundary = WallConditions  # the name the 1D generator used
 
 
-class ChebyshevGrid:
-    """Chebyshev-Gauss-Lobatto points on [lo, hi] (increasing) with their differentiation
-    matrix; the interface of :class:`~.generic_symbolic.SpectralGrid` the compiled system uses."""
-
-    def __init__(self, lo: float, hi: float, m: int):
-        self.lo, self.hi = float(lo), float(hi)
-        xi = -np.cos(np.pi * np.arange(m + 1) / m)
-        self.x = self.lo + (self.hi - self.lo) * (xi + 1.0) / 2.0
-        w = (-1.0) ** np.arange(m + 1)
-        w[0] *= 0.5
-        w[-1] *= 0.5
-        self.weights = w
-        diff = self.x[:, None] - self.x[None, :]
-        np.fill_diagonal(diff, 1.0)
-        D = (w[None, :] / w[:, None]) / diff
-        np.fill_diagonal(D, 0.0)
-        np.fill_diagonal(D, -D.sum(axis=1))
-        self.D = D
-
-    dim = 1
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (self.x.size,)
-
-    def coords(self) -> list[np.ndarray]:
-        return [self.x.reshape(1, -1)]
-
-    def full(self, value) -> np.ndarray:
-        arr = np.asarray(value, dtype=float)
-        if arr.ndim < 2:
-            arr = arr.reshape((1,) * (2 - arr.ndim) + arr.shape)
-        return np.broadcast_to(arr, arr.shape[:1] + self.shape)
-
-    def derivative(self, value, orders: tuple[int, ...]) -> np.ndarray:
-        out = self.full(value)
-        for _ in range(orders[0]):
-            out = out @ self.D.T
-        return out
-
-    def dealias(self, value) -> np.ndarray:
-        return self.full(value)
-
-    def interpolation(self, points: np.ndarray) -> np.ndarray:
-        """Matrix P with P @ u = the collocation polynomial at ``points`` (barycentric form)."""
-        diff = points[:, None] - self.x[None, :]
-        exact = np.isclose(diff, 0.0, atol=1e-14 * max(1.0, abs(self.hi)))
-        diff[exact] = 1.0
-        P = self.weights[None, :] / diff
-        P /= P.sum(axis=1, keepdims=True)
-        rows = exact.any(axis=1)
-        P[rows] = exact[rows].astype(float)
-        return P
+def _box(grid) -> ChebyshevBox:
+    return grid if isinstance(grid, ChebyshevBox) else ChebyshevBox([grid])
 
 
-class _Boundary:
-    """The conditions of each unknown at x = lo (side 0) and x = hi (side 1), evaluable at t."""
-
-    def __init__(self, task: Task, unknowns):
-        spec = task_boundary(task)
-        axis = task.equation.space[0]
-        t = sp.Symbol(task.equation.time or "t", real=True)
-        values = {sp.Symbol(k, real=True): v for k, v in task.constants.items()}
-        self.conds = []
-        for u in unknowns:
-            row = []
-            for side in (0, 1):
-                c = spec.condition(u, axis, side)
-                if c is None:
-                    row.append(None)
-                    continue
-                a, b = (float(sp.sympify(e).subs(values)) for e in (c.a, c.b))
-                g = sp.lambdify(t, sp.sympify(c.g).subs(values), ARRAY_MODULES)
-                row.append((a, b, g))
-            self.conds.append(row)
-
-    def constrained(self, k: int) -> list[int]:
-        return [s for s in (0, 1) if self.conds[k][s] is not None]
-
-
-def _free_mask(bc: _Boundary, n_u: int, n: int) -> np.ndarray:
-    mask = np.ones((n_u, n), dtype=bool)
-    for k in range(n_u):
-        for s in bc.constrained(k):
-            mask[k, 0 if s == 0 else -1] = False
-    return mask
-
-
-def _fill_boundary(u: np.ndarray, t: float, bc: _Boundary, D: np.ndarray) -> None:
-    """Set the constrained end values of u [n_u, n] from the conditions, in place."""
-    ends = (0, u.shape[1] - 1)
-    for k in range(u.shape[0]):
-        sides = bc.constrained(k)
-        if not sides:
-            continue
-        A = np.zeros((len(sides), len(sides)))
-        rhs = np.zeros(len(sides))
-        for r, s in enumerate(sides):
-            a, b, g = bc.conds[k][s]
-            i = ends[s]
-            row = b * D[i].copy()
-            row[i] += a
-            known = row @ u[k] - sum(row[ends[q]] * u[k, ends[q]] for q in sides)
-            rhs[r] = float(g(t)) - known
-            for c, q in enumerate(sides):
-                A[r, c] = row[ends[q]]
-        vals = np.linalg.solve(A, rhs)
-        for c, q in enumerate(sides):
-            u[k, ends[q]] = vals[c]
-
-
-def _integrate(task: Task, u0: np.ndarray, t_out: np.ndarray, grid: ChebyshevGrid, *,
+def integrate_walls(task: Task, u0: np.ndarray, t_out: np.ndarray, box: ChebyshevBox, *,
                rtol: float) -> tuple[np.ndarray, dict]:
-    """Frames [B, T, n_u, m+1] from u0 [B, n_u, m+1] (boundary values are re-imposed)."""
+    """Frames [B, T, n_u, *shape] from u0 [B, n_u, *shape] (wall values are re-imposed)."""
     system = compile_system(task, bounded=True)
-    bc = _Boundary(task, system.unknowns)
-    n_u, n = u0.shape[1], u0.shape[2]
-    free = _free_mask(bc, n_u, n)
-    out = np.empty((u0.shape[0], len(t_out), n_u, n))
+    bc = WallConditions(task, system.unknowns)
+    n_u = u0.shape[1]
+    free = bc.free_mask(box)
+    out = np.empty((u0.shape[0], len(t_out)) + u0.shape[1:])
     nfev = 0
     for s in range(u0.shape[0]):
         full = u0[s].copy()
-        _fill_boundary(full, float(t_out[0]), bc, grid.D)
-        scale = np.maximum(np.abs(full).max(axis=1, keepdims=True), 1e-6 * np.abs(full).max() + 1e-300)
-        atol = (rtol * np.broadcast_to(scale, full.shape))[free]
+        bc.fill(full, float(t_out[0]), box)
+        flat = full.reshape(n_u, -1)
+        scale = np.maximum(np.abs(flat).max(axis=1), 1e-6 * np.abs(flat).max() + 1e-300)
+        atol = (rtol * np.broadcast_to(scale.reshape((n_u,) + (1,) * box.dim), full.shape))[free]
 
         def fun(t, y):
             u = full.copy()
             u[free] = y
-            _fill_boundary(u, t, bc, grid.D)
-            ut = system.rhs([u[k][None] for k in range(n_u)], t, grid, False)
-            return np.stack([np.asarray(v).reshape(-1) for v in ut])[free]
+            bc.fill(u, t, box)
+            ut = system.rhs([u[k][None] for k in range(n_u)], t, box, False)
+            return np.stack([np.asarray(v).reshape(box.shape) for v in ut])[free]
 
         out[s, 0] = full
         y = full[free]
@@ -188,59 +87,116 @@ def _integrate(task: Task, u0: np.ndarray, t_out: np.ndarray, grid: ChebyshevGri
                 y = sol.y[:, -1]
                 u = full.copy()
                 u[free] = y
-                _fill_boundary(u, t1, bc, grid.D)
+                bc.fill(u, t1, box)
                 out[s, j + 1] = u
     return out, {"method": "chebyshev collocation + radau", "rtol": rtol,
-                 "rhs_evaluations": nfev, "collocation_points": n}
+                 "rhs_evaluations": nfev,
+                 "collocation_points": list(box.shape) if box.dim > 1 else box.shape[0]}
 
 
-def _points(task: Task, nx: int) -> tuple[float, float, np.ndarray]:
-    axis = task.equation.space[0]
-    lo, hi = (float(v) for v in task.domain[axis])
-    return lo, hi, axis_points(lo, hi, nx, task.grid)
+def _points(task: Task, n: Sequence[int]) -> list[np.ndarray]:
+    """The output points of each space axis (the task's grid convention)."""
+    return [axis_points(*(float(v) for v in task.domain[a]), int(k), task.grid)
+            for a, k in zip(task.equation.space, n)]
 
 
 def _m(task: Task, nx: int) -> int:
+    """Collocation degree per axis. 1D: at least 48 (Radau's dense Jacobian is cheap); 2D: the
+    Jacobian has (m - 1)^2 rows per unknown (dense LU), so 7 points per initial mode and axis
+    (the shortest initial wave then interpolates to ~1e-9), at least 24 and at most 40: the
+    reference scripts of the examples use 28 to 36."""
     spec = task.generator
-    return int(min(256, max(48, (spec.oversample if spec else 4) * 16, nx)))
+    if len(task.equation.space) == 1:
+        return int(min(256, max(48, (spec.oversample if spec else 4) * 16, nx)))
+    modes = spec.modes if spec else 4
+    return int(min(40, max(24, 7 * modes + 4)))
 
 
-def wall_initial_data(task: Task, unknowns, introduced, grid: ChebyshevGrid, points: np.ndarray,
-                      n_samples: int, seed: int, *, first: int = 0, redraws=None
-                      ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{unknown: (values at the collocation points, values at ``points``)} of the random
-    initial data, satisfying the conditions at the initial time and within
-    ``generator.ranges`` (:mod:`.generic_bounded_ic`)."""
+def make_box(task: Task, nx: int, m: int | None = None) -> ChebyshevBox:
+    """The collocation box of ``task`` for output grids of nx points per axis (degree ``m``
+    per axis, default :func:`_m`)."""
+    m = int(m or _m(task, nx))
+    return ChebyshevBox([ChebyshevGrid(*task.domain[a], m) for a in task.equation.space])
+
+
+def _meets(bc: WallConditions, k: int, u: np.ndarray, t0: float, box: ChebyshevBox) -> bool:
+    """Whether u [B, *shape] satisfies unknown k's conditions at t0 (to 1e-6 of its size)."""
+    return bc.residual(u, k, t0, box) <= 1e-6 * max(1.0, float(np.abs(u).max()))
+
+
+def wall_initial_data(task: Task, unknowns, introduced, grid, points, n_samples: int, seed: int,
+                      *, first: int = 0, redraws=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{unknown: (values at the collocation points, values at ``points``)} of the random initial
+    data, satisfying the conditions at the initial time and within ``generator.ranges``
+    (:mod:`.generic_bounded_ic`). ``grid``: a :class:`ChebyshevGrid` (1D) or a box; ``points``:
+    the output points (an array in 1D, one array per axis). F is evaluated analytically on the
+    tensor grid of collocation and output points together, so each axis holds its walls."""
+    box = _box(grid)
+    points = [np.asarray(points)] if isinstance(points, np.ndarray) else list(points)
     spec = task.generator
     ranges = spec.ranges if spec else {}
-    lo, hi = grid.lo, grid.hi
+    boxes = [(g.lo, g.hi) for g in box.axes]
+    # 2D: also a degree-64 Chebyshev grid on which the conditions are checked (exact
+    # derivatives of the blended analytic function to ~1e-10, whatever the collocation degree)
+    check = ChebyshevBox([ChebyshevGrid(g.lo, g.hi, 64) for g in box.axes]) if box.dim > 1 \
+        else None
+    xs = [np.concatenate([g.x, p] + ([check.axes[a].x] if check else []))
+          for a, (g, p) in enumerate(zip(box.axes, points))]
+    ends = [(0, g.x.size - 1) for g in box.axes]
     drawn = [u for u in unknowns if u not in introduced]
-    kw = dict(modes=spec.modes if spec else 4, decay=spec.decay if spec else 2.0, ranges=ranges,
-              first=first, redraws=redraws)
-    at_nodes = random_fields([grid.x], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    at_points = random_fields([points], [lo], [hi - lo], drawn, n_samples, seed, **kw)
-    bc = _Boundary(task, unknowns)
+    values = random_fields(xs, [lo for lo, _ in boxes], [hi - lo for lo, hi in boxes], drawn,
+                           n_samples, seed, modes=spec.modes if spec else 4,
+                           decay=spec.decay if spec else 2.0, ranges=ranges, first=first,
+                           redraws=redraws)
+    bc = WallConditions(task, unknowns)
     t0 = float(task.time_span[0])  # type: ignore[index]
+    cheb = tuple(slice(0, g.x.size) for g in box.axes)
+    out_part = tuple(slice(g.x.size, g.x.size + p.size) for g, p in zip(box.axes, points))
+    checked = tuple(slice(g.x.size + p.size, None) for g, p in zip(box.axes, points))
     fields = {}
     for u in drawn:
-        conds = bc.conds[list(unknowns).index(u)]
-        fields[u] = tuple(blend_into_walls([at_nodes[u], at_points[u]], [grid.x, points], lo, hi,
-                                           conds, t0, tuple(ranges[u]) if u in ranges else None,
-                                           u))
+        k = list(unknowns).index(u)
+        conds = [[None if c is None else
+                  (c.a, c.b, bc.side_values(c, a, s, t0, [xs[b] for b in range(box.dim) if b != a]))
+                  for s, c in enumerate(bc.sides[k][a])] for a in range(box.dim)]
+        rng = tuple(ranges[u]) if u in ranges else None
+        u0 = meet_walls(values[u], xs, ends, boxes, conds, rng, u)
+        if check and rng is not None and not _meets(bc, k, u0[(slice(None),) + checked], t0, check) \
+                and rng[0] <= 0.0 <= rng[1] and all(c is None or c.homogeneous
+                                                   for row in bc.sides[k] for c in row):
+            # the range moved a wall value off F's (a Robin slope that would leave it), which
+            # breaks the other axis' conditions at the corners. Zero data are kept by scaling:
+            # blend without the range, then shrink towards 0 (inside the range) until it fits
+            u0 = meet_walls(values[u], xs, ends, boxes, conds, None, u)
+            top, bottom = float(u0.max()), float(u0.min())
+            u0 = u0 * min(1.0, rng[1] / top if top > 0 else 1.0,
+                          rng[0] / bottom if bottom < 0 else 1.0)
+        at_nodes = u0[(slice(None),) + cheb]
+        if check and not _meets(bc, k, u0[(slice(None),) + checked], t0, check):
+            miss = bc.residual(u0[(slice(None),) + checked], k, t0, check)
+            raise IncompatibleRange(
+                f"{u}: initial data meeting its wall conditions on both axes could not be built"
+                f" (condition residual {miss:.2e} at t = {t0:g}):"
+                " in 2D the generator meets zero data of any kind, and nonzero Dirichlet data on"
+                " all four walls" + (" within generator.ranges" if rng else ""))
+        fields[u] = (at_nodes, u0[(slice(None),) + out_part])
     return fields
 
 
 def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = None,
                      n_frames: int | None = None, *, rtol: float = 1e-10,
-                     info: dict | None = None, first: int = 0,
-                     redraws=None) -> dict[str, np.ndarray]:
-    """Random initial data (seeded) simulated to ``n_frames`` times: the task's HDF5 layout.
+                     info: dict | None = None, first: int = 0, redraws=None,
+                     collocation: int | None = None) -> dict[str, np.ndarray]:
+    """Random initial data (seeded) simulated to ``n_frames`` times: the task's HDF5 layout
+    (fields [B, T, N] in 1D, [B, T, N, N] in 2D, on the task's output grid).
 
     Samples ``first .. first + n_samples - 1`` of the seed (``redraws``: see
     :func:`.generic_ic.draw_coefficients`); each is integrated on its own, so a sample does not
-    depend on which others are generated with it."""
+    depend on which others are generated with it. ``collocation``: the polynomial degree per
+    axis (default :func:`_m`; a quick low-accuracy run may take fewer)."""
     system = compile_system(task, bounded=True)
-    nx = int(nx or DEFAULT_NX)
+    dim = system.dim
+    nx = int(nx or DEFAULT_NX[dim])
     spec = task.generator
     modes = spec.modes if spec else 4
     if 3 * modes >= nx:
@@ -248,54 +204,61 @@ def generate_bounded(task: Task, n_samples: int, seed: int, nx: int | None = Non
     n_frames = int(n_frames or task.n_frames or DEFAULT_FRAMES)
     t0, t1 = task.time_span  # type: ignore[misc]
     t_out = np.linspace(float(t0), float(t1), n_frames)
-    lo, hi, points = _points(task, nx)
-    grid = ChebyshevGrid(lo, hi, _m(task, nx))
-    fields = wall_initial_data(task, system.unknowns, system.introduced, grid, points,
+    points = _points(task, (nx,) * dim)
+    box = make_box(task, nx, collocation)
+    fields = wall_initial_data(task, system.unknowns, system.introduced, box, points,
                                n_samples, seed, first=first, redraws=redraws)
-    zero = np.zeros((n_samples, grid.x.size))
+    zero = np.zeros((n_samples,) + box.shape)
     u0 = np.stack([fields[u][0] if u in fields else zero for u in system.unknowns], axis=1)
-    frames, what = _integrate(task, u0, t_out, grid, rtol=rtol)
-    P = grid.interpolation(points)
+    frames, what = integrate_walls(task, u0, t_out, box, rtol=rtol)
     if info is not None:
         info.update(what, nx=nx, ic_modes=modes)
     out: dict[str, np.ndarray] = {}
     for j, name in enumerate(system.unknowns):
         if name in task.data.fields:
-            f = frames[:, :, j] @ P.T
+            f = box.interpolate(frames[:, :, j], points)
             f[:, 0] = fields[name][1]  # frame 0: the initial function itself at the points
             out[task.data.fields[name]] = np.ascontiguousarray(f)
     if task.data.t_key:
         out[task.data.t_key] = t_out
     if task.data.x_key:
-        out[task.data.x_key] = points
+        out[task.data.x_key] = points[0]
+    if dim == 2:
+        out["y-coordinate"] = points[1]
     return out
 
 
 def simulate_bounded(task: Task, initial: Mapping[str, np.ndarray], t_out, *, rtol: float = 1e-10,
                      info: dict | None = None) -> dict[str, np.ndarray]:
-    """Evolve ``initial`` ({unknown: [B, N]} at the output cell centres) to ``t_out``. The data
-    are moved to the collocation points by cubic splines (an O(h^4) step)."""
+    """Evolve ``initial`` ({unknown: [B, N] or [B, N, N]} on the task's output grid) to
+    ``t_out``. The data are moved to the collocation points by (tensor) cubic splines, an
+    O(h^4) step; frame 0 is the input exactly."""
     system = compile_system(task, bounded=True)
     missing = [u for u in system.unknowns if u not in initial and u not in system.introduced]
     if missing:
         raise ValueError(f"initial data lacks unknowns {missing} of task {task.name!r}")
     first = np.asarray(next(iter(initial.values())), dtype=float)
-    if first.ndim != 2:
-        raise UnsupportedTask("the bounded generator is 1D: initial fields must be [B, N]")
-    lo, hi, points = _points(task, first.shape[1])
-    grid = ChebyshevGrid(lo, hi, _m(task, first.shape[1]))
-    u0 = np.stack([CubicSpline(points, np.asarray(initial[u], dtype=float), axis=1)(grid.x)
-                   if u in initial else np.zeros((first.shape[0], grid.x.size))
-                   for u in system.unknowns], axis=1)
-    frames, what = _integrate(task, u0, np.asarray(t_out, dtype=float), grid, rtol=rtol)
+    if first.ndim != system.dim + 1:
+        raise UnsupportedTask(f"task {task.name!r} is {system.dim}D: initial fields must be "
+                              f"[B{', N' * system.dim}], got {first.shape}")
+    points = _points(task, first.shape[1:])
+    box = make_box(task, max(first.shape[1:]))
+
+    def to_nodes(values: np.ndarray) -> np.ndarray:
+        for a, (p, g) in enumerate(zip(points, box.axes)):
+            values = CubicSpline(p, values, axis=a + 1)(g.x)
+        return values
+
+    u0 = np.stack([to_nodes(np.asarray(initial[u], dtype=float)) if u in initial
+                   else np.zeros((first.shape[0],) + box.shape) for u in system.unknowns], axis=1)
+    frames, what = integrate_walls(task, u0, np.asarray(t_out, dtype=float), box, rtol=rtol)
     if info is not None:
         info.update(what)
-    P = grid.interpolation(points)
     out = {}
     for j, name in enumerate(system.unknowns):
         if name in system.introduced:
             continue
-        f = frames[:, :, j] @ P.T
+        f = box.interpolate(frames[:, :, j], points)
         f[:, 0] = np.asarray(initial[name], dtype=float)
         out[name] = np.ascontiguousarray(f)
     return out

@@ -21,6 +21,9 @@ u0 stays in a range [lo, hi] whenever F and each ℓ_s do: the Dirichlet value m
 range (else the request contradicts itself and the error says so), and when F's wall value would
 need a slope that carries ℓ_s out of the range, the wall value closest to it that does not is
 taken instead (an error if there is none).
+
+On a rectangle (:func:`meet_walls`) the blend is applied along x, then along y; nonzero
+Dirichlet data on all four walls are lifted by their transfinite (Coons) interpolant instead.
 """
 
 from __future__ import annotations
@@ -90,30 +93,112 @@ def wall_value_and_slope(a: float, b: float, g: float, own: float, side: int, le
     return v, (g - a * v) / b
 
 
-def blend_into_walls(values: list[np.ndarray], xs: list[np.ndarray], lo: float, hi: float,
-                     conds: list, t0: float, rng: tuple[float, float] | None,
-                     unknown: str) -> list[np.ndarray]:
-    """Make F (``values[i]`` [B, n_i] at the points ``xs[i]``; ``xs[0]`` must contain both
-    walls as its first and last point) satisfy the conditions ``conds`` = [(a, b, g) or None
-    for the low and the high wall] at time ``t0``. Returns the blended arrays, same shapes."""
+def _profiles(a: float, b: float, g: np.ndarray, own: np.ndarray, side: int, length: float,
+              rng: tuple[float, float] | None, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Wall values v and slopes d (arrays shaped like ``own``) with a*v + b*d = g."""
+    g = np.broadcast_to(g, own.shape)
+    if b == 0:  # the closed forms of wall_value_and_slope, vectorised
+        if a == 0:
+            wall_value_and_slope(a, b, 0.0, 0.0, side, length, rng, where)  # raises
+        v = np.broadcast_to(g / a, own.shape)
+        if rng is not None:
+            outside = np.maximum(rng[0] - v, v - rng[1])
+            worst = int(np.argmax(outside))
+            if outside.flat[worst] > _RANGE_SLACK:  # raises, naming the value
+                wall_value_and_slope(a, b, float(g.flat[worst]), 0.0, side, length, rng, where)
+        return v, np.zeros(own.shape)
+    if rng is None:
+        return own, (g - a * own) / b
+    pairs = [wall_value_and_slope(a, b, float(gi), float(oi), side, length, rng, where)
+             for gi, oi in zip(g.ravel(), own.ravel())]
+    v, d = (np.array(c, dtype=float).reshape(own.shape) for c in zip(*pairs))
+    return v, d
+
+
+def blend_axis(values: np.ndarray, x: np.ndarray, axis: int, lo: float, hi: float,
+               ends: tuple[int, int], conds: list, rng: tuple[float, float] | None,
+               where: str) -> np.ndarray:
+    """Blend F (``values`` [B, *grid]) along space axis ``axis`` into wall profiles meeting the
+    conditions ``conds`` = [(a, b, g) or None for the low and the high wall], g the data at the
+    initial time on every line along the axis (an array over the other axes, or a number).
+    ``x`` are the points along the axis, ``x[ends[0]] = lo`` and ``x[ends[1]] = hi``."""
     length = hi - lo
-    if not (np.isclose(xs[0][0], lo) and np.isclose(xs[0][-1], hi)):
-        raise ValueError("the first point set must start at lo and end at hi")
-    walls = (values[0][:, 0], values[0][:, -1])
-    out = [v.astype(float, copy=True) for v in values]
+    if not (np.isclose(x[ends[0]], lo) and np.isclose(x[ends[1]], hi)):
+        raise ValueError("the point set must contain both walls")
+    v = np.moveaxis(np.asarray(values, dtype=float), axis + 1, 1)  # [B, n, other...]
+    shape = (-1,) + (1,) * (v.ndim - 2)
+    xi = ((x - lo) / length).reshape(shape)
+    xs = x.reshape(shape)
+    out = v.copy()
     for side in (0, 1):
-        cond = conds[side]
-        if cond is None:
+        if conds[side] is None:
             continue
-        a, b, g = cond
-        g0 = float(g(t0))
-        where = f"{unknown} at x = {(lo, hi)[side]:g} ({'low' if side == 0 else 'high'} wall)"
-        for i, x in enumerate(xs):
-            xi = (x - lo) / length
-            beta = _blend(xi, side)
-            q = _slope_profile(x, xi, lo, hi, side)
-            for s in range(out[i].shape[0]):
-                v, d = wall_value_and_slope(a, b, g0, float(walls[side][s]), side, length, rng,
-                                            where)
-                out[i][s] += beta * (v + d * q - values[i][s])
+        a, b, g = conds[side]
+        own = v[:, ends[side]]  # [B, other...]
+        wall, slope = _profiles(a, b, np.asarray(g, dtype=float), own, side, length, rng,
+                                f"{where} at {'xyz'[axis]} = {(lo, hi)[side]:g}"
+                                f" ({'low' if side == 0 else 'high'} wall)")
+        q = _slope_profile(xs, xi, lo, hi, side)
+        out += _blend(xi, side) * (wall[:, None] + slope[:, None] * q - v)
+    return np.moveaxis(out, 1, axis + 1)
+
+
+def dirichlet_lift(data: list, xs: list[np.ndarray], ends: list[tuple[int, int]],
+                   boxes: list[tuple[float, float]], where: str) -> np.ndarray:
+    """The transfinite (Coons) interpolant H(x, y) of Dirichlet data on the four walls of a
+    rectangle: ``data[a][s]`` are the values u = g/a on side s of axis a along the other axis'
+    points. H equals the data on every wall when they agree at the corners (checked)."""
+    (x, y), (ex, ey) = xs, ends
+    (xlo, xhi), (ylo, yhi) = boxes
+    phi = [(xhi - x) / (xhi - xlo), (x - xlo) / (xhi - xlo)]
+    psi = [(yhi - y) / (yhi - ylo), (y - ylo) / (yhi - ylo)]
+    H = np.zeros((x.size, y.size))
+    for s in (0, 1):
+        H += phi[s][:, None] * data[0][s][None, :] + psi[s][None, :] * data[1][s][:, None]
+    for s in (0, 1):
+        for r in (0, 1):
+            cx, cy = float(data[0][s][ey[r]]), float(data[1][r][ex[s]])
+            if abs(cx - cy) > 1e-8 * max(1.0, abs(cx)):
+                raise IncompatibleRange(
+                    f"{where}: the Dirichlet data disagree at the corner ({(xlo, xhi)[s]:g},"
+                    f" {(ylo, yhi)[r]:g}) at the initial time ({cx:.6g} on the x wall, {cy:.6g}"
+                    " on the y wall): no continuous initial data meet both")
+            H -= phi[s][:, None] * psi[r][None, :] * cx
+    return H
+
+
+def _inside(xi: np.ndarray) -> np.ndarray:
+    """1 - β_lo - β_hi: the weight F keeps, zero with zero slope at both walls."""
+    return 1.0 - _blend(xi, 0) - _blend(xi, 1)
+
+
+def meet_walls(values: np.ndarray, xs: list[np.ndarray], ends: list[tuple[int, int]],
+               boxes: list[tuple[float, float]], conds: list[list], rng, unknown: str
+               ) -> np.ndarray:
+    """F (``values`` [B, *grid] on the tensor grid ``xs``, each axis holding its walls at
+    ``ends``) made to satisfy the conditions ``conds[a][s]`` = (a, b, g) or None, g the data at
+    the initial time along the side (an array over the other axis' points).
+
+    1D: :func:`blend_axis`. 2D: blending along x then along y keeps the x conditions when their
+    data are zero (the y profiles are built from values and slopes that already meet them);
+    inhomogeneous Dirichlet data on all four walls are lifted instead, u0 = H + W (F - H) with H
+    the Coons interpolant of the data and W = (1 - β_lo - β_hi)(x) (1 - β_lo - β_hi)(y), a convex
+    combination of F and H. Other inhomogeneous data in 2D are checked by the caller."""
+    dim = len(xs)
+    if dim == 2 and all(c is not None and c[1] == 0 for row in conds for c in row) \
+            and any(np.any(np.asarray(c[2]) != 0) for row in conds for c in row):
+        data = [[np.broadcast_to(np.asarray(c[2], dtype=float) / c[0], (xs[1 - a].size,))
+                 for c in conds[a]] for a in range(2)]
+        H = dirichlet_lift(data, xs, ends, boxes, unknown)
+        if rng is not None and (H.min() < rng[0] - _RANGE_SLACK or H.max() > rng[1] + _RANGE_SLACK):
+            raise IncompatibleRange(
+                f"{unknown}: the Dirichlet data at the initial time span [{H.min():.6g},"
+                f" {H.max():.6g}] inside the box, outside generator.ranges [{rng[0]:g},"
+                f" {rng[1]:g}]; widen the range")
+        W = _inside((xs[0] - boxes[0][0]) / (boxes[0][1] - boxes[0][0]))[:, None] \
+            * _inside((xs[1] - boxes[1][0]) / (boxes[1][1] - boxes[1][0]))[None, :]
+        return H + W * (values - H)
+    out = values
+    for a in range(dim):
+        out = blend_axis(out, xs[a], a, *boxes[a], ends[a], conds[a], rng, unknown)
     return out

@@ -219,8 +219,9 @@ class CompiledSystem:
 def check_supported(task: Task, bounded: bool = False) -> None:
     """Raise :class:`UnsupportedTask` naming why the generic generator cannot make ``task``.
 
-    ``bounded=True`` checks for the Chebyshev generator of 1D problems with Dirichlet, Neumann or
-    Robin boundaries (:mod:`.generic_bounded`) instead of the Fourier one."""
+    ``bounded=True`` checks for the Chebyshev generator of 1D and 2D problems with Dirichlet,
+    Neumann or Robin conditions on every wall (:mod:`.generic_bounded`) instead of the Fourier
+    one."""
     eq = task.equation
     if task.steady:
         raise UnsupportedTask(
@@ -231,19 +232,21 @@ def check_supported(task: Task, bounded: bool = False) -> None:
     if bounded:
         from pdesharp.boundary import BoundaryError, task_boundary
 
-        if len(eq.space) != 1:
-            raise UnsupportedTask(
-                f"task {task.name!r} has boundary {task.boundary!r} in {len(eq.space)}D: the "
-                "generic generator handles non-periodic boundaries in 1D only")
         try:
-            task_boundary(task)
+            spec = task_boundary(task)
         except BoundaryError as exc:
             raise UnsupportedTask(f"task {task.name!r}: the boundary {task.boundary!r} cannot be"
                                   f" read: {exc}") from None
-    elif not periodic:
+        if spec.periodic:
+            raise UnsupportedTask(
+                f"task {task.name!r} has boundary {task.boundary!r}: periodic in "
+                f"{', '.join(spec.periodic)} with walls on other axes; the generic generators "
+                "handle all-periodic boxes (Fourier) or walls on every axis (Chebyshev), "
+                "not a mixture")
+    elif not periodic or _has_walls(task):
         raise UnsupportedTask(
             f"task {task.name!r} has boundary {task.boundary!r}: the Fourier spectral generator "
-            "supports periodic boundaries only (1D non-periodic tasks use the Chebyshev one)")
+            "supports periodic boundaries only (tasks with walls use the Chebyshev one)")
     if len(eq.space) not in (1, 2):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.space)} space axes; supported: 1 or 2")
@@ -251,13 +254,19 @@ def check_supported(task: Task, bounded: bool = False) -> None:
         raise UnsupportedTask(
             f"task {task.name!r} has coefficient fields {eq.coefficients}: not supported by the "
             "generic generator (it would have to invent them)")
-    if task.grid != "cell_centres":
-        raise UnsupportedTask(
-            f"task {task.name!r} uses grid {task.grid!r}: the generic generator writes "
-            "cell-centred periodic grids only")
     if len(eq.equations) != len(eq.unknowns):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.equations)} equations for {len(eq.unknowns)} unknowns")
+
+
+def _has_walls(task: Task) -> bool:
+    """A boundary such as "periodic in x; y = 0: u = 0" starts with "periodic" but has walls."""
+    from pdesharp.boundary import BoundaryError, task_boundary
+
+    try:
+        return not task_boundary(task).all_periodic
+    except BoundaryError:
+        return False
 
 
 def compile_system(task: Task, bounded: bool = False) -> CompiledSystem:
