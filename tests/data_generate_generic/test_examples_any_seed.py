@@ -22,10 +22,11 @@ def test_the_examples_are_found():
     assert {"fisher_robin1d", "burgers_inflow1d", "heat2d", "poisson1d"} <= set(EXAMPLES)
 
 
-# examples of forms the generic generator does not take (Sobolev-type dt, 2D time-dependent
-# walls, Riemann data): their references come from examples/tasks/reference_terms.py
-DEDICATED = {"bbm_soliton1d", "bbm_walls1d", "cahn_hilliard_neumann1d", "cross_diffusion2d",
-             "sod1d"}
+# examples of forms the generic generator accepts but cannot integrate from its random data
+# (Sobolev-type dt, fourth order between walls, Euler's shocks: every draw fails, and `data
+# generate` says so after its redraws): their references come from
+# examples/tasks/reference_terms.py. Known gap: check_task should refuse them up front.
+DEDICATED = {"bbm_soliton1d", "bbm_walls1d", "cahn_hilliard_neumann1d", "sod1d"}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
