@@ -23,6 +23,7 @@ from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 from pdesharp.boundary import _CLAUSE, BoundaryError, _split_conditions, parse_boundary
 from pdesharp.equation import EquationError, _derivative_op, parse_system
 from pdesharp.expression import ExpressionError, formula, read, split_equation
+from pdesharp.task_short import expand
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = json.loads((Path(__file__).parent / "fixtures" / "expression_corpus.json").read_text())
@@ -36,6 +37,8 @@ def yaml_calls() -> list[dict]:
     for path in sorted([*(ROOT / "src/pdesharp/tasks").glob("*.yaml"),
                         *(ROOT / "examples/tasks").glob("*.yaml")]):
         d = yaml.safe_load(path.read_text())
+        if not isinstance(d.get("equation"), dict):  # the short form: as load_task expands it
+            d = expand(d)
         eq = d["equation"]
         names = list(d.get("parameters", {})) + list(eq.get("constants", {}))
         time_ = eq.get("time", "t")

@@ -55,20 +55,23 @@ def test_a_run_folder_that_cannot_be_made_is_one_line_and_leaves_nothing(tiny_di
 
 
 def fill(folder) -> None:
-    """Write a ballast file until the file system refuses."""
-    with open(folder / "ballast", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * (1 << 16))
-                f.flush()
-        except OSError:
-            pass
+    """Write a ballast file until the file system refuses (unbuffered: a buffered file would
+    raise again when closed)."""
+    fd = os.open(folder / "ballast", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * (1 << 16))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def test_full_disk_mid_run_one_line_resumable_nothing_lost(small_disk, shared_data):
     runs = small_disk / "runs"
-    argv = [sys.executable, "-m", "pdesharp.cli", "solve", "advection", "--dev-data",
-            str(shared_data / "advection_dev.hdf5"), "--max-samples", "1", "--no-convergence",
+    # Burgers without its audit: more than one evaluation (advection ends after its first)
+    argv = [sys.executable, "-m", "pdesharp.cli", "solve", "burgers", "--dev-data",
+            str(shared_data / "burgers_dev.hdf5"), "--max-samples", "1", "--no-convergence",
             "--audit", "off", "--max-evals", "5", "--workers", "1", "--out", str(runs),
             "--run-id", "full", "--quiet"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -439,6 +439,10 @@ def main(argv: list[str]) -> int:
                 scratch_full = True
                 break
     t_end = time.monotonic()
+    if poll and not (timed_out or scratch_full):
+        # a solver that wrote past the limit and ended between two polls is over it all the same
+        used, entries = scratch_usage(".", poll["max_entries"])
+        scratch_full = used > poll["max_bytes"] or entries > poll["max_entries"]
     if timed_out or scratch_full:
         try:
             os.kill(pid, signal.SIGKILL)
