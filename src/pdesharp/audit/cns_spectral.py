@@ -150,13 +150,8 @@ def solve_cns(task: Task, ref: ReferenceData, indices: list[int],
         note="the difference is the coarser run's error (space and time), an upper bound for "
              "the primary's")
     notes = []
-    rate = None
-    try:
-        from pdesharp.audit.spectral import spectral_rate
+    from pdesharp.audit.spectral import optional_rate
 
-        progress("time derivative at the stored frames")
-        rate = spectral_rate(task, primary, times)
-    except Exception as exc:  # noqa: BLE001 - the clock fit is optional
-        notes.append(f"no time-offset fit: the right-hand side could not be evaluated ({exc})")
+    rate = optional_rate(task, primary, times, progress, notes)
     return Converged(fields=primary, rate=rate, method=primary_text, convergence=record,
                      notes=notes)

@@ -105,13 +105,8 @@ def solve_cns(task: Task, ref: ReferenceData, indices: list[int],
     notes = [f"the reference's own scheme in float64 on its own grid differs from the reference "
              f"by nRMSE {same_scheme:.2e} (float32 arithmetic and clock) and from the converged "
              f"solution by {check.difference:.2e} (discretisation)"]
-    rate = None
-    try:
-        from pdesharp.audit.spectral import spectral_rate
+    from pdesharp.audit.spectral import optional_rate
 
-        progress("time derivative at the stored frames")
-        rate = spectral_rate(task, fine, times)
-    except Exception as exc:  # noqa: BLE001 - the clock fit is optional
-        notes.append(f"no time-offset fit: the right-hand side could not be evaluated ({exc})")
+    rate = optional_rate(task, fine, times, progress, notes)
     return Converged(fields=fine, rate=rate, method=primary_text, convergence=check,
                      notes=notes)

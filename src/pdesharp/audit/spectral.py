@@ -119,6 +119,17 @@ def fourier_refine(arr: np.ndarray, factor: int, n_axes: int) -> np.ndarray:
     return out
 
 
+def optional_rate(task, fields, times, progress, notes: list[str]):
+    """:func:`spectral_rate` of a converged solution for the clock fit, or None with a note
+    saying why (the fit is optional: an audit without it is still an audit)."""
+    try:
+        progress("time derivative at the stored frames")
+        return spectral_rate(task, fields, times)
+    except Exception as exc:  # noqa: BLE001 - the clock fit is optional
+        notes.append(f"no time-offset fit: the right-hand side could not be evaluated ({exc})")
+        return None
+
+
 def spectral_rate(task: Task, fields: dict[str, np.ndarray], times: np.ndarray
                   ) -> dict[str, np.ndarray]:
     """u_t at every stored frame from the task's own right-hand side, with spectral derivatives
