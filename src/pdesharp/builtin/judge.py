@@ -28,9 +28,10 @@ import re
 
 from pdesharp.builtin.author import design_facts, problem, render
 from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
+                                            retitle)
 from pdesharp.builtin.evidence import below_resolution, order, predicted_change
-from pdesharp.builtin.families import (FAMILIES, candidate_designs, design_key, family,
-                                       first_family)
+from pdesharp.builtin.families import candidate_designs, design_key, family, first_family
 from pdesharp.records import Analysis
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.ranking import Rule, rank, seconds
@@ -41,52 +42,6 @@ STRATEGIES = ("accuracy", "robust", "hybrid")
 # where that is (the reference floor, else the data's round-off floor, RoundInfo); this is the
 # fallback before a judge has been told (double precision, with room for the solver's own)
 ROUND_OFF = 1e-11
-_LINE = re.compile(r"^(?P<name>[A-Z][A-Z0-9_]*) = (?P<value>[^#\n]+?)(?P<comment>\s+#.*)?$", re.M)
-_HEAD = re.compile(r"# ---- design axes.*?\n(.*?)# ---- end of design axes", re.S)
-
-
-def _header(code: str) -> str:
-    m = _HEAD.search(code)
-    return m.group(1) if m else ""
-
-
-def read_design(code: str) -> Design | None:
-    """The design a generated solver was rendered from, read back from its constant lines
-    (the design-axes header; axes that are fixed for the problem are read where they stand)."""
-    head = _header(code)
-    m = re.search(r'^FAMILY = "(\w+)"', head, re.M)
-    if m is None or m.group(1) not in FAMILIES:
-        return None
-    fam = FAMILIES[m.group(1)]
-    lines = {x["name"]: x["value"] for x in _LINE.finditer(code)}
-    lines.update({x["name"]: x["value"] for x in _LINE.finditer(head)})
-    values = {}
-    for axis in fam.axes:
-        if axis.name in lines:
-            try:
-                values[axis.name] = axis.parse(lines[axis.name])
-            except ValueError:
-                return None
-    return fam.design(**values)
-
-
-def constant_patch(code: str, changes: dict[str, object]) -> str:
-    """SEARCH/REPLACE blocks that set design constants in the header, keeping each comment."""
-    head = _header(code)
-    fam = read_design(code)
-    axes = {a.name: a for a in FAMILIES[fam.family].axes} if fam else {}
-    blocks = []
-    for name, value in changes.items():
-        m = next((m for m in _LINE.finditer(head) if m["name"] == name), None)
-        if m is None:
-            raise KeyError(f"the solver's design header has no axis {name}"
-                           f" (its axes: {[x['name'] for x in _LINE.finditer(head)]})")
-        text = axes[name].literal(value) if name in axes else repr(value)
-        new = f"{name} = {text}{m['comment'] or ''}"
-        blocks.append(f"<<<<<<< SEARCH\n{m.group(0)}\n=======\n{new}\n>>>>>>> REPLACE")
-    return "\n".join(blocks)
-
-
 def _numeric(old, new) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
 
@@ -102,16 +57,6 @@ def _again(old: float, new: float):
     else:
         out = new / 4
     return int(round(out)) if isinstance(new, int) else round(out, 10)
-
-
-def _retitle(code: str, title: str) -> str:
-    """A SEARCH/REPLACE block that keeps the solver's docstring title in step with its design."""
-    first = code.split("\n", 1)[0]
-    if not first.startswith('"""') or ": " not in first:
-        return ""
-    head = first[: first.index(": ", 3)]
-    line = f"{head}: {title}."
-    return "" if line == first else f"\n<<<<<<< SEARCH\n{first}\n=======\n{line}\n>>>>>>> REPLACE"
 
 
 class BuiltinJudge:
@@ -312,7 +257,7 @@ class BuiltinJudge:
             if prop is not None:
                 return prop
         fam = family(d.family)
-        present = {m["name"] for m in _LINE.finditer(_header(base.candidate.code))}
+        present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
         moves = [m for m in fam.moves(d, p, self.strategy, failed) if m[0] in present]
         dead = self._dead_axes(base, results, d.family)
         if not failed and self._speed(base.result):  # eligible: cheaper designs first
@@ -347,7 +292,7 @@ class BuiltinJudge:
             if k in seen or k == fam.key(d, p):
                 continue  # tried already, or the change cannot alter the computation
             self._claim(k)
-            patch = constant_patch(base.candidate.code, {axis: value}) + _retitle(
+            patch = constant_patch(base.candidate.code, {axis: value}) + retitle(
                 base.candidate.code, fam.title(new, p))
             return Proposal(judge=self.name, base=bid, parents=[bid], title=f"{axis} -> {value}",
                             patch=patch, justification=self._why(base, reason))
@@ -433,7 +378,7 @@ class BuiltinJudge:
     def _hybrid(self, task, p, base, d, results, seen) -> Proposal | None:
         """Borrow axes from the best other measured design of the same family."""
         fam = family(d.family)
-        present = {m["name"] for m in _LINE.finditer(_header(base.candidate.code))}
+        present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
         others = [e for e in self._rank(results, p) if e.candidate.id != base.candidate.id
                   and e.result is not None and e.result.score is not None]
         for e in others:
@@ -489,7 +434,7 @@ class BuiltinJudge:
         p = self._try_problem(task) if task is not None else None
         if d is not None and p is not None:
             fam = family(d.family)
-            present = {m["name"] for m in _LINE.finditer(_header(entry.candidate.code))}
+            present = {m["name"] for m in CONSTANT_LINE.finditer(header(entry.candidate.code))}
             changes = {k: v for k, v in fam.repair(d, p, status).items() if k in present}
             new = d.with_(**changes)
             if changes and fam.key(new, p) != fam.key(d, p):
@@ -497,7 +442,7 @@ class BuiltinJudge:
                 return Proposal(
                     judge=self.name, base=bid, parents=[bid],
                     title="debug: " + ", ".join(f"{k} -> {v}" for k, v in changes.items()),
-                    patch=constant_patch(entry.candidate.code, changes) + _retitle(
+                    patch=constant_patch(entry.candidate.code, changes) + retitle(
                         entry.candidate.code, fam.title(new, p)),
                     justification=f"the run failed ({status}: {msg[:200]}); the family's usual"
                                   " cure for this failure")
