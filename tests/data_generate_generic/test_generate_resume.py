@@ -20,7 +20,9 @@ import pytest
 from pdesharp.cli import main
 from pdesharp.data.generate import chunked
 
-CLI = [sys.executable, "-c", "import sys; from pdesharp.cli import main; sys.exit(main())"]
+# Ctrl-C as in a terminal: a test runner's worker may start its children with SIGINT ignored
+CLI = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, "
+       "signal.default_int_handler); from pdesharp.cli import main; sys.exit(main())"]
 
 # Walls: the Chebyshev generator integrates one sample at a time, a second or so each.
 WALLS = textwrap.dedent("""\
