@@ -63,6 +63,18 @@ def describe(law: BalanceLaw) -> str:
     return out
 
 
+
+def _real_symbol(terms, i: int, direction, values: dict, k: np.ndarray) -> np.ndarray:
+    """Re of equation i's diagonal Fourier symbol along ``direction`` at wavenumbers ``k``:
+    sum of Re(c (ik)^p) over the constant-coefficient terms c d^p that act along it."""
+    out = np.zeros_like(k)
+    for orders, m in terms:
+        if any(o and not d for o, d in zip(orders, direction)):
+            continue
+        p = sum(orders)
+        out += float(sp.re(sp.sympify(m[i, i]).subs(values) * sp.I ** p)) * k**p
+    return out
+
 def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> tuple[float, str]:
     """(dt, term): the step the explicit remainder allows on the data grid (the rule above,
     its coefficients at the sampled states with zero derivatives) and the term that sets it."""
@@ -106,19 +118,8 @@ def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> t
         damp = np.full(k.shape, np.inf)
         size = np.zeros_like(k)  # max over the equations of 1/|mass symbol|
         for i in range(law.nvar):
-            re = np.zeros_like(k)
-            for orders, m in split.terms:
-                if any(o and not d for o, d in zip(orders, direction)):
-                    continue
-                p = sum(orders)
-                re += float(sp.re(sp.sympify(m[i, i]).subs(values) * sp.I ** p)) * k**p
-            mass = np.ones_like(k)
-            for orders, m in split.mass:
-                if any(o and not d for o, d in zip(orders, direction)):
-                    continue
-                p = sum(orders)
-                mass += float(sp.re(sp.sympify(m[i, i]).subs(values) * sp.I ** p)) * k**p
-            mass = np.abs(mass)
+            re = _real_symbol(split.terms, i, direction, values, k)
+            mass = np.abs(1.0 + _real_symbol(split.mass, i, direction, values, k))
             for (ii, a, p), sig in sigma.items():
                 if ii == i and direction[a]:
                     re -= sig * k**p
