@@ -185,7 +185,15 @@ def baseline_config(cfg: BenchConfig, repeat: int) -> BaselineConfig:
                           time_margin=cfg.time_margin, retime=cfg.retime)
 
 
-async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig) -> None:
+def task_ref(cfg: BenchConfig, task: Task) -> str:
+    """How ``cfg`` names ``task``: its built-in or example name, or its YAML file's absolute
+    path (what the built-in analyst and `pdesharp resume` load it from)."""
+    ref = dict(zip(cfg.names, cfg.tasks)).get(task.name, task.name)
+    return str(Path(ref).expanduser().resolve()) if ref.endswith((".yaml", ".yml")) else ref
+
+
+async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchConfig,
+                     progress: Callable[..., None] | None = None) -> None:
     """PDE-SHARP through its own pipeline, into the cell's run folder (reopened if a killed
     bench left it unfinished: the pipeline's journal replays what was already asked)."""
     from pdesharp.baselines.runner import open_or_create
@@ -198,13 +206,13 @@ async def _run_sharp(task: Task, *, model, evaluator, run_dir: Path, cfg: BenchC
                "task_facts": cfg.task_facts, "objective": cfg.objective,
                "time_margin": cfg.time_margin, "retime": cfg.retime,
                "executor": cfg.executor, "ray_address": cfg.ray_address, **cfg.sharp_options}
-    config = solve_model_config(cfg, task=task.name, max_evals=cfg.budget_evals,
+    config = solve_model_config(cfg, task=task_ref(cfg, task), max_evals=cfg.budget_evals,
                                 out=str(run_dir.parent), **options)
     store = open_or_create(run_dir.parent, run_dir.name, task, dump_config(config))
     try:
         roles = build_roles(config, store, models={cfg.model: model} if model is not None else None,
                             task=task)
-        await solve(task, config, store, roles, evaluator)
+        await solve(task, config, store, roles, evaluator, progress=progress)
     finally:
         store.close()
 
@@ -249,21 +257,28 @@ def _lock(run_dir: Path) -> asyncio.Lock:
 
 
 async def run_cell(task: Task, method: str, repeat: int, *, cfg: BenchConfig,
-                   model_factory: ModelFactory, evaluator) -> Path:
+                   model_factory: ModelFactory, evaluator,
+                   on_stage: Callable[[str, str], None] | None = None) -> Path:
     """Run (or finish) one cell; returns its run folder. A cell runs at most once at a time
-    (codepde-r waits for the codepde cell it takes its seeds from)."""
+    (codepde-r waits for the codepde cell it takes its seeds from). ``on_stage(method,
+    stage)``: PDE-SHARP's stages as its pipeline reaches them (analysis, genesis, ...)."""
     run_dir = cell_dir(cfg.out, task.name, method, repeat)
     seed_run = None
     if method == "codepde-r":
         seed_run = await run_cell(task, "codepde", repeat, cfg=cfg, model_factory=model_factory,
-                                  evaluator=evaluator)
+                                  evaluator=evaluator, on_stage=on_stage)
     async with _lock(run_dir):
         if (run_dir / "summary.json").is_file():
             return run_dir
         model = model_factory(method, task, repeat)
         if method == "sharp":
-            await _run_sharp(task, model=model, evaluator=evaluator, run_dir=run_dir, cfg=cfg)
+            stage = None if on_stage is None else \
+                (lambda **kw: kw.get("stage") and on_stage(method, kw["stage"]))
+            await _run_sharp(task, model=model, evaluator=evaluator, run_dir=run_dir, cfg=cfg,
+                             progress=stage)
             return run_dir
+        if on_stage is not None:
+            on_stage(method, "running")
         await run_baseline(method, task, model=model, evaluator=evaluator,
                            out_root=run_dir.parent, cfg=baseline_config(cfg, repeat),
                            run_id=run_dir.name, seed_run=seed_run, optillm_url=cfg.optillm_url,
@@ -295,10 +310,12 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
                     evaluator_factory: EvaluatorFactory | None = None,
                     progress: Callable[[str], None] | None = None,
                     on_evaluation: Callable[[str, str, str, Any], None] | None = None,
-                    on_cell: Callable[[int, int, str], None] | None = None) -> list[dict]:
+                    on_cell: Callable[[int, int, str], None] | None = None,
+                    on_stage: Callable[[str, str], None] | None = None) -> list[dict]:
     """Run every (task, method, repeat) cell not yet finished, then write the tables.
     ``on_evaluation(task, label, split, result)``: every solver execution; ``on_cell(done,
-    total, words)``: cells finished so far of all cells (finished ones of an earlier run too)."""
+    total, words)``: cells finished so far of all cells (finished ones of an earlier run too);
+    ``on_stage(method, stage)``: where a running cell is (see :func:`run_cell`)."""
     cfg.validate()
     if model_factory is None:
         cfg.check_model_spec()
@@ -331,7 +348,8 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
                 progress(f"{name}: {'already finished' if done else 'running'}")
             try:
                 run_dir = await run_cell(task, method, repeat, cfg=cfg,
-                                         model_factory=model_factory, evaluator=evaluator)
+                                         model_factory=model_factory, evaluator=evaluator,
+                                         on_stage=on_stage)
             except BenchError:
                 raise
             except Exception as exc:  # one broken cell must not cost the others their results

@@ -12,7 +12,7 @@ import sys
 
 COMMAND_MODULES = [
     "tasks", "eval", "data", "solve", "translate", "runs", "bench", "report", "models",
-    "sandbox",
+    "sandbox", "suite",
 ]
 
 

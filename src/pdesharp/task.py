@@ -134,6 +134,10 @@ class EvaluationSpec(_Model):
     memory_mb: int = 8192
     convergence: ConvergenceSpec = Field(default_factory=ConvergenceSpec)
     plot_sample: int = 2
+    # which stored frames the nRMSE compares: all of them, t = 0 included (CodePDE's formula,
+    # the default), or only the final one (benchmarks that score the solution at the end time,
+    # e.g. PDEAgent-Bench's transient cases); left out of dumps when it is the default
+    score_frames: Literal["all", "final"] = Field("all", exclude_if=lambda v: v == "all")
 
 
 class GeneratorSpec(_Model):

@@ -40,6 +40,14 @@ def load_prediction(path: Path, task: Task, shape: tuple[int, ...]) -> dict[str,
     return load_checked(path, {n: tuple(shape) for n in task.solver.returns})
 
 
+def scored_frames(task: Task) -> tuple:
+    """The index of the frames the nRMSE compares (``evaluation.score_frames``): every one
+    (CodePDE), or the final one alone, kept as a time axis of length 1."""
+    if task.steady or task.evaluation.score_frames == "all":
+        return (slice(None),)
+    return (slice(None), slice(-1, None))
+
+
 def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray], *,
                      residual: bool, plot_path: Path | None,
                      converged: np.ndarray | None = None) -> Score:
@@ -65,13 +73,16 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
             s.notes.append(f"frame 0 differs from the initial condition (max rel. {worst:.1e}); "
                            "CodePDE does not check this, but it costs nRMSE and the residual "
                            "score")
-    arrays = [pred[n] for n in task.solver.returns]
-    mean, per = nrmse(stack_fields(arrays), stack_fields([ref.fields[n] for n in task.solver.returns]))
+    frames = scored_frames(task)
+    arrays = [pred[n][frames] for n in task.solver.returns]
+    refs = {n: ref.fields[n][frames] for n in task.solver.returns}
+    mean, per = nrmse(stack_fields(arrays), stack_fields([refs[n] for n in task.solver.returns]))
     s.nrmse, s.nrmse_per_sample = mean, [float(v) for v in per]
     if converged is not None:  # a reference audit's converged solution, stacked like the metric
-        s.nrmse_converged = float(nrmse(stack_fields(arrays), converged)[0])
+        s.nrmse_converged = float(nrmse(stack_fields(arrays), converged[frames])[0])
     if len(task.solver.returns) > 1:  # each field alone, so a small field's error shows
-        s.nrmse_per_field = {n: nrmse(pred[n], ref.fields[n])[0] for n in task.solver.returns}
+        s.nrmse_per_field = {n: nrmse(a, refs[n])[0]
+                             for n, a in zip(task.solver.returns, arrays)}
     else:
         s.nrmse_per_field = {task.solver.returns[0]: mean}
     if residual:
