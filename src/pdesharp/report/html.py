@@ -160,13 +160,17 @@ def write_report(folder: str | Path, out: str | Path | None = None, *, plot: boo
                  data_dir=None, max_samples=None) -> Path:
     """Write the HTML report of a run or bench folder; returns the file written."""
     folder = Path(folder).expanduser()
+    if (folder / "suite.json").is_file() and (folder / "suite.sqlite").is_file():
+        from pdesharp.suite.run import rewrite_page
+
+        return rewrite_page(folder, out)
     if (folder / "bench.json").is_file():
         html = render_bench(folder)
     elif (folder / "run.sqlite").is_file():
         html = render_run(folder, plot=plot, data_dir=data_dir, max_samples=max_samples)
     else:
-        raise ReportError(f"{folder} is neither a run folder (run.sqlite) nor a bench folder "
-                          "(bench.json)")
+        raise ReportError(f"{folder} is neither a run folder (run.sqlite), a bench folder "
+                          "(bench.json) nor a suite's results folder (suite.json)")
     path = Path(out) if out else folder / "report.html"
     path.write_text(html)
     return path

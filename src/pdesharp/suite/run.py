@@ -112,18 +112,16 @@ def case_dir(out: str | Path, name: str) -> Path:
 Stage = Callable[[str, str], None]  # (case, words)
 
 
-def refusal(cfg: SuiteConfig, case: Case) -> str:
-    """Why the built-in analyst refuses ``case`` ("" if it takes it): checked before a case
-    runs, so a refusal is a result in the table, not a failed cell."""
-    from pdesharp.llm.presets import is_builtin
+REFUSAL = ": UnsupportedTask: "  # how a cell refused by the built-in analyst fails (bench)
 
-    if not (is_builtin(cfg.model) and "sharp" in cfg.methods):
-        return ""
-    from pdesharp.builtin.support import support
-    from pdesharp.data.paths import data_dir
 
-    got = support(case.task, data_dir=data_dir(cfg.data_dir), dev_data=case.dev_data)
-    return "" if got.supported else got.reason
+def refusal(failures: list[str]) -> str:
+    """The built-in analyst's refusal among a case's failed cells ("" if none): a verdict on the
+    case (its PDE is outside the catalogue), recorded as such, not a failure to retry."""
+    for f in failures:
+        if REFUSAL in f:
+            return f.split(REFUSAL, 1)[1]
+    return ""
 
 
 def run_case(cfg: SuiteConfig, case: Case, *, stage: Stage | None = None,
@@ -137,9 +135,6 @@ def run_case(cfg: SuiteConfig, case: Case, *, stage: Stage | None = None,
         check_name(case.task.name, what="task name")
     except BadName as exc:
         return {"state": "refused", "reason": str(exc), "rows": []}
-    why = refusal(cfg, case)
-    if why:
-        return {"state": "refused", "reason": why, "rows": []}
     bench = cfg.case_bench(case)
     say = (lambda words: stage(case.name, words)) if stage else None
     try:
@@ -150,7 +145,9 @@ def run_case(cfg: SuiteConfig, case: Case, *, stage: Stage | None = None,
             on_stage=None if say is None else (lambda method, s: say(f"{method}: {s}"))))
         state, reason = "done", ""
     except BenchIncomplete as exc:
-        rows, state, reason = exc.rows, "failed", "; ".join(exc.failures)[:2000]
+        why = refusal(exc.failures)
+        rows, state = exc.rows, "refused" if why else "failed"
+        reason = why or "; ".join(exc.failures)[:2000]
     except (BenchError, TaskError) as exc:
         rows, state, reason = [], "failed", str(exc)[:2000]
     return {"state": state, "reason": reason, "rows": [with_summary(r) for r in rows]}
@@ -221,12 +218,9 @@ def finish(cfg: SuiteConfig, store: ResultsStore, name: str) -> list[dict]:
     rows = store.table(cfg.methods)
     summary = pass_at(rows, cfg.methods)
     write_tables(cfg.out, rows, summary, name)
-    try:
-        from pdesharp.suite.page import write_page
+    from pdesharp.suite.page import write_page
 
-        write_page(cfg.out, cfg, rows, summary, name)
-    except ImportError:  # noqa: PERF203 - the page is optional
-        pass
+    write_page(cfg.out, cfg, rows, summary, name)
     return rows
 
 
@@ -257,7 +251,8 @@ def run_suite(cfg: SuiteConfig, *, on_case: Callable[[int, int, str], None] | No
         done = 0
         total = len(suite.cases)
         for i, case in enumerate(suite.cases):
-            if store.state(case.name) in ("done", "refused") and _cells_finished(cfg, case):
+            state = store.state(case.name)
+            if state == "refused" or state == "done" and _cells_finished(cfg, case):
                 done += 1
                 if note:
                     note(f"{case.name}: already {store.state(case.name)}")
@@ -297,14 +292,13 @@ def run_suite(cfg: SuiteConfig, *, on_case: Callable[[int, int, str], None] | No
 
 
 def _cells_finished(cfg: SuiteConfig, case: Case) -> bool:
-    """Every cell of a done case still has its summary.json (a refused case has none)."""
+    """Every cell of a done case still has its summary.json."""
     from pdesharp.bench_tables import cell_dir
 
     out = case_dir(cfg.out, case.name)
     cells = [cell_dir(out, case.task.name, m, k) for m in cfg.methods
              for k in range(cfg.repeats)]
-    return all((c / "summary.json").is_file() for c in cells) or \
-        not any(c.exists() for c in cells)
+    return all((c / "summary.json").is_file() for c in cells)
 
 
 def load(out: str | Path) -> SuiteConfig:
@@ -313,3 +307,21 @@ def load(out: str | Path) -> SuiteConfig:
     if not path.is_file():
         raise SuiteRunError(f"{out} is not a suite output folder (no {CONFIG_FILE})")
     return SuiteConfig.from_dict(json.loads(path.read_text()))
+
+
+def rewrite_page(out: str | Path, page: str | Path | None = None) -> Path:
+    """The table files and the HTML page again, from the results store (`pdesharp report OUT`,
+    `pdesharp suite report OUT`); ``page``: another file for the HTML."""
+    from pdesharp.suite.page import render
+
+    cfg = load(out)
+    store = ResultsStore(out)
+    try:
+        rows = finish(cfg, store, store.get("name") or "")
+        if page is None:
+            return Path(out) / "index.html"
+        path = Path(page)
+        path.write_text(render(cfg, rows, pass_at(rows, cfg.methods), store.get("name") or ""))
+        return path
+    finally:
+        store.close()
