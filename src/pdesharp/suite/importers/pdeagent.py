@@ -352,8 +352,18 @@ def arrays(p: Problem, task, scale: int = 1) -> dict[str, np.ndarray]:
            for a in p.space]
     mesh = np.meshgrid(*pts, indexing="ij")
     shape = tuple(len(q) for q in pts)
-    field = task.data.fields["u"]
     out: dict[str, np.ndarray] = {}
+    with np.errstate(all="ignore"):  # a value that is not finite is refused just below
+        _fill(out, p, task, X, t, mesh, shape)
+    for a, q in zip(p.space, pts):
+        out[f"{a}-coordinate"] = q
+    if not np.all(np.isfinite(out[task.data.fields["u"]])):
+        raise RecordRefused("the manufactured solution is not finite on the grid")
+    return out
+
+
+def _fill(out: dict, p: Problem, task, X, t, mesh, shape) -> None:
+    field = task.data.fields["u"]
     if p.time is None:
         ev = sp.lambdify(X, p.u, "numpy")
         out[field] = (np.asarray(ev(*mesh), dtype=np.float64) * np.ones(shape))[None]
@@ -364,11 +374,6 @@ def arrays(p: Problem, task, scale: int = 1) -> dict[str, np.ndarray]:
         out[field] = np.stack([np.asarray(ev(*mesh, tk), dtype=np.float64) * np.ones(shape)
                                for tk in times])[None]
         out[task.data.t_key or "t-coordinate"] = times
-    for a, q in zip(p.space, pts):
-        out[f"{a}-coordinate"] = q
-    if not np.all(np.isfinite(out[field])):
-        raise RecordRefused("the manufactured solution is not finite on the grid")
-    return out
 
 
 def write_case(p: Problem, folder: Path, record: dict) -> None:
