@@ -101,6 +101,7 @@ def register(sub) -> None:
 
 
 def cmd_run(args) -> int:
+    from pdesharp.data.paths import data_dir
     from pdesharp.llm.prices import PriceError
     from pdesharp.suite.run import SuiteConfig
 
@@ -117,7 +118,9 @@ def cmd_run(args) -> int:
         max_rounds=args.max_rounds, audit=args.audit, samples=args.samples,
         refine_samples=args.refine_samples, debug_rounds=args.debug_rounds,
         optillm_url=args.optillm_url,
-        data_dir=str(Path(args.data_dir).expanduser().resolve()) if args.data_dir else None,
+        # recorded as an absolute path ($PDESHARP_DATA resolved): a resume finds the data from
+        # any shell
+        data_dir=str(data_dir(args.data_dir).expanduser().resolve()),
         max_samples=args.max_samples, convergence=not args.no_convergence,
         workers=args.workers, executor=args.executor, ray_address=args.ray_address,
         task_facts=args.task_facts, objective=args.objective, time_margin=args.time_margin,
