@@ -33,12 +33,5 @@ def test_suite_on_ray_matches_the_serial_table(ray_cluster, tmp_path):
         [{k: r.get(k) for k in SAME} for r in serial]
     assert [r["state"] for r in ray] == ["done", "done"]
     assert json.loads((tmp_path / "ray" / "suite.json").read_text())["executor"] == "ray"
-    # the cases ran in Ray worker processes, not here: their run stores say so
-    import os
-
-    for r in ray:
-        cfg = json.loads((Path(r["runs"][0]) / "config.json").read_text())
-        assert cfg["executor"] == "local"  # evaluations sealed where the case ran
-        log = (Path(r["runs"][0]) / "logs")
-        assert log.is_dir()
-    del os
+    for r in ray:  # a case's evaluations ran sealed where the case ran (the local executor)
+        assert json.loads((Path(r["runs"][0]) / "config.json").read_text())["executor"] == "local"
