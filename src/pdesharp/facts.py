@@ -21,7 +21,10 @@ information they were given. Two levels (``--task-facts``, recorded in the run a
 
 Facts come from the task and from the dev split's *shapes and coordinates* and the solver's
 *inputs* (initial frames, coefficients); no prompt ever contains a value read from the reference
-solution, and nothing refers to a file the model cannot see.
+solution, and nothing refers to a file the model cannot see. The one number about the reference
+every level states, once an audit has measured it, is its own error against the PDE
+(:attr:`TaskFacts.reference_error`); ``codepde`` states no storage type and no number derived
+from the data's values (the round-off floor's value included).
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ class TaskFacts(BaseModel):
     # a test split exists, so the winner is scored once on held-out data (None: not looked up;
     # a prompt promises that final test only when this is True)
     test_split: bool | None = None
+    # the reference's own error (nRMSE against the PDE's solution) from the run's audit
+    # (pdesharp.audit.runs.told_error), set once the audit is known; None: not known or not
+    # told. Stated at every level, ``codepde`` included: it is a property of the reference
+    # (what an exact solver scores), not a value of its arrays, and without it a score below
+    # it reads as progress (issue 24)
+    reference_error: float | None = None
 
     @property
     def full(self) -> bool:

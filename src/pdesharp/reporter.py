@@ -124,6 +124,25 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     return lines
 
 
+def floors_lines(final: dict, rule: Rule, metric: str) -> list[str]:
+    """Which set-up ranked the run: the floors (the default, every role) or the paper's."""
+    if final.get("floor_saturation") is False:
+        return ["- Floors: off (`--no-floor-saturation`, the paper's set-up): ranked by the "
+                f"lowest {metric} alone, and the search did not stop at the reference's error"]
+    if "floor_saturation" not in final:  # a summary written before the switch was recorded
+        return []
+    if rule.floor is not None:
+        used = f"the reference floor {rule.floor:.3e}, a multiple of the audit's reference error"
+    elif rule.round_off is not None:
+        used = (f"no audit, so the data's round-off floor {rule.round_off:.1e}: the {metric} "
+                "that rounding the reference to its stored type alone causes")
+    else:
+        used = "no floor was known (no audit, no reference arrays to measure the rounding on)"
+    return [f"- Floors: on (floor saturation, the default for every role): {used}; {metric}s "
+            "at or below the floor tie, the fastest of them wins, and the search stops there; "
+            "`--no-floor-saturation` gives the paper's set-up"]
+
+
 TIME_COLUMN = ("s/sample: the evaluator's wall-clock time of one solver call on all the split's "
                "samples, from before the solver module is imported (imports count) to the end "
                "of the call, divided by the number of samples; a median when re-timed")
@@ -220,6 +239,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     elif iso:
         lines.append(f"- Sandbox: {iso.get('mechanism')} (device {iso.get('device', 'cpu')})")
     lines += audit_lines(final.get("reference_audit"))  # the floor under the scores
+    lines += floors_lines(final, rule, metric)
     lines += [f"- {settings_line(config)}", ""]
 
     if analysis is not None:
