@@ -322,12 +322,25 @@ def statement(task: Task, facts: TaskFacts | None) -> dict[str, str]:
             "template": task.solver.template}
 
 
+def parameter_text(value) -> str:
+    """A parameter as the solver receives it: its value, and the multiple of π it is when that
+    is how the benchmark set it (Burgers' nu = 0.01/π, which CodePDE's prompt calls 0.01)."""
+    text = f"{value}"
+    if isinstance(value, float) and value and math.isfinite(value):
+        times_pi = value * math.pi
+        short = float(f"{times_pi:.3g}")
+        if abs(short - times_pi) <= 1e-12 * abs(times_pi):
+            text += f" (= {short:g}/π)"
+    return text
+
+
 def context(task: Task, facts: TaskFacts) -> dict:
     """The template variables of the facts block (``prompts/_facts.j2``)."""
     data = facts.data
     return {
         "facts": facts,
         "data": data,
+        "parameters": {k: parameter_text(v) for k, v in task.parameters.items()},
         "grid_sentence": grid_sentence(task, data) if data else "",
         "times_sentence": times_sentence(data) if data else "",
         "refinement": refinement_sentence(task, facts) if facts.full else "",

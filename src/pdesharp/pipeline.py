@@ -29,6 +29,7 @@ from pdesharp.reporter import write_report
 from pdesharp.roles import Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis import run_rule
+from pdesharp.synthesis.lineage import prune_unreachable
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.synthesis.timing import Settlement, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
@@ -222,10 +223,14 @@ def write_best_solver(store: RunStore, task: Task, config: SolveConfig, best) ->
         return None
     path = store.dir / "best_solver.py"
     score = best[1].score
+    # a replaced solver kept in the file never runs: it does not ship (synthesis.lineage)
+    code, removed = prune_unreachable(best[0].code, task.solver.name)
     header = (f"# Written by pdesharp (PDE-SHARP), run {store.run_id}, task {task.name}: "
               f"solver {best[0].id}" + (f", dev {config.feedback} {score:.3e}"
-                                        if score is not None else "") + "\n")
-    path.write_text(header + best[0].code)
+                                        if score is not None else "") + "\n"
+              + (f"# Unreachable definitions of the evaluated code left out: "
+                 f"{', '.join(removed)}\n" if removed else ""))
+    path.write_text(header + code)
     return str(path)
 
 

@@ -23,6 +23,7 @@ from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore, retime_id
 from pdesharp.synthesis import run_rule
+from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 from pdesharp.untrusted import (markdown_code, markdown_prose, markdown_span, markdown_text,
@@ -49,9 +50,12 @@ def _line(text, limit: int = 80) -> str:
     return one_line(shorten(str(text), limit), limit + 1)
 
 
-def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[str]:
+def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse",
+                  entry: str = "solver") -> list[str]:
     """The true ancestry of ``cid`` as an indented tree (each solver's parents below it; a
-    solver reached twice is expanded once and then marked "see above")."""
+    solver reached twice is expanded once and then marked "see above"). A base that a
+    modification replaced rather than modified (:func:`pdesharp.synthesis.lineage.is_rewrite`)
+    is marked so, and its own ancestry is not expanded: it is not the new design's."""
     lines: list[str] = []
     seen: set[str] = set()
 
@@ -61,11 +65,14 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
             r.status if r else "not run")
         return f"{c.id}" + (f" — {_line(c.title, 80)}" if c.title else "") + f" [{score}]"
 
-    def walk(node_id: str, prefix: str, last: bool, root: bool) -> None:
+    def walk(node_id: str, prefix: str, last: bool, root: bool, replaced: bool = False) -> None:
         c = store.candidate(node_id)
         branch = "" if root else ("└── " if last else "├── ")
         if c is None:
             lines.append(f"{prefix}{branch}{node_id} (unknown)")
+            return
+        if replaced:
+            lines.append(f"{prefix}{branch}{label(c)} (replaced by a rewrite, not modified)")
             return
         if node_id in seen:
             lines.append(f"{prefix}{branch}{node_id} (see above)")
@@ -75,7 +82,9 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
         child_prefix = prefix if root else prefix + ("    " if last else "│   ")
         parents = [p for p in c.parents if p != node_id]
         for i, parent in enumerate(parents):
-            walk(parent, child_prefix, i == len(parents) - 1, False)
+            base = store.candidate(parent) if i == 0 and c.origin == "patch" else None
+            walk(parent, child_prefix, i == len(parents) - 1, False,
+                 replaced=base is not None and is_rewrite(base.code, c.code, entry))
 
     walk(cid, "", True, True)
     return lines
@@ -291,7 +300,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f"; never run: {', '.join(never)}" if never else "") + ".", ""]
     if final.get("best_id"):
         lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
-                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback))),
+                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback,
+                                                              task.solver.name))),
                   ""]
     if rounds:
         lines += ["Per round (best by the tournament's rule):", "",
@@ -407,13 +417,16 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                         cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
-                    objective_words=final.get("objective_words") or "",
+                    # at codepde, the round-off floor's rule without its value (facts.py)
+                    objective_words=(final.get("objective_words") or "") if facts.full else
+                    rule.words("nRMSE" if cfg.get("feedback", "nrmse") == "nrmse" else "score",
+                               min(scores, default=None), data_numbers=False),
                     winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",
                     evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
                     ancestry=ancestry_tree(store, final["best_id"], store.config.get(
-                        "feedback", "nrmse")),
+                        "feedback", "nrmse"), task.solver.name),
                     justifications=[f"{c.id}: {shorten(c.justification, 600)}"
                                     for c in lineage if c.justification])
     try:

@@ -35,6 +35,7 @@ from pdesharp.llm.base import Message
 from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
+from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.synthesis.ranking import Rule, pick_best
 from pdesharp.task import Task
@@ -252,6 +253,7 @@ class LLMJudge:
                         base_id=base_id, rest=rest, why=why)
         executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
                     and e.result.score is not None]
+        codes = {e.candidate.id: e.candidate.code for e in pool}
         out = []
         for e in pool:
             c, how = e.candidate, shown[e.candidate.id]
@@ -272,7 +274,12 @@ class LLMJudge:
                 rank += ", eligible" if eligible else (
                     ", not eligible: above the reference floor" if floor
                     else ", not eligible: above the bar")
+            # a modification that keeps little of its base replaced it (synthesis.lineage)
+            rewrite = (c.origin == "patch" and bool(c.parents) and c.parents[0] in codes
+                       and self._task is not None
+                       and is_rewrite(codes[c.parents[0]], c.code, self._task.solver.name))
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
+                        "rewrite": rewrite,
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
                         "static_check": c.static_check, "show": how.mode, "code": how.text,

@@ -263,14 +263,17 @@ class Rule:
         """The same rule without the floors (what the run would have picked without them)."""
         return replace(self, floor=None, round_off=None)
 
-    def words(self, metric: str = "score", lowest: float | None = None) -> str:
-        """The objective in one sentence, plus the floor's rule when it is in force."""
+    def words(self, metric: str = "score", lowest: float | None = None,
+              data_numbers: bool = True) -> str:
+        """The objective in one sentence, plus the floor's rule when it is in force (without
+        the round-off floor's value when ``data_numbers`` is off: the ``codepde`` facts level
+        states no number derived from the data)."""
         text = self.objective.words(metric)
         if lowest is not None and self.below_floor(lowest):
             if self.floor is not None:
                 text += "; " + floor_words(self.floor, metric)
             else:
-                text += "; " + round_off_words(self.round_off, metric)
+                text += "; " + round_off_words(self.round_off if data_numbers else None, metric)
         return text
 
     def margin(self, timings: int = 1) -> float:
