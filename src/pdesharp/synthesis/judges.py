@@ -35,6 +35,7 @@ from pdesharp.llm.base import Message
 from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
+from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.synthesis.ranking import Rule, pick_best
 from pdesharp.task import Task
@@ -52,10 +53,9 @@ FEEDBACK_NOTES = {
                 "data) and its solver time per sample",
     "none": "only whether each solver executed successfully; no accuracy numbers",
 }
-CONVERGENCE_NOTE = (", and its self-convergence rate (a refinement study that compares the "
-                    "solver's own outputs at several resolutions: the solver controls it, so it "
-                    "is not an error measured against data and plays no part in the ranking; "
-                    "withheld when the outputs do not start from the given initial data)")
+CONVERGED_NOTE = (", and, beside the score, its distance from the audit's converged solution of "
+                  "the PDE (nRMSE over the same samples, measured by pdesharp like the score; "
+                  "it plays no part in the ranking, which is the rule below)")
 
 # A judge that expects no modification to help says so with this marker on a line of its own
 # (or "no_change": true in its JSON); that is recorded, and no evaluation is spent.
@@ -63,18 +63,23 @@ NO_CHANGE = "NO_CHANGE"
 _NO_CHANGE_LINE = re.compile(r"^[\s*`_#>]*NO_CHANGE[\s*`_.]*$", re.MULTILINE)
 
 
-def feedback_note(feedback: Feedback, convergence: bool) -> str:
-    """What the judges will see of each result; the convergence rate only when it is
-    actually measured (``convergence`` on and the task defines a refinement study)."""
+def feedback_note(feedback: Feedback, converged: bool = False) -> str:
+    """What the judges will see of each result; with ``converged``, the distance from the
+    audit's converged solution too. The evaluator's self-convergence rate is not shown: the
+    solver controls it (its own outputs at several resolutions), so it cannot inform a choice
+    between solvers (issue 24); the report keeps it."""
     note = FEEDBACK_NOTES[feedback]
-    return note + CONVERGENCE_NOTE if convergence and feedback != "none" else note
+    return note + CONVERGED_NOTE if converged and feedback == "nrmse" else note
 
 
-def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
-    """What a judge may see of a result: the score, the solver time per sample beside it (the
-    evaluator's clock; the median when re-timed) and the convergence rate. With feedback
-    "none", only the execution status. A failure is its status and pdesharp's own message
-    (the exception's class name, never its text: that is the solver's, see module doc)."""
+def describe_result(result: EvalResult | None, feedback: Feedback,
+                    converged: bool = False) -> str:
+    """What a judge may see of a result: the score, with ``converged`` its distance from the
+    audit's converged solution of the PDE (measured in the parent like the score; never the
+    solver's to see), and the solver time per sample beside it (the evaluator's clock; the
+    median when re-timed). With feedback "none", only the execution status. A failure is its
+    status and pdesharp's own message (the exception's class name, never its text: that is
+    the solver's, see module doc)."""
     if result is None:
         return "not executed yet"
     if feedback == "none":
@@ -84,6 +89,9 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
     parts = []
     if feedback == "nrmse" and result.nrmse is not None:
         parts.append(f"nRMSE: {result.nrmse:.3e}")
+        if converged and result.nrmse_converged is not None:
+            parts.append(f"distance from the converged solution (not ranked): "
+                         f"{result.nrmse_converged:.3e}")
     if feedback == "residual" and result.residual is not None:
         parts.append(f"PDE residual: {result.residual:.3e}")
     per_sample = seconds_per_sample(result)
@@ -92,9 +100,6 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
                      f"{result.n_samples} sample{'s' if result.n_samples != 1 else ''})")
     elif result.solver_seconds is not None:
         parts.append(f"time: {result.solver_seconds:.3g} s")
-    if result.convergence_order is not None:
-        parts.append(f"self-convergence rate (solver-controlled, not ranked): "
-                     f"{result.convergence_order:.3f}")
     return " | ".join(parts) if parts else result.summary_line()
 
 
@@ -191,7 +196,7 @@ class LLMJudge:
         self.model = model
         self.name = name
         self.feedback = feedback
-        self.convergence = convergence  # whether results carry a convergence rate
+        self.convergence = convergence  # the evaluator runs the refinement study (facts)
         self.facts = facts
         self.top_k = top_k
         self.code_budget = code_budget
@@ -217,15 +222,22 @@ class LLMJudge:
         self._analysis = analysis or self._analysis
         if self.messages:
             return
-        convergence = self.convergence and task.evaluation.convergence.kind != "none"
         facts = self.facts or TaskFacts.from_spec(task).model_copy(
             update={"convergence": self.convergence})
         system = render("judge_system", judge=self.name,
                         **task_context(task, self.feedback, facts),
                         **analysis_context(self._analysis, facts), info=self.info,
-                        feedback_note=feedback_note(self.feedback, convergence),
+                        feedback_note=feedback_note(self.feedback, self._converged()),
                         block_rule=BLOCK_RULE)
         self.messages.append(Message(role="system", content=system))
+
+    def _converged(self) -> bool:
+        """Results show the distance from the audit's converged solution: the run tells the
+        reference's own error (the facts carry it), so the judges know what the score means."""
+        return self.facts is not None and self.facts.reference_error is not None
+
+    def _describe(self, result: EvalResult | None, feedback: Feedback | None = None) -> str:
+        return describe_result(result, feedback or self.feedback, self._converged())
 
     async def _ask(self, prompt: str, tag: str) -> str:
         self.messages.append(Message(role="user", content=prompt))
@@ -241,6 +253,7 @@ class LLMJudge:
                         base_id=base_id, rest=rest, why=why)
         executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
                     and e.result.score is not None]
+        codes = {e.candidate.id: e.candidate.code for e in pool}
         out = []
         for e in pool:
             c, how = e.candidate, shown[e.candidate.id]
@@ -261,12 +274,17 @@ class LLMJudge:
                 rank += ", eligible" if eligible else (
                     ", not eligible: above the reference floor" if floor
                     else ", not eligible: above the bar")
+            # a modification that keeps little of its base replaced it (synthesis.lineage)
+            rewrite = (c.origin == "patch" and bool(c.parents) and c.parents[0] in codes
+                       and self._task is not None
+                       and is_rewrite(codes[c.parents[0]], c.code, self._task.solver.name))
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
+                        "rewrite": rewrite,
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
                         "static_check": c.static_check, "show": how.mode, "code": how.text,
                         "against": how.against, "why": how.why, "rank": rank, "brief": brief,
-                        "result": describe_result(e.result, self.feedback)})
+                        "result": self._describe(e.result)})
         return out
 
     def _full_first(self, pool: list[PoolEntry], *, fresh: bool) -> tuple[list[str], str]:
@@ -329,7 +347,7 @@ class LLMJudge:
         prompt = render("judge_propose", info=self.info, base_id=b.id, base_title=b.title,
                         base_code=_capped(b.code), base_shown=base_shown,
                         base_listed=base_listed,
-                        base_result=describe_result(base.result, self.feedback),
+                        base_result=self._describe(base.result),
                         entries=entries)
         text = await self._ask(prompt, "judge.propose")
         if _declines(text):
@@ -355,7 +373,7 @@ class LLMJudge:
             self._start(self._task, None)
         prompt = render("judge_debug", cid=c.id, attempt=attempt,
                         max_attempts=max(attempt, self.info.debug_attempts),
-                        summary=describe_result(r, "nrmse") if r else "unknown failure",
+                        summary=self._describe(r, "nrmse") if r else "unknown failure",
                         code=_capped(c.code), output=program_output(c.id, r))
         self._shown[c.id] = self._full[c.id] = c.code
         text = await self._ask(prompt, "judge.debug")
