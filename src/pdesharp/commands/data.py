@@ -134,8 +134,13 @@ def run_info(args) -> int:
     console = Console() if Console().is_terminal else Console(width=200)
     console.print(f"data directory: {root}")
     table = Table()
-    for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size"):
+    for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size",
+                "own error"):
         table.add_column(col, overflow="fold")
+    from pdesharp.data.generate.accuracy import read_file_estimate
+
+    def own(value: float | None) -> str:  # what the file states about its own error
+        return "-" if value is None else f"{value:.1e}"
     missing = 0
     hints: list[str] = []
     for name in names:
@@ -146,26 +151,30 @@ def run_info(args) -> int:
                 shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
                 n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
                 table.add_row(task.name, st.split, "[green]present[/]", str(st.path), n, shape,
-                              st.dtype or "-", human_size(st.size_bytes))
+                              st.dtype or "-", human_size(st.size_bytes), own(st.own_error))
             elif st.path is not None:
                 missing += 1
                 table.add_row(task.name, st.split, "[red]broken[/]", f"{st.path}: {st.error}",
-                              "-", "-", "-", human_size(st.size_bytes))
+                              "-", "-", "-", human_size(st.size_bytes), "-")
             else:
                 missing += 1
                 first = st.candidates[0] if st.candidates else "-"
                 table.add_row(task.name, st.split, "[yellow]missing[/]", f"(looked for {first})",
-                              "-", "-", "-", "-")
+                              "-", "-", "-", "-", "-")
                 hints.append(f"{task.name} {st.split}: {st.hint}")
         for path in generated_files(task, args.data_dir):
+            stated = read_file_estimate(path)
             table.add_row(task.name, "generated", "present", str(path), "-", "-", "-",
-                          human_size(path.stat().st_size))
+                          human_size(path.stat().st_size),
+                          own(stated.estimate if stated is not None else None))
     console.print(table)
     out = _console()
     if hints:
         out.print("To get the missing files:")
         for line in hints:
             out.print(f"  {line}")
+    out.print("own error: the nRMSE from the PDE's solution that a generated file states about "
+              "itself (`pdesharp data audit` measures it for any file it can)")
     if missing:
         out.print("Missing files are looked for at the task's candidate paths under the data"
                       " directory (see `pdesharp tasks show TASK`, data.dev.files); any HDF5 file"
@@ -435,7 +444,7 @@ def run_audit(args) -> int:
     from pdesharp.audit.solutions import AuditUnavailable, solver_for
 
     try:  # refuse before reading the data or creating a cache folder
-        solver_for(task)
+        solver_for(task, path)
     except AuditUnavailable as exc:
         fail(f"cannot audit {args.task}: {exc}", code=1)
     console = _console()

@@ -149,6 +149,29 @@ def read_estimate(attrs: Mapping[str, Any]) -> ErrorEstimate | None:
         reason="" if estimate is not None else text[:500])
 
 
+STATED_KEYS = ("reference_error_estimate", "reference_error_estimate_max",
+               "reference_error_tolerance", "reference_error_method", "reference_error_met",
+               "resolution_level", "resolution")
+MAX_ATTR_BYTES = 65536
+
+
+def read_file_estimate(path) -> ErrorEstimate | None:
+    """The estimate a data file states about itself (None: it states none, or is unreadable).
+    Only the estimate's own attributes are read, each at most :data:`MAX_ATTR_BYTES`."""
+    from pdesharp.data import hdf5
+
+    try:
+        with hdf5.open_file(path) as h5:
+            attrs = {}
+            for key in STATED_KEYS:
+                if key in h5.attrs and \
+                        h5.attrs.get_id(key).get_storage_size() <= MAX_ATTR_BYTES:
+                    attrs[key] = h5.attrs[key]
+    except (hdf5.DataError, OSError, KeyError, TypeError, ValueError):
+        return None
+    return read_estimate(attrs)
+
+
 def check_indices(n_samples: int, k: int) -> list[int]:
     """``k`` sample indices spread over 0 .. n_samples - 1 (the first and the last first)."""
     k = max(0, min(int(k), n_samples))
