@@ -19,8 +19,9 @@ samples ``first .. last - 1`` at a level. The generic generator's knob is
 **Adapting.** :func:`choose_level` makes a few check samples (spread over the file) at level
 L and L + 1, L = 0, 1, ...; the nRMSE between the two (the level-L data rounded to float32 as the
 file stores them) estimates the level-L error, since level L + 1 is the more accurate. The first
-level whose estimate is within the tolerance is written (default :data:`DEFAULT_TOLERANCE`,
-relative, CodePDE's nRMSE). When no level reaches it, generation stops before the full run
+level whose estimate is within the tolerance on every checked sample is written (default
+:data:`DEFAULT_TOLERANCE`, relative, CodePDE's nRMSE; the file stores the mean over the checked
+samples, as scores are means, and the worst). When no level reaches it, generation stops before the full run
 (:class:`ToleranceNotMet`, naming what each level reached), or, if the caller accepts it, writes
 the finest level and states its error.
 
@@ -254,16 +255,18 @@ def choose_level(knob: Knob, n_samples: int, keys: Sequence[str], *, tolerance: 
         trials.append(trial)
         note(f"level {level} ({levels[level]}): {trial.difference:.2e} from level {level + 1}"
              f" ({levels[level + 1]})")
-        if np.isfinite(trial.difference) and trial.difference <= tolerance:
+        if np.isfinite(trial.difference_max) and trial.difference_max <= tolerance:
             return Choice(level, indices, finer, trials, True)
         previous = finer
-    best = min(trials, key=lambda t: t.difference if np.isfinite(t.difference) else np.inf)
+    best = min(trials, key=lambda t: t.difference_max if np.isfinite(t.difference_max)
+               else np.inf)
     if not accept:
-        tried = "; ".join(f"level {t.level} ({t.resolution}): {t.difference:.2e}"
+        tried = "; ".join(f"level {t.level} ({t.resolution}): {t.difference_max:.2e}"
                           for t in trials)
         raise ToleranceNotMet(
             f"no resolution level reached the tolerance {tolerance:.1e} (nRMSE from the next "
-            f"finer level, samples {indices}): {tried}. The best is {best.difference:.2e}. "
+            f"finer level, worst of samples {indices}): {tried}. The best is "
+            f"{best.difference_max:.2e}. "
             "Ask for a looser --tolerance, or pass --on-tolerance warn to write the finest level "
             "with its estimated error stated in the file")
     # the finest level: its error is below the last difference when the levels converge
@@ -289,7 +292,7 @@ def estimate_from_choice(arrays: Mapping[str, np.ndarray], choice: Choice,
     est = float(np.mean(errs)) if choice.level + 1 < len(levels) else float(errs[0])
     worst = float(np.max(errs))
     return ErrorEstimate(estimate=est, estimate_max=worst, tolerance=tolerance,
-                         met=bool(est <= tolerance), level=choice.level,
+                         met=bool(worst <= tolerance), level=choice.level,
                          resolution=levels[choice.level], method=how,
                          samples=list(choice.indices), trials=choice.trials)
 
