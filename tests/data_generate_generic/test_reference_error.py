@@ -208,3 +208,34 @@ def test_a_periodic_reference_estimate_matches_its_exact_error(tmp_path):
     assert est.met and est.level == 0  # the default resolution is converged already
     # both are float32 rounding (~3e-8) plus the generator's ~1e-10: within 20 % of each other
     assert true == pytest.approx(est.estimate, rel=0.2)
+
+
+def test_data_info_shows_the_error_a_file_states(walled, capsys):
+    task, out, data, attrs, true_error = walled
+    assert main(["data", "info", str(example_path("allen_cahn_neumann2d")), "--dev-data",
+                 str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "own error" in printed and f"{float(attrs['reference_error_estimate']):.1e}" in printed
+
+
+def test_a_file_stating_nonsense_about_its_error_is_not_believed(tmp_path):
+    """The estimate is read from a data file, which may be hostile: not-a-number, negative and
+    out-of-range values are dropped, never used; text is cut to 500 characters."""
+    path = tmp_path / "hostile.hdf5"
+    with h5py.File(path, "w", libver="latest") as h5:  # "latest": attributes above 64 kB
+        h5["tensor"] = np.zeros((1, 2, 4), np.float32)
+        h5.attrs["reference_error_estimate"] = "nan"
+        h5.attrs["reference_error_estimate_max"] = -1.0
+        h5.attrs["reference_error_tolerance"] = float("inf")
+        h5.attrs["reference_error_met"] = True
+        h5.attrs["resolution_level"] = 10 ** 9
+        h5.attrs["reference_error_method"] = "x" * 200_000
+    est = accuracy.read_file_estimate(path)
+    assert est.estimate is None and est.estimate_max is None and est.met is None
+    assert est.level is None and est.tolerance == accuracy.DEFAULT_TOLERANCE
+    assert est.reason == "x" * 500
+    with h5py.File(path, "r+") as h5:
+        h5.attrs["reference_error_estimate"] = 3e-7
+        h5.attrs["resolution_level"] = [1, 2]  # an array where a number belongs
+    est = accuracy.read_file_estimate(path)
+    assert est.estimate == 3e-7 and est.method == "x" * 500 and est.level is None

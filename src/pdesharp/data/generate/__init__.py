@@ -244,8 +244,8 @@ def generate_to_file(
         estimate = accuracy.estimate_from_choice(arrays, choice, _checked_keys(per_sample),
                                                  tolerance, levels)
     elif not checks:
-        estimate = accuracy.not_estimated("not estimated: the generation was asked for no check "
-                                          "samples", tolerance)
+        estimate = accuracy.not_estimated("the generation was asked for no check samples",
+                                          tolerance)
     else:
         estimate = None  # the audit's estimate, once the file exists
     if estimate is not None:

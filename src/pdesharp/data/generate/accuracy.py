@@ -139,7 +139,7 @@ def read_estimate(attrs: Mapping[str, Any]) -> ErrorEstimate | None:
     level = attrs.get("resolution_level")
     try:
         level = int(level) if level is not None and 0 <= int(level) < 1000 else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         level = None
     met = attrs.get("reference_error_met")
     return ErrorEstimate(
@@ -158,7 +158,9 @@ MAX_ATTR_BYTES = 65536
 
 def read_file_estimate(path) -> ErrorEstimate | None:
     """The estimate a data file states about itself (None: it states none, or is unreadable).
-    Only the estimate's own attributes are read, each at most :data:`MAX_ATTR_BYTES`."""
+    Only the estimate's own attributes are read, each of at most :data:`MAX_ATTR_BYTES` of
+    fixed-size storage (a variable-length string lives in the file's heap: it is bounded by the
+    file's size, and cut to 500 characters)."""
     from pdesharp.data import hdf5
 
     try:
