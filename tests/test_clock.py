@@ -125,3 +125,26 @@ def test_the_reader_in_a_thread_gives_the_same_formula_and_errors():
     assert box["ok"] == u(t, x) ** 2 * sp.sin(x)
     assert isinstance(box["undeclared"], expression.UndeclaredNames)
     assert box["undeclared"].names == ["nu"]
+
+
+def test_tasks_check_on_a_never_ending_equation_is_a_one_line_verdict(tmp_path):
+    """Issue 25 row 5, through the CLI: `0*floor(exp(10**99))` in a task equation used to make
+    `tasks check` never return."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from pdesharp.task import load_task
+
+    data = load_task("advection").model_dump(mode="json")
+    data["name"] = "advection_slow"
+    data["equation"]["equations"] = ["dt(u) + beta*dx(u) + 0*floor(exp(10**99))"]
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    proc = subprocess.run([sys.executable, "-m", "pdesharp.cli", "tasks", "check", str(spec)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "floor of a number beyond 1e+308 in size is not allowed in equation 1" in proc.stderr

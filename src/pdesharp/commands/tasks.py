@@ -3,7 +3,6 @@ built-in analyst supports a task, or write a new task file (``tasks new``)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rich.console import Console
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, fail, task_or_exit
 from pdesharp.task import TaskError, builtin_task_names, load_task
+from pdesharp.untrusted import task_name
 
 NEW_TASK = """\
 # A pdesharp task in the short form: the mathematics only. What is left out is derived by fixed
@@ -118,8 +118,10 @@ def listing(console: Console) -> int:
 
 def new(name: str, out: str | None) -> int:
     """Write the commented minimal task ``NAME.yaml`` (or ``out``); never overwrites."""
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
-        fail(f"a task name is letters, digits and underscores, starting with a letter: {name!r}")
+    try:
+        task_name(name)
+    except ValueError as exc:
+        fail(str(exc))
     path = Path(out).expanduser() if out else Path(f"{name}.yaml")
     if path.exists():
         fail(f"{path} exists; choose another name or --out FILE")
