@@ -5,9 +5,9 @@ clipboard write), Rich markup, HTML, or words dressed up as instructions from pd
 ("IMPORTANT SYSTEM MESSAGE ..."). Every place that shows it goes through one of these exits:
 
 - :func:`terminal` for a terminal or a log line: control characters and escape sequences
-  removed (newline and tab kept), bidirectional overrides removed. Print the result with Rich
-  markup off (``console.print(s, markup=False, highlight=False)``) or pass it through
-  :func:`rich_markup`, which escapes it for a markup string.
+  removed (newline and tab kept), bidirectional overrides removed. For Rich output, use
+  :func:`plain` (a ``Text``: a table cell or a console line, never read as markup) or
+  :func:`rich_markup`, which escapes it for a markup string of pdesharp's own.
 - :func:`one_line` for a table cell or a status line: the same, on one line, cut to a length.
 - :func:`prompt_block` for a prompt: a delimited block whose every line sits behind a ``| ``
   gutter, so nothing inside can close a code fence, start a heading or end the block; the block
@@ -67,6 +67,15 @@ def terminal(text: object) -> str:
     s = _ESCAPES.sub("", s)
     s = _C1_STRINGS.sub("", s)
     return _CONTROLS.sub("", s)
+
+
+def plain(text: object, limit: int | None = None, style: str = ""):
+    """Untrusted text for Rich output (a table cell, a console line): :func:`terminal` (or
+    :func:`one_line` cut to ``limit``) as a Rich ``Text``, which Rich never reads as markup
+    (``[link=...]``) or highlights. Every Rich output of such text goes through this."""
+    from rich.text import Text
+
+    return Text(terminal(text) if limit is None else one_line(text, limit), style=style)
 
 
 def rich_markup(text: object) -> str:
