@@ -137,18 +137,26 @@ def prompt_block(text: object, what: str, *, limit: int | None = None) -> str:
     return f"[untrusted {what}: block {tag}]\n{quoted}\n[end of block {tag}]"
 
 
+def _inert_links(text: str) -> str:
+    """Backslashes and square brackets escaped: no image (``![x](http://host/beacon)``, a read
+    receipt when report.md is viewed), no link (``[x](javascript:...)``, a reference
+    definition) can form; bare http(s) URLs stay as text that viewers may link."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
 def markdown_text(text: object) -> str:
     """Untrusted text for a Markdown paragraph or table cell: controls removed, HTML escaped,
-    table pipes and backticks escaped, on one line."""
+    links and images made inert, table pipes and backticks escaped, on one line."""
     # backticks escaped too: one in here must not open a code span that a later one closes
-    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|").replace(
-        "`", "\\`")
+    return _inert_links(html.escape(one_line(text, 10_000), quote=False)).replace(
+        "|", "\\|").replace("`", "\\`")
 
 
 def markdown_prose(text: object) -> str:
     """Untrusted Markdown prose (a model's narrative) kept as paragraphs: controls removed,
-    HTML escaped, so no tag or script in it is rendered."""
-    return html.escape(terminal(text), quote=False)
+    HTML escaped and links and images made inert, so no tag, script, image or link in it is
+    rendered."""
+    return _inert_links(html.escape(terminal(text), quote=False))
 
 
 def markdown_span(text: object, limit: int = 300) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -38,6 +39,9 @@ def solver(u0_batch, t_coordinate, beta):
     return out
 '''
 CANARY = "SEC-CANARY-3f9a"
+# model text that would make report.md fetch a remote image or carry a script link (row 11)
+BEACONS = ("![beacon](http://127.0.0.1:9/beacon.png) [click](javascript:alert(1)) "
+           "<img src=http://127.0.0.1:9/x.png> \\[esc](javascript:alert(3))")
 
 
 def cli(*argv, env=None) -> subprocess.CompletedProcess:
@@ -65,12 +69,14 @@ def run_folder(tmp_path_factory, shared_data):
     tmp = tmp_path_factory.mktemp("hostile-run")
     rules = [{"tag": tag, "reply": replies[0]}
              for tag, replies in analysis_replies("numerical").items()]
-    rules += [{"tag": "genesis", "sample": 0, "reply": genesis_reply(shift(1.0), "exact")},
+    rules += [{"tag": "genesis", "sample": 0,
+               "reply": genesis_reply(shift(1.0), f"exact {BEACONS}")},
               {"tag": "genesis", "sample": 1, "reply": genesis_reply(OVERFLOW, "overflow")},
               {"tag": "judge.nominate", "reply": nominate("g1")},
               {"tag": "judge.propose",
                "reply": patch("    scale = 1.0", "    scale = 1.0  # same", "same", ["g1"])},
-              {"tag": "reporter", "reply": "Narrative written by the test."}]
+              {"tag": "reporter", "reply": f"Narrative written by the test.\n\n{BEACONS}\n\n"
+                                           "[id]: javascript:alert(2)\n[ref][id]"}]
     script, first = tmp / "rules.yaml", tmp / "judge1.yaml"
     script.write_text("# replies written by us for this test\n"
                       + yaml.safe_dump({"rules": rules}, sort_keys=False))
@@ -128,6 +134,22 @@ def test_an_overflowing_solver_fails_and_the_run_finishes(run_folder):
     summary = json.loads((run / "summary.json").read_text())
     assert summary["best_id"] != "g2" and summary["status"] == "finished"
     assert 0 < summary["best_dev_score"] < 1e-2  # the honest exact shift's residual
+
+
+# -- row 11: report.md renders no remote image and no non-http(s) link ---------------------
+
+def test_report_md_renders_no_remote_image_and_no_script_link(run_folder):
+    from markdown_it import MarkdownIt
+
+    _, run, proc = run_folder
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (run / "report.md").read_text()
+    assert "Narrative written by the test." in text and "beacon" in text  # shown, as text
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    # the report's own figure (a file beside it) is the only image; links are http(s) or none
+    assert re.findall(r'src="([^"]*)"', html) == ["pareto.svg"]
+    assert all(h.startswith(("http://", "https://")) for h in re.findall(r'href="([^"]*)"', html))
+    assert "[click](javascript:alert(1))" in html  # the model's text, shown as text
 
 
 # -- rows 1 and 2: settings recorded in a run folder ----------------------------------------
