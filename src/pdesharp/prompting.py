@@ -277,6 +277,8 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
     (objects and arrays), by start. A string runs to its closing quote or the end of its line
     (JSON strings hold no raw newline), so a stray quote in prose spoils one line at most."""
     spans: list[tuple[int, int]] = []
+    if "}" not in text:  # no object can close: nothing to scan
+        return spans
     starts: list[int] = []  # the open brackets: start (negative for '['), deepest level inside
     deepest: list[int] = []
     in_string, skip = False, 0
