@@ -107,7 +107,10 @@ class _Evaluator:
         self.periodic = task.boundary.strip().lower().startswith("periodic")
         first = next(iter(fields.values()))
         self.shape = first.shape
-        self.ring: set[int] = set()  # axes whose two boundary points a stencil left out
+        # per axis, how many points at each end stencils left out (NaN there): one per
+        # second difference or flux difference, more where they nest (a face mean of a NaN
+        # end spreads it one point inward); counted over every term, so never too few
+        self.ring: dict[int, int] = {}
         offset = 1 if task.steady else 2
         self.axis = {name: offset + k for k, name in enumerate(system.space)}
         self.values: dict[str, np.ndarray] = {k: np.asarray(v, dtype=float) for k, v in fields.items()}
@@ -194,7 +197,7 @@ class _Evaluator:
         nested = any(x in d.variables for d in inner.atoms(sp.Derivative))
         if n == 1 and nested:
             flux = np.broadcast_to(self.ev(inner, stag=var), self._face_shape(ax))
-            self.ring.add(ax)
+            self.ring[ax] = self.ring.get(ax, 0) + 1
             return _pad_interior(np.diff(flux, axis=ax) / h, ax)
         f = np.broadcast_to(self.ev(inner), self.shape)
         if n == 1:
@@ -202,7 +205,7 @@ class _Evaluator:
         if n == 2:
             lo, mid, hi = ([slice(None)] * f.ndim for _ in range(3))
             lo[ax], mid[ax], hi[ax] = slice(0, -2), slice(1, -1), slice(2, None)
-            self.ring.add(ax)
+            self.ring[ax] = self.ring.get(ax, 0) + 1
             return _pad_interior((f[tuple(hi)] - 2 * f[tuple(mid)] + f[tuple(lo)]) / h**2, ax)
         val = f
         for _ in range(n):
@@ -210,13 +213,14 @@ class _Evaluator:
         return val
 
     def valid(self) -> np.ndarray:
-        """Where the equation is evaluated: every point but the boundary ring of each axis a
-        stencil could not cover there (:func:`_pad_interior`)."""
+        """Where the equation is evaluated: every point but the boundary ring of each axis
+        that stencils could not cover (:func:`_pad_interior`; :attr:`ring` wide)."""
         ok = np.ones(self.shape, dtype=bool)
-        for ax in self.ring:
-            ends = [slice(None)] * len(self.shape)
-            ends[ax] = [0, -1]
-            ok[tuple(ends)] = False
+        for ax, width in self.ring.items():
+            for ends in (slice(0, width), slice(-width, None)):
+                index = [slice(None)] * len(self.shape)
+                index[ax] = ends
+                ok[tuple(index)] = False
         return ok
 
     def _face_shape(self, ax: int) -> tuple[int, ...]:
