@@ -15,10 +15,14 @@ from pathlib import Path
 from pdesharp.baselines import short_label
 from pdesharp.bench_fair import BEST_OF_FILE, reference_error, winner_vs_converged
 from pdesharp.store import RunStore
+from pdesharp.untrusted import path_component
 
 
 def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
-    return Path(out) / task / f"{method}-r{repeat}"
+    """A bench cell's run folder; task and method are names read from bench.json (untrusted
+    when a bench folder is handed over), so each must be one path component."""
+    return Path(out) / path_component(task, "task") / path_component(f"{method}-r{repeat}",
+                                                                      "method")
 
 
 SOLVER_ORIGINS = ("genesis", "patch", "baseline")  # solvers written from scratch or by patch

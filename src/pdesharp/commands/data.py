@@ -14,11 +14,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pdesharp.commands._common import fail, task_or_exit
 from pdesharp.data.paths import data_dir
 from pdesharp.progress import Progress
 from pdesharp.task import builtin_task_names
+from pdesharp.untrusted import plain, rich_markup
 
 
 def _console() -> Console:
@@ -130,9 +132,10 @@ def run_info(args) -> int:
         fail("--dev-data/--test-data describe one task's files: name the task "
              "(pdesharp data info TASK --dev-data FILE)")
     root = data_dir(args.data_dir)
-    # Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
+    # Piped output (logs, CI) gets a wide table instead of rich's 80-column default. Paths,
+    # HDF5 keys and errors come from task files and data files: every cell is plain() text.
     console = Console() if Console().is_terminal else Console(width=200)
-    console.print(f"data directory: {root}")
+    console.print(plain(f"data directory: {root}"))
     table = Table()
     for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size",
                 "own error"):
@@ -150,29 +153,30 @@ def run_info(args) -> int:
             if st.present:
                 shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
                 n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
-                table.add_row(task.name, st.split, "[green]present[/]", str(st.path), n, shape,
-                              st.dtype or "-", human_size(st.size_bytes), own(st.own_error))
+                row = (task.name, st.split, plain("present", style="green"), st.path, n, shape,
+                       st.dtype or "-", human_size(st.size_bytes), own(st.own_error))
             elif st.path is not None:
                 missing += 1
-                table.add_row(task.name, st.split, "[red]broken[/]", f"{st.path}: {st.error}",
-                              "-", "-", "-", human_size(st.size_bytes), "-")
+                row = (task.name, st.split, plain("broken", style="red"),
+                       f"{st.path}: {st.error}", "-", "-", "-", human_size(st.size_bytes), "-")
             else:
                 missing += 1
                 first = st.candidates[0] if st.candidates else "-"
-                table.add_row(task.name, st.split, "[yellow]missing[/]", f"(looked for {first})",
-                              "-", "-", "-", "-", "-")
+                row = (task.name, st.split, plain("missing", style="yellow"),
+                       f"(looked for {first})", "-", "-", "-", "-", "-")
                 hints.append(f"{task.name} {st.split}: {st.hint}")
+            table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row))
         for path in generated_files(task, args.data_dir):
             stated = read_file_estimate(path)
-            table.add_row(task.name, "generated", "present", str(path), "-", "-", "-",
-                          human_size(path.stat().st_size),
-                          own(stated.estimate if stated is not None else None))
+            table.add_row(*map(plain, (task.name, "generated", "present", path, "-", "-", "-",
+                                       human_size(path.stat().st_size),
+                                       own(stated.estimate if stated is not None else None))))
     console.print(table)
     out = _console()
     if hints:
         out.print("To get the missing files:")
         for line in hints:
-            out.print(f"  {line}")
+            out.print(plain(f"  {line}"))
     out.print("own error: the nRMSE from the PDE's solution that a generated file states about "
               "itself (`pdesharp data audit` measures it for any file it can)")
     if missing:
@@ -195,7 +199,7 @@ def run_download(args) -> int:
             files = plan_downloads(task, args.source, args.split, root, base_url=args.base_url)
         except DownloadError as exc:
             if args.task == "all":
-                console.print(f"[yellow]skipping {name}[/]: {exc}")
+                console.print(f"[yellow]skipping {rich_markup(name)}[/]: {rich_markup(exc)}")
                 continue
             fail(str(exc))
         if args.source == "pdebench" and not args.force:
@@ -205,7 +209,7 @@ def run_download(args) -> int:
             wanted = _splits(args.split)
             targets = subset_targets(task, root, files[0].target)
             if all(targets[s].exists() for s in wanted):
-                console.print(f"{name}: {', '.join(str(targets[s]) for s in wanted)} already present")
+                console.print(plain(f"{name}: {', '.join(str(targets[s]) for s in wanted)} already present"))
                 continue
         try:
             results = rich_progress_fetch(files, force=args.force, retries=args.retries,
@@ -222,7 +226,7 @@ def run_download(args) -> int:
             raise
         for r in results:
             checks = f" (verified: {', '.join(r.verified)})" if r.verified else ""
-            console.print(f"{name}: {r.status} {r.path}{checks}")
+            console.print(plain(f"{name}: {r.status} {r.path}{checks}"))
             if r.status == "downloaded" and not r.verified:
                 console.print("  no checksum is published for this file; its SHA-256 was recorded"
                               f" in {r.path.name}.sha256")
@@ -248,10 +252,10 @@ def _subset_after_download(console, task, source: Path, root: Path, args) -> Non
     except DataError as exc:
         fail(f"downloaded {source}, but cutting dev/test from it failed: {exc}", code=1)
     for w in res.warnings:
-        console.print(f"[yellow]warning[/]: {w}")
+        console.print(f"[yellow]warning[/]: {rich_markup(w)}")
     for split, path in res.paths.items():
         lo, hi = res.indices[split]
-        console.print(f"{task.name}: {split} subset (samples {lo}..{hi - 1}) -> {path}")
+        console.print(plain(f"{task.name}: {split} subset (samples {lo}..{hi - 1}) -> {path}"))
 
 
 def run_subset(args) -> int:
@@ -271,10 +275,10 @@ def run_subset(args) -> int:
         fail(str(exc))
     console = _console()
     for w in res.warnings:
-        console.print(f"[yellow]warning[/]: {w}")
+        console.print(f"[yellow]warning[/]: {rich_markup(w)}")
     for split, path in res.paths.items():
         lo, hi = res.indices[split]
-        console.print(f"{split}: samples {lo}..{hi - 1} of {res.n_source} -> {path}")
+        console.print(plain(f"{split}: samples {lo}..{hi - 1} of {res.n_source} -> {path}"))
     if res.t_dropped:
         console.print("t-coordinate: dropped the last value (the source stores T+1 times for T frames)")
     return 0
@@ -460,9 +464,9 @@ def run_audit(args) -> int:
     except MemoryError:
         fail(f"auditing {path} ran out of memory; try --samples K")
     for line in summary_lines(result.report):
-        console.print(line)
+        console.print(plain(line))
     if result.path is not None:
-        console.print(f"  stored: {result.path}")
+        console.print(plain(f"  stored: {result.path}"))
     if args.json:
         Path(args.json).expanduser().write_text(result.report.model_dump_json(indent=2))
         console.print(f"  wrote {args.json}")
