@@ -110,6 +110,13 @@ def task_name(text: object) -> str:
     return text
 
 
+def task_name_for(text: str) -> str:
+    """A task name made from a checked :func:`path_component` (an imported record's id such as
+    ``poisson-2d.v1``): other characters become ``_``, a leading digit gets ``case_``."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return task_name(("case_" + name if not name[:1].isalpha() else name)[:64])
+
+
 def path_component(text: object, what: str) -> str:
     """``text`` if it can name one folder under another (a run id): letters, digits, ``.``,
     ``_`` and ``-``, starting with a letter or digit, no ``..``; else ValueError."""
