@@ -16,6 +16,8 @@ numbers (digits), powers, numeric arguments of special functions, and a wall-clo
 from __future__ import annotations
 
 import ast
+import keyword
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -118,15 +120,19 @@ def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
     _check_brackets(source, where)
     if caret_is_power:  # as sympify's convert_xor: the token, so dx^2/2 is (dx**2)/2
         source = source.replace("^", "**")
+    parsed, keywords = _keywords_as_names(source, names)
     try:
         with warnings.catch_warnings():  # "'int' object is not callable" for 2(u): refused below
             warnings.simplefilter("ignore")
-            tree = ast.parse(source, mode="eval")
+            tree = ast.parse(parsed, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"{where} is not a formula: {exc.msg} ({_at(exc.lineno, exc.offset)})"
                               ) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, deep nesting
         raise ExpressionError(f"{where} is not a formula: {exc}") from None
+    for node in ast.walk(tree) if keywords else ():
+        if isinstance(node, ast.Name) and node.id in keywords:
+            node.id = keywords[node.id]
     builder = _Builder(source, where, names, operators, free_symbols, relations)
     builder.check(tree.body)
     try:
@@ -158,6 +164,32 @@ def split_equation(text: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
     return parts + [text[start:]]
+
+
+_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_])")
+
+
+def _keywords_as_names(source: str, names: Mapping) -> tuple[str, dict[str, str]]:
+    """``source`` with each declared name that is a Python keyword (a parameter ``lambda``)
+    replaced by a placeholder identifier of the same length (so that every column an error
+    names stays right), and {placeholder: name}. Nothing to do for most formulas."""
+    declared = [n for n in names if isinstance(n, str) and keyword.iskeyword(n)]
+    if not declared:
+        return source, {}
+    present = set(_IDENTIFIER.findall(source))
+    back: dict[str, str] = {}
+    for name in (n for n in declared if n in present):
+        for i in range(36 ** (len(name) - 1)):
+            digits = ""
+            while len(digits) < len(name) - 1:
+                i, d = divmod(i, 36)
+                digits += "0123456789abcdefghijklmnopqrstuvwxyz"[d]
+            holder = "_" + digits
+            if holder not in present and holder not in back and not keyword.iskeyword(holder):
+                break
+        back[holder] = name
+        source = re.sub(rf"(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])", holder, source)
+    return source, back
 
 
 def _at(line: int | None, column: int | None) -> str:

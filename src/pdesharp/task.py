@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import keyword
 import math
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -50,6 +51,14 @@ class ArgSpec(_Model):
     field: str | None = None  # unknown (initial) or coefficient name; parameter name if omitted
     # (a "grid" argument takes no field: it is the output grid's coordinates, see pdesharp.grid)
     doc: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _python_name(cls, v: str) -> str:
+        if not v.isidentifier() or keyword.iskeyword(v):
+            raise ValueError(f"solver argument {v!r} is not a Python argument name"
+                             + (f"; name it {v}_ (with field: {v})" if keyword.iskeyword(v) else ""))
+        return v
 
 
 class SolverSpec(_Model):
