@@ -96,6 +96,37 @@ def test_robust_judge_and_debug_after_a_blow_up(burgers):
     assert read_design(apply_patch(base.candidate.code, prop.patch))["CFL"] < 0.8
 
 
+def test_debug_cures_a_programming_error_by_its_cause_not_by_a_smaller_step(burgers):
+    """Issue 26 item 4: a TypeError in the solver's code (the KS crash, ``float(-c)`` on a list)
+    is not cured by halving CFL. A file that differs from its design's catalogue code gets that
+    code back; the catalogue's own code failing gets a design of another family."""
+    task, analysis = burgers
+    design = FV("muscl", "mc", "rusanov", "ssprk3", 0.4)
+    failed = EvalResult(status="error", split="dev", feedback="nrmse", error_type="TypeError",
+                        message="TypeError during the solver call")
+    edited = entry(task, design, "e")
+    edited.candidate = edited.candidate.model_copy(update={
+        "code": edited.candidate.code.replace("def flux(W, X, t, prm, axis):",
+                                              "def flux(W, X, t, prm, axis):\n    W = -W")})
+    edited.result = failed
+    judge = BuiltinJudge(name="judge-2")
+    asyncio.run(judge.nominate(task, analysis, [edited]))
+    fix = asyncio.run(judge.debug(edited))
+    assert fix.patch is None and fix.code == render(task, design)
+    assert "TypeError" in fix.justification and "programming error" in fix.justification
+    own = entry(task, design, "g")
+    own.result = failed
+    fix = asyncio.run(judge.debug(own))
+    assert fix.code is not None and read_design(fix.code).family != "fv", fix.title
+    # a blow-up of the same design is still the step's: the family's repair
+    own.result = EvalResult(status="error", split="dev", feedback="nrmse",
+                            error_type="FloatingPointError")
+    judge = BuiltinJudge(name="judge-3")
+    asyncio.run(judge.nominate(task, analysis, [own]))
+    fix = asyncio.run(judge.debug(own))
+    assert fix.patch is not None and "CFL" in fix.title
+
+
 def test_hybrid_judge_borrows_from_the_runner_up(burgers):
     task, _ = burgers
     a = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "a", 1e-4)

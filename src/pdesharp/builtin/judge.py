@@ -28,6 +28,7 @@ import re
 
 from pdesharp.builtin.author import design_facts, problem, render
 from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.diagnosis import cause, said
 from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
                                             retitle)
 from pdesharp.builtin.evidence import below_resolution, order, predicted_change
@@ -424,15 +425,26 @@ class BuiltinJudge:
         return proposal.model_copy(update={"patch": None, "code": code})
 
     async def debug(self, entry: PoolEntry) -> Proposal:
-        """A failed run: the family's repair (smaller steps, more dissipation, an implicit
-        viscous step after a timeout), on axes the solver has; else another catalogue design."""
+        """A failed run, cured by its cause (:mod:`pdesharp.builtin.diagnosis`): a blow-up or
+        a timeout by the family's repair (smaller steps, more dissipation, an implicit viscous
+        step), a programming error by the catalogue's own code of the design (when the file was
+        edited) or another design; else another catalogue design."""
         d = read_design(entry.candidate.code)
         bid = entry.candidate.id
-        status = entry.result.status if entry.result is not None else "error"
-        msg = entry.result.message if entry.result is not None else ""
+        r = entry.result
+        status = r.status if r is not None else "error"
+        kind = cause(status, r.error_type if r is not None else "")
+        why = said(status, r.error_type if r is not None else "")
         task = self._task
         p = self._try_problem(task) if task is not None else None
-        if d is not None and p is not None:
+        if d is not None and p is not None and kind == "code":
+            own = render(task, d, p)
+            if own != entry.candidate.code:
+                return Proposal(judge=self.name, base=bid, parents=[bid],
+                                title=f"debug: the catalogue's code of {d.family}", code=own,
+                                justification=f"the run failed ({why}); the file differs from"
+                                              " the catalogue's code of its design: that code")
+        if d is not None and p is not None and kind != "code":
             fam = family(d.family)
             present = {m["name"] for m in CONSTANT_LINE.finditer(header(entry.candidate.code))}
             changes = {k: v for k, v in fam.repair(d, p, status).items() if k in present}
@@ -444,16 +456,20 @@ class BuiltinJudge:
                     title="debug: " + ", ".join(f"{k} -> {v}" for k, v in changes.items()),
                     patch=constant_patch(entry.candidate.code, changes) + retitle(
                         entry.candidate.code, fam.title(new, p)),
-                    justification=f"the run failed ({status}: {msg[:200]}); the family's usual"
-                                  " cure for this failure")
+                    justification=f"the run failed ({why}); the family's usual cure for this"
+                                  " failure")
         if p is not None:
-            prop = self._switch(task, p, entry, self._seen([entry], p))
+            seen = self._seen([entry], p)
+            if d is not None and kind == "code":  # the family's code failed: another family
+                seen |= {design_key(o, p) for o in candidate_designs(p) if o.family == d.family}
+            prop = self._switch(task, p, entry, seen) or self._switch(task, p, entry,
+                                                                     self._seen([entry], p))
             if prop is not None:
-                return prop.model_copy(update={"justification": f"the run failed ({status}:"
-                                               f" {msg[:200]}); no axis of this design cures it:"
-                                               " trying another catalogue design"})
+                return prop.model_copy(update={"justification": f"the run failed ({why}); no"
+                                               " axis of this design cures it: trying another"
+                                               " catalogue design"})
         # nothing to change: resubmitting identical code is looked up, not run again
         return Proposal(judge=self.name, base=bid, parents=[bid], title="unchanged",
                         code=entry.candidate.code,
-                        justification=f"the run failed ({status}); the catalogue has nothing"
+                        justification=f"the run failed ({why}); the catalogue has nothing"
                                       " untried to offer")
