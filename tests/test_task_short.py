@@ -80,7 +80,7 @@ def test_a_parameter_inside_dt_is_not_an_unknown_and_a_typo_is_still_an_error(tm
     task = _load("name: a\nequation: dt(c*u) = nu*dx(u, 2)\nparameters: {c: 2, nu: 0.1}\n"
                  "domain: {x: [0, 1]}\nboundary: periodic\ntime_span: [0, 1]\n", tmp_path)
     assert task.equation.unknowns == ["u"]
-    with pytest.raises(TaskError, match=r"undeclared names \['nuu'\]"):
+    with pytest.raises(TaskError, match=r"nuu is not declared \(did you mean nu\?\)"):
         _load("name: a\nequation: dt(u) = nuu*dx(u, 2)\nparameters: {nu: 0.1}\n"
               "domain: {x: [0, 1]}\nboundary: periodic\ntime_span: [0, 1]\n", tmp_path)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import operator
 import re
 import time
 import warnings
@@ -55,8 +56,10 @@ CONSTANTS: dict[str, sp.Basic] = {
     "pi": sp.pi, "E": sp.E, "I": sp.I, "oo": sp.oo,
     "EulerGamma": sp.EulerGamma, "GoldenRatio": sp.GoldenRatio, "Catalan": sp.Catalan,
 }
-_ARITHMETIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
-               ast.Pow: "__pow__"}
+# the operator module, not the left operand's method: a caller's operator may return its own
+# objects (equation.gradient's vectors), which only the reflected method of the right operand knows
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv, ast.Pow: operator.pow}
 _COMPARE = {ast.Lt: sp.Lt, ast.LtE: sp.Le, ast.Gt: sp.Gt, ast.GtE: sp.Ge, ast.Eq: sp.Eq,
             ast.NotEq: sp.Ne}
 # What a refused construct is called in the error message.
@@ -91,16 +94,38 @@ class ExpressionError(ValueError):
 
 
 class UndeclaredNames(ExpressionError):
-    """The formula uses names its context does not declare (``names``, sorted)."""
+    """The formula uses names its context does not declare (``names``, sorted); ``called`` are
+    those it calls as functions (``tanhh(u)``), ``known`` what it could have meant."""
 
-    def __init__(self, names: list[str], where: str):
-        self.names = names
+    def __init__(self, names: list[str], where: str, called: set[str] = frozenset(),
+                 known: set[str] = frozenset(), functions: set[str] = frozenset()):
+        self.names, self.called = names, set(called)
+        self.known, self.functions = set(known), set(functions)
         super().__init__(f"{where} uses undeclared names {names}")
+
+    def guess(self, name: str) -> str | None:
+        """The closest known name (a function for a call), if one is close: a typo's fix."""
+        import difflib
+
+        pool = sorted(self.functions if name in self.called else self.known)
+        same = [p for p in pool if p.lower() == name.lower()]  # Sin for sin, Nu for nu
+        got = same or difflib.get_close_matches(name, pool, n=1, cutoff=0.8)
+        return got[0] if got else None
+
+    def explain(self) -> str:
+        """One phrase per name: what it is taken for and the likely fix."""
+        out = []
+        for n in self.names:
+            g = self.guess(n)
+            what = f"{n}(...) is not a known function" if n in self.called else \
+                f"{n} is not declared"
+            out.append(what + (f" (did you mean {g}?)" if g else ""))
+        return "; ".join(out)
 
 
 def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
          operators: Mapping[str, Callable] = {}, free_symbols: bool = False,
-         caret_is_power: bool = False, relations: bool = False) -> sp.Basic:
+         caret_is_power: bool = False, relations: bool = False, column: int = 1) -> sp.Basic:
     """The SymPy expression of ``text``.
 
     ``where`` says what the text is ("equation 1"), for messages. ``names`` are the symbols,
@@ -108,16 +133,19 @@ def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
     callables (``dx(e, 2)``), called with already built SymPy arguments. With ``free_symbols``
     every other bare name is a plain ``Symbol`` (a model's formula in its own notation). With
     ``caret_is_power``, ``^`` means ``**`` (as ``sympify`` read it); otherwise it is refused with
-    a hint. ``relations`` allows comparisons at the top level.
+    a hint. ``relations`` allows comparisons at the top level. ``column`` is where ``text``
+    starts in the caller's own text (one side of an equation), so that the columns messages
+    name are the user's.
     """
     if not isinstance(text, str):
         raise ExpressionError(f"{where}: expected a formula as text, got {type(text).__name__}")
     source = text.strip()
     if not source:
         raise ExpressionError(f"{where} is empty")
+    offset = column - 1 + len(text) - len(text.lstrip())
     if len(source) > MAX_LENGTH:
         raise ExpressionError(f"{where} is {len(source)} characters long; at most {MAX_LENGTH}")
-    _check_brackets(source, where)
+    _check_brackets(source, where, offset)
     if caret_is_power:  # as sympify's convert_xor: the token, so dx^2/2 is (dx**2)/2
         source = source.replace("^", "**")
     parsed, keywords = _keywords_as_names(source, names)
@@ -126,14 +154,15 @@ def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
             warnings.simplefilter("ignore")
             tree = ast.parse(parsed, mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"{where} is not a formula: {exc.msg} ({_at(exc.lineno, exc.offset)})"
-                              ) from None
+        raise ExpressionError(f"{where} is not a formula: {exc.msg}"
+                              f" ({_syntax_place(exc, source, offset)})") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, deep nesting
         raise ExpressionError(f"{where} is not a formula: {exc}") from None
     for node in ast.walk(tree) if keywords else ():
         if isinstance(node, ast.Name) and node.id in keywords:
             node.id = keywords[node.id]
     builder = _Builder(source, where, names, operators, free_symbols, relations)
+    builder.offset = offset
     builder.check(tree.body)
     try:
         return builder.build(tree.body)
@@ -192,11 +221,26 @@ def _keywords_as_names(source: str, names: Mapping) -> tuple[str, dict[str, str]
     return source, back
 
 
-def _at(line: int | None, column: int | None) -> str:
-    return f"line {line}, column {column}" if line and line > 1 else f"column {column}"
+def _at(line: int | None, column: int | None, offset: int = 0) -> str:
+    if line and line > 1:
+        return f"line {line}, column {column}"
+    return f"column {(column or 1) + offset}"
 
 
-def _check_brackets(source: str, where: str) -> None:
+def _syntax_place(exc: SyntaxError, source: str, offset: int) -> str:
+    """Where the parser stopped, as a column of the user's text and the text there: Python
+    reports the end of the input as column 0 or one past it."""
+    line = exc.lineno or 1
+    col = exc.offset if exc.offset and 1 <= exc.offset <= len(source) and line == 1 \
+        else (len(source) if line == 1 else exc.offset)
+    if line > 1:
+        return _at(line, col)
+    near = source[col - 1:col + 9].strip()
+    return f"column {col + offset}" + (f", at `{one_line(near, 12)}`" if near else
+                                       ", at the end")
+
+
+def _check_brackets(source: str, where: str, offset: int = 0) -> None:
     """Unbalanced parentheses say so (the parser says "EOF in multi-line statement")."""
     stack: list[tuple[str, int]] = []
     pairs = {")": "(", "]": "[", "}": "{"}
@@ -208,12 +252,12 @@ def _check_brackets(source: str, where: str) -> None:
         elif ch in pairs:
             if not stack or stack[-1][0] != pairs[ch]:
                 raise ExpressionError(f"unbalanced parentheses in {where}: an extra '{ch}' at"
-                                      f" column {i + 1}")
+                                      f" column {i + 1 + offset}")
             stack.pop()
     if stack:
         ch, i = stack[-1]
-        raise ExpressionError(f"unbalanced parentheses in {where}: the '{ch}' at column {i + 1}"
-                              " is never closed")
+        raise ExpressionError(f"unbalanced parentheses in {where}: the '{ch}' at column"
+                              f" {i + 1 + offset} is never closed")
 
 
 class _Builder:
@@ -222,13 +266,14 @@ class _Builder:
         self.names, self.operators = dict(names), dict(operators)
         self.free, self.relations = free_symbols, relations
         self.deadline = time.monotonic() + TIME_BUDGET
+        self.offset = 0  # where the source starts in the caller's text (columns of messages)
 
     # -- checking: every node against the allowlist, before anything is built ---------------
     def refuse(self, node: ast.AST, what: str) -> ExpressionError:
         line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
         if isinstance(node, ast.Attribute) and node.end_col_offset is not None:
             line, col = node.end_lineno, node.end_col_offset - len(node.attr) - 1  # the dot
-        at = f" ({_at(line, col + 1)})" if col is not None else ""
+        at = f" ({_at(line, col + 1, self.offset)})" if col is not None else ""
         return ExpressionError(f"{what} is not allowed in {self.where}{at}")
 
     def segment(self, node: ast.AST) -> str:
@@ -236,6 +281,7 @@ class _Builder:
 
     def check(self, root: ast.AST) -> None:
         undeclared: set[str] = set()
+        self.called: set[str] = set()
         todo = [(root, 0, False)]  # (node, depth, inside a condition)
         count = 0
         while todo:
@@ -247,7 +293,10 @@ class _Builder:
             children = self.check_node(node, cond, undeclared)
             todo.extend((c, depth + 1, cc) for c, cc in reversed(children))
         if undeclared:
-            raise UndeclaredNames(sorted(undeclared), self.where)
+            known = set(self.names) | set(CONSTANTS)
+            functions = set(FUNCTIONS) | set(self.operators)
+            raise UndeclaredNames(sorted(undeclared), self.where, self.called & undeclared,
+                                  known, functions)
 
     def check_node(self, node, cond, undeclared) -> list[tuple[ast.AST, bool]]:
         if isinstance(node, ast.Constant):
@@ -299,6 +348,7 @@ class _Builder:
             if self.free:
                 raise self.refuse(node, f"the function `{one_line(name, 40)}(...)`")
             undeclared.add(name)
+            self.called.add(name)
         elif not (name in self.names or name in CONSTANTS or self.free):  # free: Symbol(name)
             if name in self.operators or name in FUNCTIONS:
                 raise self.refuse(node, f"`{name}` without arguments")
@@ -352,7 +402,7 @@ class _Builder:
                 return (a & b) if op is ast.BitAnd else (a | b)
             if op is ast.Pow:
                 self.check_power(node, a, b)
-            return self.bounded(node, getattr(a, _ARITHMETIC[op])(b))
+            return self.bounded(node, _ARITHMETIC[op](a, b))
         if isinstance(node, ast.Compare):
             left = self.build(node.left)
             parts = []
