@@ -83,7 +83,7 @@ def _domain(dom) -> str | None:
             if isinstance(end, str):
                 if re.search(r"\b(inf|infinity|oo)\b", end, re.I):
                     return f"an unbounded domain ({axis}: {one_line(rng, 60)})"
-                if re.search(r"\bt\b|\(", end):
+                if re.search(r"\bt\b", end):  # (2*(L + 1) is a number: pdesharp.task_values)
                     return f"a moving boundary ({axis}: {one_line(rng, 60)})"
     return None
 

@@ -330,10 +330,11 @@ def task_from_dict(data: dict, source: str = "<dict>") -> Task:
 def _long_form(data: dict, source: str) -> dict:
     """The short form's omitted keys derived (:mod:`pdesharp.task_short`); the long form as is."""
     from pdesharp.task_short import ShortFormError, expand
+    from pdesharp.task_values import ValueFormulaError, resolve_values
 
     try:
-        return expand(data)
-    except ShortFormError as exc:
+        return expand(resolve_values(data))
+    except (ShortFormError, ValueFormulaError) as exc:
         raise TaskError(f"invalid task spec {source}:\n  - {exc}") from None
 
 
