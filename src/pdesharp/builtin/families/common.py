@@ -151,6 +151,16 @@ def _prolong(w, r):
     return np.stack([np.interp(xf, xc, row, period=1.0) for row in w])
 
 
+def _prolong_fourier(w, r):
+    """Band-limited interpolation of periodic point values onto a grid r times finer (the
+    coarse points among the fine ones): exact for the data's own modes."""
+    n = w.shape[-1]
+    c = np.fft.rfft(w, axis=-1)
+    if n % 2 == 0:
+        c[..., -1] *= 0.5  # the Nyquist mode, split between +n/2 and -n/2
+    return np.fft.irfft(c, n * r, axis=-1) * r
+
+
 def _restrict(w, r):
     """Cell averages of r consecutive fine cells (the coarse cell's mean)."""
     if r == 1:
