@@ -43,6 +43,11 @@ class BoundaryError(ExpressionError):
     """The boundary text does not follow the grammar; the message says what to write."""
 
 
+class IncompleteBoundary(BoundaryError):
+    """The boundary follows the grammar but says too little (a side the equations need left
+    out) or names what the task lacks: the user's to fix, not a language model's."""
+
+
 @dataclass(frozen=True)
 class Condition:
     """``a*w + b*dw/d(axis) = g`` for one unknown ``w`` on one side of one axis."""
@@ -245,7 +250,7 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
     except BoundaryError:
         raise
     except UndeclaredNames as exc:  # most often a misspelt unknown: say which ones there are
-        raise BoundaryError(
+        raise IncompleteBoundary(
             f"{where}: {exc.explain()}; the task's unknowns are {', '.join(unknowns)}"
             + (f" and its parameters {', '.join(names)}" if names else "")) from None
     except ExpressionError as exc:
@@ -308,12 +313,12 @@ def require_complete(spec: BoundarySpec, system) -> None:
             ends = [s for s in (0, 1) if spec.condition(u, a, s) is None]
             if k >= 2 and ends:
                 where = " and ".join((lo, hi)[s] for s in ends)
-                raise BoundaryError(
+                raise IncompleteBoundary(
                     f"no condition for {u} at {where}, and the equation has d{a}({u}, {k}):"
                     f" give one per end, e.g. '{lo}: {u} = 0; {hi}: d{a}({u}) = 0'"
                     + ("" if given else f", or make {a} periodic ('periodic in {a}')"))
         if not given and any(orders[(u, a)] >= 1 for u in system.unknowns):
-            raise BoundaryError(
+            raise IncompleteBoundary(
                 f"no condition on either end of {a}: write one for the inflow end at least, e.g."
                 f" '{lo}: {system.unknowns[0]} = 0', or make {a} periodic ('periodic in {a}')")
 

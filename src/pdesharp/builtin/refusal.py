@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pdesharp.boundary import BoundaryError, require_complete, task_boundary
+from pdesharp.boundary import (BoundaryError, IncompleteBoundary, require_complete,
+                               task_boundary)
 
 LLM_HINT = ("use a language model for it, e.g. `pdesharp solve TASK --model openai:gpt-4o`"
             " (see docs/models.md)")
@@ -52,8 +53,10 @@ def boundary_or_refuse(task):
             a: list(v) for a, v in task.domain.items()}})
         if what is not None:  # an interface, a moving side, a condition at infinity
             raise UnsupportedTask.said(f"{one_line(task.name, 60)}: {what} {PREAMBLE}.") from None
-        raise UnsupportedTask.said(f"{one_line(task.name, 60)}: the boundary"
-                                   f" {one_line(task.boundary, 120)!r}: {exc}") from None
+        if isinstance(exc, IncompleteBoundary):  # grammar, but too little or a wrong name
+            raise UnsupportedTask.said(f"{one_line(task.name, 60)}: the boundary"
+                                       f" {one_line(task.boundary, 120)!r}: {exc}") from None
+        raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
 
 
 def notation(expr) -> str:
