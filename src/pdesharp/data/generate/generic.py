@@ -218,6 +218,11 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
         from pdesharp.data.generate.steady import generate_steady
 
         return generate_steady(task, n_samples, seed, nx, info=info)
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import generate_constrained
+
+        return generate_constrained(task, n_samples, seed, nx, n_frames, rtol=rtol, tol=tol,
+                                    method=method, info=info, first=first, redraws=redraws)
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import generate_bounded
 
@@ -269,6 +274,10 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
 
 def scheme_attrs(task: Task) -> dict[str, str]:
     """What the file's ``scheme_*`` attributes say the method is (walls or periodic)."""
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import ATTRS as CONSTRAINED
+
+        return dict(CONSTRAINED)
     return dict(BOUNDED_ATTRS if _bounded(task) else ATTRS)
 
 
@@ -276,7 +285,7 @@ def batch_size(task: Task) -> int:
     """Samples integrated together by :func:`make_batch`: one between walls (Radau runs sample
     by sample anyway) and in 2D (the FFTs dominate); 8 in 1D periodic, where one batch costs
     little more than one sample."""
-    return 1 if _bounded(task) or len(task.equation.space) > 1 else 8
+    return 1 if _bounded(task) or len(task.equation.space) > 1 or _constrained(task) else 8
 
 
 def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = None, *,
@@ -340,7 +349,19 @@ def check_task(task: Task) -> None:
         else:
             check_steady(task)
             return
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import check_constrained
+
+        check_constrained(task)
+        return
     check_supported(task, bounded=_bounded(task))
+
+
+def _constrained(task: Task) -> bool:
+    """Some equation has no time derivative: the constrained generator's."""
+    from pdesharp.builtin.constraint import has_constraints
+
+    return has_constraints(task)
 
 
 def _bounded(task: Task) -> bool:
