@@ -154,30 +154,34 @@ def _rate(c, t, grid, prm, span=np.inf):
     base = np.array(_remainder(W, J, t, grid, prm))
 
     def gain(fn, args, k):
+        """max over the points of |d fn / d args[k]|, per equation [n, 1]."""
         v = list(args)
         e = 1e-6 * (1.0 + np.abs(v[k]))
         v[k] = v[k] + e
         with np.errstate(all="ignore"):
-            return float(np.nanmax(np.abs((np.array(fn(v)) - fn.base) / e), initial=0.0))
+            d = np.abs((np.array(fn(v)) - fn.base) / e)
+        return np.nanmax(d.reshape(d.shape[0], -1), axis=1, initial=0.0)[:, None]
 
     rem = lambda v: _remainder(v[:NALL], v[NALL:], t, grid, prm)  # noqa: E731
     rem.base = base
     args = W + J
-    r = np.zeros(grid["damp"][0].shape)
+    r = np.zeros((NVAR,) + grid["damp"][0].shape)  # per equation and mode
     g_f = 1.0
-    if NELL:
+    if NELL:  # F's gain per mode (the largest over the elliptic rows)
         vm = c * grid["mask"]
         JF = [_jet(vm[j], j, o, grid) for j, o in JETS_F]
         ell = lambda v: elliptic_source(v[:NVAR], v[NVAR:], grid["X"], t, prm)  # noqa: E731
         ell.base = np.array(ell(W[:NVAR] + JF))
-        g_f = sum(gain(ell, W[:NVAR] + JF, k) for k in range(NVAR))
-        g_f = g_f + sum(gain(ell, W[:NVAR] + JF, NVAR + m) * kp
+        g_f = sum(np.max(gain(ell, W[:NVAR] + JF, k)) for k in range(NVAR))
+        g_f = g_f + sum(np.max(gain(ell, W[:NVAR] + JF, NVAR + m)) * kp
                         for m, kp in enumerate(grid["kpow_f"]))
     for k in range(NALL - NPRES):
         r = r + gain(rem, args, k) * (1.0 if k < NVAR else grid["size"] * g_f)
     for m, (j, _) in enumerate(JETS):
         r = r + gain(rem, args, NALL + m) * grid["kpow"][m] * (1.0 if j < NVAR else g_f)
+    r = np.max(r, axis=0)
     decay, _ = grid["damp"]
-    loose = (r > (1.0 + 1e-3) * decay) | (decay * span < 5.0)
+    # the modes the 2/3 rule keeps (the others are zero at every stage)
+    loose = ((r > (1.0 + 1e-3) * decay) | (decay * span < 5.0)) & grid["mask"]
     return float(np.max(r[loose], initial=0.0)) if np.all(np.isfinite(r)) else np.inf
 '''

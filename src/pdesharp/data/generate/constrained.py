@@ -176,12 +176,55 @@ def generate_constrained(task: Task, n_samples: int, seed: int, nx: int | None =
     n_frames = int(n_frames or task.n_frames or 101)
     t0, t1 = task.time_span  # type: ignore[misc]
     t_out = np.linspace(float(t0), float(t1), n_frames)
-    values = {**{sp.Symbol(k, real=True): v for k, v in task.equation.constants.items()},
-              **{sp.Symbol(k, real=True): v for k, v in task.parameters.items()}}
+    values = _values(task)
     box = _Box(task, law, nx * factor)
     ops = _Operators(law, box, values)
     w0 = _initial(task, law, box, ops, n_samples, seed, modes, first, redraws)
-    g = box.grid
+    fields, what = _run(task, law, box, ops, w0, t_out, nx, rtol=rtol, tol=tol, method=method)
+    if info is not None:
+        info.update(what, oversample=factor, internal_grid=list(box.grid.shape), nx=nx, ic_modes=modes)
+    out: dict[str, Any] = {task.data.fields[n]: np.ascontiguousarray(f)
+                           for n, f in fields.items() if n in task.data.fields}
+    if task.data.t_key:
+        out[task.data.t_key] = t_out
+    for axis, pts in zip(task.equation.space, conventions.output_grid(task, (nx,) * dim)):
+        key = task.data.x_key if axis == "x" else f"{axis}-coordinate"
+        if key:
+            out[key] = pts
+    return out
+
+
+def _values(task: Task) -> dict:
+    return {**{sp.Symbol(k, real=True): v for k, v in task.equation.constants.items()},
+            **{sp.Symbol(k, real=True): v for k, v in task.parameters.items()}}
+
+
+def simulate_constrained(task: Task, initial, t_out, nx: int, *, oversample: int | None = None,
+                         rtol: float = 1e-12, tol: float = 1e-9, method: str = "auto"
+                         ) -> dict[str, np.ndarray]:
+    """Frames {unknown: [B, T, nx...]} from initial data given as functions of the coordinates
+    (``initial[name](x, y) -> [B, ...]`` or broadcastable, for the evolved unknowns), evaluated
+    on the unfolded internal grid (a sine is extended oddly by itself)."""
+    law = law_of(task)
+    factor = int(oversample or DEFAULT_OVERSAMPLE[law.dim])
+    box = _Box(task, law, nx * factor)
+    ops = _Operators(law, box, _values(task))
+    mesh = np.meshgrid(*box.grid.points, indexing="ij")
+    w0 = np.stack([np.asarray(initial[n](*mesh), dtype=float).reshape((-1,) + box.grid.shape)
+                   for n in law.evolved], axis=1)
+    if law.n_pressure:
+        wh = np.stack([box.grid.fft(w0[:, i]) for i in range(law.n_evolved)], axis=1)
+        wh = np.einsum("...ij,bj...->bi...", ops.P, wh)
+        w0 = np.stack([box.grid.ifft(wh[:, i]) for i in range(law.n_evolved)], axis=1)
+    fields, _ = _run(task, law, box, ops, w0, np.asarray(t_out, float), nx, rtol=rtol, tol=tol,
+                     method=method)
+    return fields
+
+
+def _run(task, law, box, ops, w0, t_out, nx, *, rtol, tol, method):
+    """Integrate w0 [B, ne, *shape] and evaluate every unknown at the output points."""
+    g, dim = box.grid, law.dim
+    t0, t1 = float(t_out[0]), float(t_out[-1])
 
     def rhs(fields, t, dealias):
         wh = np.stack([g.fft(f) for f in fields], axis=1) * g.mask
@@ -200,23 +243,14 @@ def generate_constrained(task: Task, n_samples: int, seed: int, nx: int | None =
     out_pts = conventions.output_grid(task, (nx,) * dim)
     evals = [np.exp(1j * np.outer(p - pts[0], 2 * np.pi * np.fft.fftfreq(len(pts), L / len(pts))))
              for p, pts, L in zip(out_pts, g.points, g.lengths)]
-    fields = {n: np.empty((n_samples, n_frames) + (nx,) * dim) for n in law.names}
-    for k in range(n_frames):
+    B, T = w0.shape[0], len(t_out)
+    fields = {n: np.empty((B, T) + (nx,) * dim) for n in law.names}
+    for k in range(T):
         wh = np.stack([g.fft(frames[:, k, i]) for i in range(law.n_evolved)], axis=1) * g.mask
         spectra = ops.everything(wh, float(t_out[k]))
         for i, name in enumerate(law.names):
             fields[name][:, k] = _evaluate(g, spectra[:, i], evals)
-    if info is not None:
-        info.update(what, oversample=factor, internal_grid=list(g.shape), nx=nx, ic_modes=modes)
-    out: dict[str, Any] = {task.data.fields[n]: np.ascontiguousarray(f)
-                           for n, f in fields.items() if n in task.data.fields}
-    if task.data.t_key:
-        out[task.data.t_key] = t_out
-    for axis, pts in zip(task.equation.space, out_pts):
-        key = task.data.x_key if axis == "x" else f"{axis}-coordinate"
-        if key:
-            out[key] = pts
-    return out
+    return fields, what
 
 
 def _evaluate(g: SpectralGrid, spectrum: np.ndarray, evals) -> np.ndarray:
