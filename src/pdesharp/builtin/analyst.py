@@ -12,6 +12,7 @@ import sympy as sp
 from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.constraint import ConstrainedLaw, constrained_analysis
+from pdesharp.builtin.steady_system import SteadySystem, steady_system_analysis
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
@@ -103,6 +104,8 @@ class BuiltinAnalyst:
         bounds, notes = self.bounds_for(task, names)
         if isinstance(struct, ConstrainedLaw):
             return constrained_analysis(task, struct, notes)
+        if isinstance(struct, SteadySystem):
+            return steady_system_analysis(task, struct, notes)
         if isinstance(struct, EllipticProblem):
             return _elliptic_analysis(task, struct, bounds, notes)
         return _law_analysis(task, struct, bounds, notes)

@@ -77,14 +77,13 @@ class ConstrainedLaw:
 
 
 def has_constraints(task: Task) -> bool:
-    """A time-dependent task with an equation that has no time derivative."""
+    """A time-dependent task in which some equations have a time derivative (of any order, in
+    any position) and others none."""
     if task.steady:
         return False
-    try:
-        return any(task.system.split_time_derivative(i)[0] == 0
-                   for i in range(len(task.system.exprs)))
-    except ValueError:
-        return False
+    t = task.system.t
+    timed = [any(t in d.variables for d in e.atoms(sp.Derivative)) for e in task.system.exprs]
+    return any(timed) and not all(timed)
 
 
 def constrained_law(task: Task) -> ConstrainedLaw:
@@ -168,7 +167,7 @@ def constrained_law(task: Task) -> ConstrainedLaw:
         e = sp.expand(jets.convert(expr))
         terms, other = linear_constant_part(e, jets, free)
         mine = [(c, j, o) for c, j, o in terms if ne <= j < ne + nc]
-        if mine:
+        if mine or _uses(e, jets, range(ne, ne + nc)):
             if rows_e >= nc:
                 raise UnsupportedTask("more elliptic constraints than constrained unknowns",
                                       hint="")

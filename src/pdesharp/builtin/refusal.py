@@ -36,10 +36,10 @@ class UnsupportedTask(ValueError):
         return exc
 
 
-def boundary_or_refuse(task):
+def boundary_or_refuse(task, coupled: bool = False):
     """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error."""
     try:
-        return task_boundary(task)
+        return task_boundary(task, coupled=coupled)
     except BoundaryError as exc:
         from pdesharp.expressible import PREAMBLE, inexpressible
         from pdesharp.untrusted import one_line

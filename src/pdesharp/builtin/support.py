@@ -97,7 +97,8 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     from pdesharp.builtin.author import design_facts, problem, render
     from pdesharp.builtin.families import applicable, candidate_designs, family
     from pdesharp.builtin.refusal import UnsupportedTask
-    from pdesharp.builtin.structure import ConstrainedLaw, EllipticProblem, structure
+    from pdesharp.builtin.structure import (ConstrainedLaw, EllipticProblem, SteadySystem,
+                                            structure)
 
     try:
         struct = structure(task)
@@ -122,6 +123,7 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     return Support(
         supported=True,
         kind="elliptic problem" if isinstance(struct, EllipticProblem) else (
-            "system with constraints" if isinstance(struct, ConstrainedLaw) else "balance law"),
+            "system with constraints" if isinstance(struct, ConstrainedLaw) else
+            "steady system" if isinstance(struct, SteadySystem) else "balance law"),
         route=analysis.route, families=[f.name for f in applicable(p)],
         designs=[family(d.family).title(d, p) for d in designs[:n_designs]], notes=notes)
