@@ -39,6 +39,13 @@ class SteadySystem:
         return [u for u in self.names if not any(
             c.unknown == u or any(o[0] == u for o in c.others) for c in self.boundary.conditions)]
 
+    def one_end(self) -> list[str]:
+        """'u along x' for an unknown with a condition at one end of an axis only (a marching
+        direction)."""
+        missing = set(self.boundary.missing(self.names))
+        return sorted(f"{u} along {a}" for u in self.names for a in map(str, self.coords)
+                      if ((u, a, 0) in missing) != ((u, a, 1) in missing))
+
     @property
     def linear(self) -> bool:
         syms = list(self.jets.table)
@@ -81,6 +88,12 @@ def steady_system(task: Task) -> SteadySystem:
             raise UnsupportedTask(f"equation {i + 1}: a term the collocation cannot read",
                                   hint="llm")
         law.residual.append(e)
+    one_end = law.one_end()
+    if one_end and not law.linear:
+        raise UnsupportedTask(
+            f"a nonlinear steady system with a marching direction (conditions at one end only"
+            f" for {', '.join(one_end)}): Newton's method on the global collocation does not"
+            " reliably find the marching solution (linear ones are supported)", hint="llm")
     order = max(jets.order(law.residual), 1)
     if order > 4:
         raise UnsupportedTask(f"derivatives of order {order} in a steady system", hint="llm")
@@ -98,8 +111,7 @@ def steady_system_analysis(task: Task, law: SteadySystem, notes: list[str]):
 
     order = law.jets.order(law.residual)
     coupled = [c.text for c in law.boundary.conditions if c.others]
-    one_end = sorted({f"{u} along {a}" for u, a, _ in law.boundary.missing(law.names)
-                      if u not in law.free})
+    one_end = law.one_end()
     cls = Classification(time_order=None, space_order=order, linear=law.linear,
                          pde_type="elliptic", boundary=task.boundary)
     text = (f"A steady system of {len(law.names)} equations for {law.names} in {law.dim}D, order"

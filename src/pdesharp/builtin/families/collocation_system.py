@@ -151,6 +151,22 @@ def _interp(x, pts):
     return M
 
 
+def _inner_to_all(x):
+    """Polynomial interpolation from the interior points x[1:-1] to all of x: a pressure lives
+    in degree DEGREE - 2 (the P_N - P_N-2 collocation of Stokes flow, free of spurious modes)."""
+    xi = x[1:-1]
+    w = np.array([1.0 / np.prod((xk - np.delete(xi, k)) * 2.0 / (x[-1] - x[0]))
+                  for k, xk in enumerate(xi)])
+    d = x[:, None] - xi[None, :]
+    hit = np.isclose(d, 0.0, atol=1e-14 * (1 + np.abs(x).max()))
+    d[hit] = 1.0
+    M = w / d
+    M = M / M.sum(axis=1, keepdims=True)
+    rows = hit.any(axis=1)
+    M[rows] = hit[rows].astype(float)
+    return M
+
+
 def _solve_batch(coeffs, prm, pts):
     dim = len(DOMAIN)
     grids = [_cheb(DEGREE, *DOMAIN[a]) for a in range(dim)]
@@ -185,6 +201,20 @@ def _solve_batch(coeffs, prm, pts):
             weak = np.array([not dirichlet(q) for q in owner[i][taken]], bool)
             owner[i][np.flatnonzero(taken)[weak]] = k
         owner[i][free] = k
+    # an unknown with no condition anywhere (a pressure) has values U = E q, q at the interior
+    # points, and its own equation (the constraint) holds at the interior points only
+    E = None
+    for a in range(dim):
+        m = sps.csr_matrix(_inner_to_all(grids[a][0]))
+        E = m if E is None else sps.kron(E, m, format="csr")
+    inner = np.ones(shape, bool)
+    for a in range(dim):
+        idx = [slice(None)] * dim
+        idx[a] = [0, -1]
+        inner[tuple(idx)] = False
+    inner = inner.ravel()
+    cols = [sps.identity(size, format="csr") if j not in FREE else E for j in range(NVAR)]
+    keep_rows = np.concatenate([inner if i in FREE else np.ones(size, bool) for i in range(NVAR)])
     U = np.zeros((NVAR, size))
     for _ in range(50):
         V = [(mats[m] @ U[j]).reshape(shape) for m, (j, _) in enumerate(INPUTS)]
@@ -216,18 +246,27 @@ def _solve_batch(coeffs, prm, pts):
             for j in range(NVAR):
                 if blocks[i][j] is None:
                     blocks[i][j] = sps.csr_matrix((size, size))
-        J = sps.bmat(blocks, format="csc")
-        rhs = -np.concatenate(R)
+        J = (sps.bmat(blocks, format="csr") @ sps.block_diag(cols, format="csr"))[keep_rows]
+        rhs = -np.concatenate(R)[keep_rows]
+        if FREE:  # a pressure's constant: one multiplier row (the sum of its values) fixes it
+            C = sps.hstack([sps.csr_matrix((1, size)) if j not in FREE else
+                            sps.csr_matrix(np.ones((1, E.shape[1]))) for j in range(NVAR)])
+            K = sps.bmat([[J, C.T], [C, None]], format="csc")
+            rhs = np.concatenate([rhs, np.zeros(1)])
+        else:
+            K = J.tocsc()
         with np.errstate(all="ignore"):
             try:
-                dU = spla.spsolve(J, rhs)
-                ok = np.all(np.isfinite(dU)) and np.linalg.norm(J @ dU - rhs) <= 1e-8 * (
+                sol = spla.spsolve(K, rhs)
+                ok = np.all(np.isfinite(sol)) and np.linalg.norm(K @ sol - rhs) <= 1e-8 * (
                     1.0 + np.linalg.norm(rhs))
             except RuntimeError:  # an exactly singular factor
                 ok = False
-            if not ok:  # singular (a pressure's constant): the least-squares solution
-                dU = np.linalg.lstsq(J.toarray(), rhs, rcond=None)[0]
-        U = U + dU.reshape(NVAR, size)
+            if not ok:  # singular: the least-squares solution
+                sol = np.linalg.lstsq(K.toarray(), rhs, rcond=None)[0]
+        parts = np.split(sol[:J.shape[1]], np.cumsum([c.shape[1] for c in cols])[:-1])
+        dU = np.stack([c @ q for c, q in zip(cols, parts)])
+        U = U + dU
         if np.linalg.norm(dU) <= 1e-12 * (1.0 + np.linalg.norm(U)):
             break
     if FREE:
