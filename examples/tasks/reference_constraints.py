@@ -169,3 +169,34 @@ CONSTRAINT_KINDS = {
     "ns_velocity2d": ("dop853", ns_velocity, 32),
     "keller_segel2d": ("dop853", keller_segel, 32),
 }
+
+
+# ---- steady systems (issue 26, item 2): closed forms ------------------------------------------
+
+def stokes(n, samples, seed):
+    """The manufactured Stokes solution of stokes2d.yaml at the cell centres (p has zero mean)."""
+    x = (np.arange(n) + 0.5) / n
+    X, Y = np.meshgrid(x, x, indexing="ij")
+    u = np.pi * np.sin(np.pi * X) ** 2 * np.sin(2 * np.pi * Y)
+    v = -np.pi * np.sin(2 * np.pi * X) * np.sin(np.pi * Y) ** 2
+    p = np.cos(np.pi * X) * np.cos(np.pi * Y)
+    rep = lambda a: np.repeat(a[None], samples, axis=0)  # noqa: E731
+    return {"u": rep(u), "v": rep(v), "p": rep(p), "x-coordinate": x, "y-coordinate": x,
+            "_method": "closed form (manufactured solution)"}
+
+
+def timoshenko(n, samples, seed, EI=1.0, kGA=10.0, q=1.0):
+    """Clamped-free Timoshenko beam under a uniform load q: shear gamma = q (1 - x) / kGA,
+    theta = q (1 - (1 - x)^3) / (6 EI), w = int_0^x (theta + gamma)."""
+    x = np.linspace(0.0, 1.0, n)
+    theta = q * (1 - (1 - x) ** 3) / (6 * EI)
+    w = q / (6 * EI) * (x + ((1 - x) ** 4 - 1) / 4) + q / kGA * (x - x**2 / 2)
+    rep = lambda a: np.repeat(a[None], samples, axis=0)  # noqa: E731
+    return {"w": rep(w), "theta": rep(theta), "x-coordinate": x,
+            "_method": "closed form (a polynomial)"}
+
+
+CONSTRAINT_KINDS.update({
+    "stokes2d": ("exact", stokes, 32),
+    "timoshenko_beam1d": ("exact", timoshenko, 65),
+})

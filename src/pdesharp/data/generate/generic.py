@@ -214,6 +214,10 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     A steady task (one problem given by formulas) is solved by :mod:`.steady` instead; a task
     with walls by :mod:`.generic_bounded` (``collocation``: its points per axis minus one).
     """
+    if task.steady and len(task.equation.unknowns) > 1:
+        from pdesharp.data.generate.steady_system import generate_steady_system
+
+        return generate_steady_system(task, n_samples, seed, nx, info=info)
     if task.steady:
         from pdesharp.data.generate.steady import generate_steady
 
@@ -341,6 +345,11 @@ def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = No
 
 def check_task(task: Task) -> None:
     """Raise :class:`UnsupportedTask` if no generic generator can make ``task``."""
+    if task.steady and len(task.equation.unknowns) > 1:
+        from pdesharp.data.generate.steady_system import check_steady_system
+
+        check_steady_system(task)
+        return
     if task.steady:
         try:  # steady problems given by formulas have their own generator where it exists
             from pdesharp.data.generate.steady import check_steady
