@@ -100,6 +100,10 @@ def constrained_law(task: Task) -> ConstrainedLaw:
     dynamic, static, inside = [], [], []
     for i in range(len(system.exprs)):
         q, rest = system.split_time_derivative(i)
+        if q == 0 and any(system.t in d.variables for d in rest.atoms(sp.Derivative)):
+            raise UnsupportedTask(f"a time derivative of order 2 or more, or inside another"
+                                  f" expression, in equation {i + 1} (with constraints or in 3D)",
+                                  hint="write it as a first-order system in time")
         if q == 0:
             static.append((i, rest))
             continue
@@ -255,15 +259,15 @@ def _bases(law: ConstrainedLaw, task: Task) -> None:
             if all(c is None for c in sides):
                 continue
             if any(c is None for c in sides):
-                raise UnsupportedTask(f"a condition for {u} at one end of {axis} only in a system"
-                                      " with constraints", hint="state it at both ends")
+                raise UnsupportedTask(f"a condition for {u} at one end of {axis} only (with"
+                                      " constraints or in 3D)", hint="state it at both ends")
             kind = []
             for c in sides:
                 if c.g != 0 or (c.a != 0 and c.b != 0):
                     raise UnsupportedTask(
-                        f"the condition {c.text!r} in a system with constraints: the catalogue"
-                        " solves constraints in sine/cosine modes, between homogeneous Dirichlet"
-                        " or Neumann walls", hint="homogeneous Dirichlet or Neumann walls")
+                        f"the condition {c.text!r} with constraints or in a 3D box: the catalogue"
+                        " takes them in sine/cosine modes, between homogeneous Dirichlet or"
+                        " Neumann walls", hint="homogeneous Dirichlet or Neumann walls")
                 kind.append("D" if c.b == 0 else "N")
             kinds.add("integer" if kind[0] == kind[1] else "half")
             got[j] = "sin" if kind[0] == "D" else "cos"

@@ -66,6 +66,13 @@ def _why_no_family(p) -> str:
     from pdesharp.builtin.refusal import UnsupportedTask
 
     law = p.struct
+    if p.dim == 3 and not p.steady:
+        from pdesharp.builtin.refusal import UnsupportedTask
+
+        return str(UnsupportedTask(
+            "this 3D box: in three dimensions the catalogue has its Fourier and sine/cosine"
+            " families only (periodic axes, homogeneous Dirichlet or Neumann walls); the method"
+            " of lines and the finite volumes cover 1D and 2D", hint="llm"))
     if p.steady or law.periodic:
         return ""
     split = jet_split(law)

@@ -28,7 +28,8 @@ import numpy as np
 import sympy as sp
 
 import pdesharp.grid as conventions
-from pdesharp.data.generate.generic_ic import random_fields
+from pdesharp.data.generate.generic_ic import _evaluate as _evaluate_modes
+from pdesharp.data.generate.generic_ic import draw_coefficients, mode_vectors
 from pdesharp.data.generate.generic_symbolic import SpectralGrid, UnsupportedTask
 from pdesharp.data.generate.generic_time import dop853, etdrk4
 from pdesharp.equation import ARRAY_MODULES
@@ -267,11 +268,14 @@ def _initial(task, law, box, ops, n, seed, modes, first, redraws) -> np.ndarray:
     names = law.evolved
     ranges = dict(spec.ranges) if spec else {}
 
+    mvec = mode_vectors(law.dim, modes)
+    coeff = draw_coefficients(seed, n, len(names), len(mvec), first=first, redraws=redraws) * (
+        np.linalg.norm(mvec, axis=1) ** -(spec.decay if spec else 2.0))[:, None]
+
     def draw(grid: SpectralGrid, P):
-        raw = random_fields(grid.points, box.lo, grid.lengths, names, n, seed, modes=modes,
-                            decay=spec.decay if spec else 2.0, first=first, redraws=redraws)
-        u = np.stack([box.symmetrise(raw[nm], law.parity[i]) for i, nm in enumerate(names)],
-                     axis=1)
+        u = np.stack([box.symmetrise(_evaluate_modes(coeff[:, i], mvec, grid.points, box.lo,
+                                                     grid.lengths), law.parity[i])
+                      for i in range(len(names))], axis=1)
         if P is not None:
             wh = np.einsum("...ij,bj...->bi...", P, np.stack(
                 [grid.fft(u[:, i]) for i in range(len(names))], axis=1))
@@ -279,7 +283,8 @@ def _initial(task, law, box, ops, n, seed, modes, first, redraws) -> np.ndarray:
         return u
 
     u = draw(box.grid, ops.P if law.n_pressure else None)
-    ref_grid = SpectralGrid(tuple(lo + (np.arange(32 * modes) + 0.5) * L / (32 * modes)
+    nref = (32 if law.dim < 3 else 8) * modes  # where the scale is measured (fixed per seed)
+    ref_grid = SpectralGrid(tuple(lo + (np.arange(nref) + 0.5) * L / nref
                                   for lo, L in zip(box.lo, box.grid.lengths)), box.grid.lengths)
     ref = draw(ref_grid, _projector(law, ref_grid, ops.values) if law.n_pressure else None)
     axes = tuple(range(1, law.dim + 1))

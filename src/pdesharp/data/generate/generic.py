@@ -367,10 +367,11 @@ def check_task(task: Task) -> None:
 
 
 def _constrained(task: Task) -> bool:
-    """Some equation has no time derivative: the constrained generator's."""
+    """Some equation has no time derivative, or a 3D box (Fourier / sine / cosine modes, walls
+    unfolded by symmetry): the constrained generator's."""
     from pdesharp.builtin.constraint import has_constraints
 
-    return has_constraints(task)
+    return has_constraints(task) or (not task.steady and len(task.equation.space) == 3)
 
 
 def _bounded(task: Task) -> bool:
