@@ -101,7 +101,10 @@ def test_random_draws_keep_the_constraint_and_the_walls():
     div = (np.fft.ifft(1j * k[:, None] * np.fft.fft(out["u"], axis=2), axis=2)
            + np.fft.ifft(1j * k[None, :] * np.fft.fft(out["v"], axis=3), axis=3)).real
     assert np.abs(div).max() < 1e-9 * np.abs(out["u"]).max() * 16
-    assert 0.99 < max(np.abs(out["u"][:, 0]).max(), np.abs(out["v"][:, 0]).max()) <= 1.0 + 1e-9
+    # the joint scale is measured on a 128-point reference grid per axis; the 16 output points
+    # sample the 4-mode field more coarsely, so its maximum there is at most 1 and close to it
+    top = max(np.abs(out["u"][:, 0]).max(), np.abs(out["v"][:, 0]).max())
+    assert 0.9 < top <= 1.0 + 1e-9
 
 
 def test_refusals_name_the_reason():
