@@ -16,7 +16,7 @@ import sympy as sp
 
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.common import problem_constants
-from pdesharp.builtin.physics import coords_line, npcode, params_lines, unpack
+from pdesharp.builtin.physics import coords_line, npcode, params_lines, safe, unpack
 from pdesharp.builtin.steady_system import SteadySystem
 
 
@@ -93,11 +93,13 @@ def _conditions(law: SteadySystem) -> str:
         terms = [(idx[c.unknown], c.a, c.b)] + [(idx[u], ca, cb) for u, ca, cb in c.others]
         other = [x for x in law.coords if x != law.coords[a]]
         tl = ", ".join(f"({j}, float({npcode(ca)}), float({npcode(cb)}))" for j, ca, cb in terms)
-        along = f"        {other[0].name} = T\n" if other and c.g.has(other[0]) else ""
-        body.append(f"    if k == {k}:\n{along}        return [{tl}], ({npcode(c.g)}) + 0.0 * T\n")
+        along = f"        {safe(other[0].name)} = _along\n" if other and c.g.has(other[0]) else ""
+        body.append(f"    if _which == {k}:\n{along}        return [{tl}], ({npcode(c.g)})"
+                    " + 0.0 * _along\n")
     return ("CONDITIONS = [  # (owner unknown, axis, side)\n" + "\n".join(rows) + "\n]\n\n\n"
-            "def condition(k, prm, T):\n    \"\"\"Side condition k: [(unknown, a, b)] and g(T).\"\"\"\n"
-            + params_lines(law.params, every) + "".join(body) + "    raise IndexError(k)\n")
+            "def condition(_which, prm, _along):\n    \"\"\"Side condition _which: [(unknown, a, b)]"
+            " and its data g at the tangential coordinate _along.\"\"\"\n"
+            + params_lines(law.params, every) + "".join(body) + "    raise IndexError(_which)\n")
 
 
 BLOCK = '''
