@@ -17,6 +17,9 @@ Four kinds, chosen per example (``KINDS``):
 * the examples of the equation forms users type and of shocks (``reference_terms.py``): closed
   forms (solitons, Cole-Hopf, breathers, sine series), exact Riemann solutions averaged over the
   cells, Fourier differentiation matrices with Radau IIA.
+* the examples with constraints of issue 26 (``reference_constraints.py``): hand-written
+  Fourier right-hand sides (vorticity form; velocity and pressure recovered from it; Neumann
+  walls by even extension) with DOP853.
 * ``generator``: pdesharp's generic data generator (``pdesharp data generate``: Fourier spectral
   on a 4x grid with DOP853/ETDRK4, or Chebyshev collocation with Radau for walls), which shares
   no code with the built-in analyst's solver catalogue.
@@ -170,10 +173,11 @@ def main() -> None:
     from reference_kinds import KINDS, STEADY, make  # exact, manufactured, generator references
     from reference_terms import TERMS_KINDS  # the forms users type, shocks (issue 19)
     from reference_walls import WALL_KINDS  # walled and node-grid examples (issue 19)
+    from reference_constraints import CONSTRAINT_KINDS  # constraints (issue 26)
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS) + sorted(STEADY)
-                    + sorted(WALL_KINDS) + sorted(TERMS_KINDS))
+                    + sorted(WALL_KINDS) + sorted(TERMS_KINDS) + sorted(CONSTRAINT_KINDS))
     ap.add_argument("--out", required=True, help="data directory (files go to <out>/<name>/dev.hdf5)")
     ap.add_argument("--n", type=int, default=None, help="grid points per axis (default per example)")
     ap.add_argument("--samples", type=int, default=3)
@@ -185,8 +189,8 @@ def main() -> None:
                 continue
             if name in EXAMPLES:
                 arrays = generate(name, args.n or 128, args.samples, seed)
-            elif name in WALL_KINDS or name in TERMS_KINDS:
-                _, fn, default_n = {**WALL_KINDS, **TERMS_KINDS}[name]
+            elif name in WALL_KINDS or name in TERMS_KINDS or name in CONSTRAINT_KINDS:
+                _, fn, default_n = {**WALL_KINDS, **TERMS_KINDS, **CONSTRAINT_KINDS}[name]
                 arrays = fn(args.n or default_n, args.samples, seed)
             else:
                 arrays = make(name, args.n, args.samples, seed)

@@ -59,6 +59,9 @@ class Condition:
     b: sp.Expr
     g: sp.Expr
     text: str = ""
+    # a condition that couples unknowns (steady systems only: parse_boundary(coupled=True)):
+    # (unknown, a, b) of the others, so the condition is a w + b dw + sum(a' v + b' dv) = g
+    others: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -96,9 +99,10 @@ class BoundarySpec:
                 for u in unknowns if self.condition(u, a, s) is None]
 
 
-def parse_boundary(text: str, *, unknowns, space, domain: dict, names=(), time: str | None = "t"
-                   ) -> BoundarySpec:
-    """Read ``text``; ``names`` are the parameters and constants conditions may use."""
+def parse_boundary(text: str, *, unknowns, space, domain: dict, names=(), time: str | None = "t",
+                   coupled: bool = False) -> BoundarySpec:
+    """Read ``text``; ``names`` are the parameters and constants conditions may use; with
+    ``coupled`` a condition may involve several unknowns (``dx(w) - theta = 0``)."""
     raw = (text or "").strip()
     axes = tuple(space)
     low = raw.lower()
@@ -119,7 +123,7 @@ def parse_boundary(text: str, *, unknowns, space, domain: dict, names=(), time: 
         if m:
             periodic += [a for a in axes if a in m.group(1)]
             continue
-        conds += _clause(clause, unknowns, axes, domain, names, time, text)
+        conds += _clause(clause, unknowns, axes, domain, names, time, text, coupled)
     spec = BoundarySpec(axes=axes, periodic=tuple(a for a in axes if a in periodic),
                         conditions=tuple(conds), text=raw)
     seen = set()
@@ -140,7 +144,8 @@ _CLAUSE = re.compile(
     re.IGNORECASE | re.DOTALL)
 
 
-def _clause(clause: str, unknowns, axes, domain, names, time, text) -> list[Condition]:
+def _clause(clause: str, unknowns, axes, domain, names, time, text, coupled=False
+            ) -> list[Condition]:
     m = _CLAUSE.match(clause)
     if m is None or not (m["kind"] or m["side"]):
         raise BoundaryError(f"cannot read the boundary clause {clause!r}; {GRAMMAR_HINT}")
@@ -152,7 +157,7 @@ def _clause(clause: str, unknowns, axes, domain, names, time, text) -> list[Cond
         for axis, side in sides:
             end = float(domain[axis][side]) if axis in domain else 0.0
             c = _condition(cond, axis, side, unknowns, axes, names, time,
-                           all_sides=not m["side"], end=end)
+                           all_sides=not m["side"], end=end, coupled=coupled)
             if kind == "dirichlet" and c.b != 0 or kind == "neumann" and c.a != 0:
                 raise BoundaryError(f"{cond!r} is not a {kind} condition (it is {c.kind})")
             out.append(c)
@@ -207,7 +212,7 @@ def _side(word: str, axes, domain, text) -> tuple[str, int]:
 
 
 def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all_sides: bool,
-               end: float = 0.0) -> Condition:
+               end: float = 0.0, coupled: bool = False) -> Condition:
     value = {u: sp.Symbol(f"_bv_{u}") for u in unknowns}
     deriv = {u: sp.Symbol(f"_bd_{u}") for u in unknowns}
     sign = -1 if side == 0 else 1  # dn = sign * d/d(axis)
@@ -258,16 +263,19 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
     except Exception as exc:  # SymPy raises many types
         raise BoundaryError(f"boundary condition {text!r} does not parse: {exc}") from None
     involved = [u for u in unknowns if expr.has(value[u]) or expr.has(deriv[u])]
-    if len(involved) != 1:
+    if not involved or len(involved) > 1 and not coupled:
         raise BoundaryError(
             f"boundary condition {text!r} must involve exactly one unknown (found"
-            f" {involved or 'none'}); conditions that couple unknowns are not supported")
-    u = involved[0]
-    a = sp.diff(expr, value[u])
-    b = sp.diff(expr, deriv[u])
-    if a.has(value[u], deriv[u]) or b.has(value[u], deriv[u]):
-        raise BoundaryError(f"boundary condition {text!r} is not linear in {u}")
-    g = sp.expand(-(expr - a * value[u] - b * deriv[u]))  # (simplify: a minute on trig data)
+            f" {involved or 'none'}); conditions that couple unknowns are supported in steady"
+            " systems only")
+    # the owner: the first unknown the condition differentiates (dx(w) - theta = 0 is w's)
+    u = next((v for v in involved if expr.has(deriv[v])), involved[0])
+    coef = {v: (sp.diff(expr, value[v]), sp.diff(expr, deriv[v])) for v in involved}
+    if any(c.has(*value.values(), *deriv.values()) for pair in coef.values() for c in pair):
+        raise BoundaryError(f"boundary condition {text!r} is not linear in {involved}")
+    a, b = coef[u]
+    g = sp.expand(-(expr - sum((ca * value[v] + cb * deriv[v] for v, (ca, cb) in coef.items()),
+                               sp.Integer(0))))  # (simplify: a minute on trig data)
     known = {sp.Symbol(n, real=True) for n in names} | {sp.Symbol(a_, real=True) for a_ in axes}
     if time:
         known.add(sp.Symbol(time, real=True))
@@ -281,8 +289,14 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
         raise BoundaryError(f"boundary condition {text!r}: the coefficients of {u} and its"
                             " derivative must be constants or parameters (only the right-hand"
                             " side may vary along the side or in time)")
+    others = tuple((v, coef[v][0], coef[v][1]) for v in involved if v != u)
+    if any((ca.free_symbols | cb.free_symbols) & {sp.Symbol(a_, real=True) for a_ in axes}
+           for _, ca, cb in others):
+        raise BoundaryError(f"boundary condition {text!r}: the coefficients of the unknowns"
+                            " must be constants or parameters")
     return Condition(unknown=u, axis=axis, side=side, a=sp.nsimplify(a) if a.is_number else a,
-                     b=sp.nsimplify(b) if b.is_number else b, g=g, text=text.strip())
+                     b=sp.nsimplify(b) if b.is_number else b, g=g, text=text.strip(),
+                     others=others)
 
 
 def derivative_orders(system) -> dict[tuple[str, str], int]:
@@ -323,8 +337,9 @@ def require_complete(spec: BoundarySpec, system) -> None:
                 f" '{lo}: {system.unknowns[0]} = 0', or make {a} periodic ('periodic in {a}')")
 
 
-def task_boundary(task) -> BoundarySpec:
+def task_boundary(task, coupled: bool = False) -> BoundarySpec:
     """The parsed boundary of a :class:`~pdesharp.task.Task` (raises BoundaryError)."""
     eq = task.equation
     return parse_boundary(task.boundary, unknowns=list(eq.unknowns), space=list(eq.space),
-                          domain=dict(task.domain), names=list(task.constants), time=eq.time)
+                          domain=dict(task.domain), names=list(task.constants), time=eq.time,
+                          coupled=coupled)

@@ -65,7 +65,12 @@ def expand(data: dict) -> dict:
     solver = dict(out["solver"]) if isinstance(out.get("solver"), dict) else {}
     if "solver" not in out or isinstance(out.get("solver"), dict):
         if "args" not in solver:
-            solver["args"] = _args(unknowns, coefficients, parameters, steady, dim)
+            # initial data for the unknowns inside dt(...): a constrained one follows from them
+            texts = [e for e in equation.get("equations") or [] if isinstance(e, str)] \
+                if isinstance(equation, dict) else []
+            timed = {n for e in texts for inner in _calls(e, "dt") for n in _names(inner)}
+            initial = [u for u in unknowns if u in timed] or unknowns
+            solver["args"] = _args(initial, coefficients, parameters, steady, dim)
         solver.setdefault("returns", list(unknowns))
         if "template" not in solver:
             solver["template"] = _template(out, solver, steady, dim)
@@ -143,6 +148,13 @@ def _equation(data: dict) -> dict:
             raise ShortFormError(
                 "equation: no unknown found inside dt(...); write equation: {unknowns: [u], "
                 "equations: [...]}")
+        if len(texts) > len(found):  # constraints: the other unknowns are differentiated in x
+            declared |= set(equation.get("coefficients") or [])
+            for text in texts:
+                for op in ("dx", "dy", "dz"):
+                    for inner in _calls(text, op):
+                        found += [n for n in _names(inner) if n not in declared
+                                  and n not in found]
         equation["unknowns"] = found
     return equation
 

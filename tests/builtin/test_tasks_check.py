@@ -49,8 +49,10 @@ def test_check_says_why_not_and_exits_non_zero(tmp_path, capsys):
      "dirichlet: u = 0"),
     (_spec(["dt(u*dx(u)) - dx(u, 2)"]), "the time derivative of u*dx(u)",
      "linear constant-coefficient differential operator"),
-    (_spec(["dt(u) - dx(u, 2)", "dx(u) - v"], unknowns=("u", "v")),
-     "an equation without a time derivative", "eliminate the constrained unknown"),
+    # a constraint (no time derivative) outside the class: nonlinear in its unknown
+    (_spec(["dt(u) - dx(u, 2)", "dx(u) - v**3"], unknowns=("u", "v")),
+     "not linear with constant coefficients in the unknowns without a time derivative",
+     "use a language model"),
 ])
 def test_refusals_name_the_construct_and_the_rewrite(spec, construct, hint):
     with pytest.raises(UnsupportedTask) as err:

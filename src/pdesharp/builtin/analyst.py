@@ -12,6 +12,8 @@ import sympy as sp
 from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.code_names import code_task
+from pdesharp.builtin.constraint import ConstrainedLaw, constrained_analysis
+from pdesharp.builtin.steady_system import SteadySystem, steady_system_analysis
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
@@ -102,6 +104,10 @@ class BuiltinAnalyst:
         struct = structure(task)
         names = [struct.name] if isinstance(struct, EllipticProblem) else struct.names
         bounds, notes = self.bounds_for(task, names)
+        if isinstance(struct, ConstrainedLaw):
+            return constrained_analysis(task, struct, notes)
+        if isinstance(struct, SteadySystem):
+            return steady_system_analysis(task, struct, notes)
         if isinstance(struct, EllipticProblem):
             return _elliptic_analysis(task, struct, bounds, notes)
         return _law_analysis(task, struct, bounds, notes)

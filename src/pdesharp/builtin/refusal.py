@@ -37,12 +37,13 @@ class UnsupportedTask(ValueError):
         return exc
 
 
-def boundary_or_refuse(task):
+def boundary_or_refuse(task, coupled: bool = False):
     """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error
     (a boundary that says too little or names what the task lacks is the user's to fix: the
-    message says what to write, not to use a language model)."""
+    message says what to write, not to use a language model). ``coupled``: conditions may
+    couple unknowns (steady systems)."""
     try:
-        spec = task_boundary(task)
+        spec = task_boundary(task, coupled=coupled)
         require_complete(spec, task.system)
         return spec
     except BoundaryError as exc:

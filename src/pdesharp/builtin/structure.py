@@ -6,23 +6,31 @@ from __future__ import annotations
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw, balance_law
+from pdesharp.builtin.constraint import ConstrainedLaw, constrained_law, has_constraints
+from pdesharp.builtin.steady_system import SteadySystem, steady_system
 from pdesharp.builtin.elliptic_problem import EllipticProblem, elliptic_problem
 from pdesharp.builtin.refusal import LLM_HINT, UnsupportedTask
 from pdesharp.task import Task
 
-__all__ = ["BalanceLaw", "EllipticProblem", "LLM_HINT", "UnsupportedTask", "structure"]
+__all__ = ["BalanceLaw", "ConstrainedLaw", "EllipticProblem", "SteadySystem", "LLM_HINT", "UnsupportedTask", "structure"]
 
-_CACHE: dict[str, BalanceLaw | EllipticProblem | UnsupportedTask] = {}
+_CACHE: dict[str, BalanceLaw | EllipticProblem | ConstrainedLaw | SteadySystem
+             | UnsupportedTask] = {}
 
 
-def structure(task: Task) -> BalanceLaw | EllipticProblem:
+def structure(task: Task) -> BalanceLaw | EllipticProblem | ConstrainedLaw | SteadySystem:
     """The task's structure (cached per task spec), or UnsupportedTask naming why not."""
     key = task.model_dump_json()
     if key not in _CACHE:
         try:
             _refuse_unprintable(task)
-            got = elliptic_problem(task) if task.steady else balance_law(task)
-            if not task.steady:
+            if has_constraints(task):  # equations without dt: solved or projected per mode
+                got = constrained_law(task)
+            elif task.steady and len(task.system.unknowns) > 1:
+                got = steady_system(task)
+            else:
+                got = elliptic_problem(task) if task.steady else balance_law(task)
+            if not task.steady and isinstance(got, BalanceLaw):
                 _refuse_unprintable_law(got)
             _CACHE[key] = got
         except UnsupportedTask as exc:

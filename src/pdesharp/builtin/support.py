@@ -66,6 +66,13 @@ def _why_no_family(p) -> str:
     from pdesharp.builtin.refusal import UnsupportedTask
 
     law = p.struct
+    if p.dim == 3 and not p.steady:
+        from pdesharp.builtin.refusal import UnsupportedTask
+
+        return str(UnsupportedTask(
+            "this 3D box: in three dimensions the catalogue has its Fourier and sine/cosine"
+            " families only (periodic axes, homogeneous Dirichlet or Neumann walls); the method"
+            " of lines and the finite volumes cover 1D and 2D", hint="llm"))
     if p.steady or law.periodic:
         return ""
     split = jet_split(law)
@@ -98,7 +105,8 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     from pdesharp.builtin.code_names import code_task
     from pdesharp.builtin.families import applicable, candidate_designs, family
     from pdesharp.builtin.refusal import UnsupportedTask
-    from pdesharp.builtin.structure import EllipticProblem, structure
+    from pdesharp.builtin.structure import (ConstrainedLaw, EllipticProblem, SteadySystem,
+                                            structure)
 
     try:
         struct = structure(code_task(task))
@@ -122,6 +130,8 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     notes = list(analysis.key_facts[1:])
     return Support(
         supported=True,
-        kind="elliptic problem" if isinstance(struct, EllipticProblem) else "balance law",
+        kind="elliptic problem" if isinstance(struct, EllipticProblem) else (
+            "system with constraints" if isinstance(struct, ConstrainedLaw) else
+            "steady system" if isinstance(struct, SteadySystem) else "balance law"),
         route=analysis.route, families=[f.name for f in applicable(p)],
         designs=[family(d.family).title(d, p) for d in designs[:n_designs]], notes=notes)

@@ -13,6 +13,10 @@ fv         finite volumes: systems, x/t-dependent terms, walls on cell centres, 
 elliptic   steady 1D/2D: finite-volume stencil, any boundary kind, Newton if nonlinear,
            finer internal grids and Richardson extrapolation
 chebyshev  steady 1D/2D given by formulas (no coefficient field): spectral collocation
+collocation_system  steady systems of several unknowns (Stokes, beams, boundary layers):
+           Chebyshev collocation, Newton, coupled side conditions
+constrained  systems with constraints (no dt: elliptic ones solved, incompressibility
+           projected per mode) in Fourier or sine/cosine modes, ETDRK4
 =========  ==========================================================================
 """
 
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 from pdesharp.builtin.design import Design, Family, Problem, rank_score
 from pdesharp.builtin.families.collocation import ChebyshevFamily
+from pdesharp.builtin.families.collocation_system import CollocationSystemFamily
+from pdesharp.builtin.families.constrained import ConstrainedFamily
 from pdesharp.builtin.families.elliptic import EllipticFamily
 from pdesharp.builtin.families.exact import ExactFamily
 from pdesharp.builtin.families.fv import FiniteVolumeFamily
@@ -31,7 +37,8 @@ from pdesharp.builtin.families.wall_spectral import WallSpectralFamily
 # the order breaks ties of the predicted ranking (the more specialised family first)
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     ExactFamily(), SplitFamily(), SpectralFamily(), WallSpectralFamily(), MolFamily(),
-    FiniteVolumeFamily(), ChebyshevFamily(), EllipticFamily())}
+    FiniteVolumeFamily(), ChebyshevFamily(), EllipticFamily(), ConstrainedFamily(),
+    CollocationSystemFamily())}
 
 
 def family(name: str) -> Family:

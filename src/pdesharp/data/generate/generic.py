@@ -218,11 +218,23 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     in space and tighter in time), the knob :mod:`.accuracy` turns to reach a tolerance.
     """
     level = _check_level(task, level)
+    if task.steady and len(task.equation.unknowns) > 1:
+        from pdesharp.data.generate.steady_system import generate_steady_system
+
+        return generate_steady_system(task, n_samples, seed, nx, info=info,
+                                      **({"tol": STEADY_TOL[level]} if level else {}))
     if task.steady:
         from pdesharp.data.generate.steady import generate_steady
 
         return generate_steady(task, n_samples, seed, nx, info=info,
                                **({"tol": STEADY_TOL[level]} if level else {}))
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import generate_constrained
+
+        oversample, tol, rtol = _constrained_level(task, level, tol, rtol)
+        return generate_constrained(task, n_samples, seed, nx, n_frames, oversample=oversample,
+                                    rtol=rtol, tol=tol, method=method, info=info, first=first,
+                                    redraws=redraws)
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import generate_bounded
 
@@ -285,12 +297,35 @@ def _periodic_level(task: Task, level: int, tol: float, rtol: float) -> tuple[in
     return factor + 2 * level, tol * 10.0 ** -level, max(rtol * 10.0 ** -level, 1e-13)
 
 
+def _constrained_level(task: Task, level: int, tol: float, rtol: float
+                       ) -> tuple[int | None, float, float]:
+    """(oversampling, ETDRK4 tolerance, DOP853 rtol) of the constrained generator's level: one
+    more internal point per output point and tenfold tighter time tolerances per level (level
+    0: the generator's own default oversampling)."""
+    if not level:
+        return None, tol, rtol
+    from pdesharp.data.generate.constrained import DEFAULT_OVERSAMPLE
+
+    spec = task.generator
+    base = (spec.oversample if spec and "oversample" in spec.model_fields_set
+            else DEFAULT_OVERSAMPLE[len(task.equation.space)])
+    return base + level, tol * 10.0 ** -level, max(rtol * 10.0 ** -level, 1e-13)
+
+
 def resolution_levels(task: Task, nx: int | None = None, **options: Any) -> list[str]:
     """The generic generator's resolution levels for ``task`` (level k: ``result[k]``), as
     :class:`.accuracy.Knob` takes them. A generator added to :func:`generate_task` adds its
     branch here."""
     if task.steady:
         return [f"steady solve to a change of {t:g}" for t in STEADY_TOL]
+    if _constrained(task):
+        out = []
+        for k in range(PERIODIC_LEVELS):
+            factor, tol, rtol = _constrained_level(task, k, options.get("tol", 1e-9),
+                                                   options.get("rtol", 1e-12))
+            out.append(f"Fourier/sine/cosine modes, {'default' if factor is None else factor}x"
+                       f" oversampling, ETDRK4 tolerance {tol:g} / DOP853 rtol {rtol:g}")
+        return out
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import resolution_levels as walls
 
@@ -318,6 +353,10 @@ def _check_level(task: Task, level: Any) -> int:
 
 def scheme_attrs(task: Task) -> dict[str, str]:
     """What the file's ``scheme_*`` attributes say the method is (walls or periodic)."""
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import ATTRS as CONSTRAINED
+
+        return dict(CONSTRAINED)
     return dict(BOUNDED_ATTRS if _bounded(task) else ATTRS)
 
 
@@ -325,7 +364,7 @@ def batch_size(task: Task) -> int:
     """Samples integrated together by :func:`make_batch`: one between walls (Radau runs sample
     by sample anyway) and in 2D (the FFTs dominate); 8 in 1D periodic, where one batch costs
     little more than one sample."""
-    return 1 if _bounded(task) or len(task.equation.space) > 1 else 8
+    return 1 if _bounded(task) or len(task.equation.space) > 1 or _constrained(task) else 8
 
 
 def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = None, *,
@@ -381,6 +420,11 @@ def make_batch(task: Task, seed: int, first: int, last: int, nx: int | None = No
 
 def check_task(task: Task) -> None:
     """Raise :class:`UnsupportedTask` if no generic generator can make ``task``."""
+    if task.steady and len(task.equation.unknowns) > 1:
+        from pdesharp.data.generate.steady_system import check_steady_system
+
+        check_steady_system(task)
+        return
     if task.steady:
         try:  # steady problems given by formulas have their own generator where it exists
             from pdesharp.data.generate.steady import check_steady
@@ -389,6 +433,11 @@ def check_task(task: Task) -> None:
         else:
             check_steady(task)
             return
+    if _constrained(task):
+        from pdesharp.data.generate.constrained import check_constrained
+
+        check_constrained(task)
+        return
     check_supported(task, bounded=_bounded(task))
 
 
@@ -402,6 +451,14 @@ def verdict(task: Task) -> str | None:
     except (UnsupportedTask, ValueError) as exc:
         return str(exc)
     return None
+
+
+def _constrained(task: Task) -> bool:
+    """Some equation has no time derivative, or a 3D box (Fourier / sine / cosine modes, walls
+    unfolded by symmetry): the constrained generator's."""
+    from pdesharp.builtin.constraint import has_constraints
+
+    return has_constraints(task) or (not task.steady and len(task.equation.space) == 3)
 
 
 def _bounded(task: Task) -> bool:

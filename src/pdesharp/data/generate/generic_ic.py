@@ -32,11 +32,12 @@ def mode_vectors(dim: int, modes: int) -> np.ndarray:
     """Integer mode vectors m (rows) with 0 < |m|_∞ ≤ modes, one of each ±m pair."""
     if dim == 1:
         return np.arange(1, modes + 1).reshape(-1, 1)
-    span = range(-modes, modes + 1)
-    grid = np.array([(mx, my) for mx in span for my in span])
-    # half-plane: my > 0, or my == 0 and mx > 0
-    keep = (grid[:, 1] > 0) | ((grid[:, 1] == 0) & (grid[:, 0] > 0))
-    return grid[keep]
+    from itertools import product
+
+    grid = np.array(list(product(range(-modes, modes + 1), repeat=dim)))
+    # half-space: the last nonzero component positive (in 2D: my > 0, or my == 0 and mx > 0)
+    last = np.array([next((v for v in row[::-1] if v), 0) for row in grid])
+    return grid[last > 0]
 
 
 def draw_coefficients(seed: int | np.random.Generator, n_samples: int, n_unknowns: int,
@@ -97,6 +98,11 @@ def _evaluate(coeff: np.ndarray, mvec: np.ndarray, points: Sequence[np.ndarray],
     dim = len(points)
     mesh = np.meshgrid(*[(np.asarray(p, float) - lo_a) / la
                          for p, lo_a, la in zip(points, lo, lengths)], indexing="ij")
+    size = mesh[0].size
+    if mvec.shape[0] * size > 2**24:  # a 3D grid: modes in chunks (all at once is gigabytes)
+        step = max(1, 2**22 // size)
+        return sum(_evaluate(coeff[:, k:k + step], mvec[k:k + step], points, lo, lengths)
+                   for k in range(0, mvec.shape[0], step))
     theta = 2.0 * np.pi * sum(mvec[:, a].reshape((-1,) + (1,) * dim) * mesh[a] for a in range(dim))
     shape = coeff.shape[:2] + (1,) * dim
     return (coeff[..., 0].reshape(shape) * np.cos(theta)
