@@ -20,7 +20,7 @@ from pdesharp.store import RunStore
 
 
 def request_key(model: str, messages: list[Message], params: ChatParams) -> str:
-    payload = json.dumps({"model": model, "messages": [m.model_dump() for m in messages],
+    payload = json.dumps({"model": model, "messages": [m.record() for m in messages],
                           "params": params.model_dump()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 

@@ -12,6 +12,16 @@ Role = Literal["system", "user", "assistant"]
 class Message(BaseModel):
     role: Role
     content: str
+    # Later calls re-send the conversation up to and including this message (a judge's shared
+    # system prompt and pool, a conversation so far): transports with explicit prompt-cache
+    # breakpoints (Anthropic's cache_control) mark it; OpenAI-style endpoints cache prefixes
+    # on their own. Not part of what the model reads.
+    cache: bool = False
+
+    def record(self) -> dict:
+        """The message as journals and request keys store it (``cache`` only when set, so
+        keys of unmarked messages are what they always were)."""
+        return self.model_dump(exclude_defaults=True)
 
 
 class Usage(BaseModel):

@@ -41,7 +41,7 @@ class Journal:
             "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, error, request_key, "
             "source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (_now(), reply.model if reply else model, tag, sample_index,
-             json.dumps([m.model_dump() for m in messages]), reply.text if reply else None,
+             json.dumps([m.record() for m in messages]), reply.text if reply else None,
              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
              reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
              int(source != "model"), error, request_key, source))
