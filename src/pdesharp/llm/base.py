@@ -28,6 +28,9 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # part of prompt_tokens served from the provider's prompt cache
+    # part of prompt_tokens written to the provider's prompt cache (Anthropic's cache writes,
+    # priced above plain input); 0 where writes are not reported or not charged
+    cache_write_tokens: int = 0
     reasoning_tokens: int = 0  # part of completion_tokens spent on hidden reasoning, if reported
 
     def __add__(self, other: "Usage") -> "Usage":
@@ -35,6 +38,7 @@ class Usage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
