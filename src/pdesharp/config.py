@@ -71,10 +71,15 @@ class SolveConfig(BaseModel):
     # a missing one when it is cheap (pdesharp.audit.cost: a minute or less), "compute" computes
     # one first if none is cached (seconds to minutes), "off" ignores audits.
     audit: Literal["auto", "compute", "off"] = "auto"
-    floor_saturation: bool | None = None  # stop at the audit's floor; None: builtin on, LLM off
+    # rank, stop and pick by the floors (the audit's reference floor, else the data's round-off
+    # floor: pdesharp.synthesis.ranking); None: on, for the built-in analyst and models alike;
+    # False: the paper's set-up (the lowest score alone)
+    floor_saturation: bool | None = None
     floor_factor: float | None = Field(None, gt=0)  # floor = factor x reference error;
     #                                                 None: 1 / saturation_factor
-    judges_see_reference_error: bool = False  # tell LLM judges the reference error
+    # every prompt after the audit states the reference's own error (pdesharp.audit.runs);
+    # None: whenever floor saturation is on; True: under --no-floor-saturation too
+    judges_see_reference_error: bool | None = None
 
     @field_validator("model", mode="before")
     @classmethod

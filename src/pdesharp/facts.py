@@ -21,7 +21,10 @@ information they were given. Two levels (``--task-facts``, recorded in the run a
 
 Facts come from the task and from the dev split's *shapes and coordinates* and the solver's
 *inputs* (initial frames, coefficients); no prompt ever contains a value read from the reference
-solution, and nothing refers to a file the model cannot see.
+solution, and nothing refers to a file the model cannot see. The one number about the reference
+every level states, once an audit has measured it, is its own error against the PDE
+(:attr:`TaskFacts.reference_error`); ``codepde`` states no storage type and no number derived
+from the data's values (the round-off floor's value included).
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ class TaskFacts(BaseModel):
     # a test split exists, so the winner is scored once on held-out data (None: not looked up;
     # a prompt promises that final test only when this is True)
     test_split: bool | None = None
+    # the reference's own error (nRMSE against the PDE's solution) from the run's audit
+    # (pdesharp.audit.runs.told_error), set once the audit is known; None: not known or not
+    # told. Stated at every level, ``codepde`` included: it is a property of the reference
+    # (what an exact solver scores), not a value of its arrays, and without it a score below
+    # it reads as progress (issue 24)
+    reference_error: float | None = None
 
     @property
     def full(self) -> bool:
@@ -313,12 +322,25 @@ def statement(task: Task, facts: TaskFacts | None) -> dict[str, str]:
             "template": task.solver.template}
 
 
+def parameter_text(value) -> str:
+    """A parameter as the solver receives it: its value, and the multiple of π it is when that
+    is how the benchmark set it (Burgers' nu = 0.01/π, which CodePDE's prompt calls 0.01)."""
+    text = f"{value}"
+    if isinstance(value, float) and value and math.isfinite(value):
+        times_pi = value * math.pi
+        short = float(f"{times_pi:.3g}")
+        if abs(short - times_pi) <= 1e-12 * abs(times_pi):
+            text += f" (= {short:g}/π)"
+    return text
+
+
 def context(task: Task, facts: TaskFacts) -> dict:
     """The template variables of the facts block (``prompts/_facts.j2``)."""
     data = facts.data
     return {
         "facts": facts,
         "data": data,
+        "parameters": {k: parameter_text(v) for k, v in task.parameters.items()},
         "grid_sentence": grid_sentence(task, data) if data else "",
         "times_sentence": times_sentence(data) if data else "",
         "refinement": refinement_sentence(task, facts) if facts.full else "",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pdesharp.audit.runs import attach as reference_audit
-from pdesharp.audit.runs import closest_to_converged, judges_note, ranking_floor
+from pdesharp.audit.runs import closest_to_converged, ranking_floor, told_error
 from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.config import SolveConfig
 from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, static_check
@@ -29,6 +29,7 @@ from pdesharp.reporter import write_report
 from pdesharp.roles import Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis import run_rule
+from pdesharp.synthesis.lineage import prune_unreachable
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.synthesis.timing import Settlement, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
@@ -61,17 +62,20 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     try:
         # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
         run.analysis = await analyse(task, config, store, roles, progress)
-        # 2. Genesis: N candidate solvers, statically checked, none executed.
-        candidates = await genesis(task, run.analysis, config, store, roles, progress)
-        # 3. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,
-        #    ranked by the run's one rule (objective, ties, time margin, the reference floor of
-        #    an audit of the dev data, the data's round-off floor), which also stops the search
-        #    at the floor (pdesharp.synthesis.ranking and run_rule).
+        # 2. The reference: an audit of the dev data gives its own error against the PDE, which
+        #    every later prompt states, and the run's one rule (objective, ties, time margin,
+        #    the reference floor, else the data's round-off floor), by which every role ranks,
+        #    stops and picks (pdesharp.audit.runs, pdesharp.synthesis.ranking and run_rule).
         run.audit, run.audit_reason, floor = await reference_audit(task, config, evaluator,
                                                                    store, progress)
         run.rule = run_rule.record(store, run_rule.build(
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
             round_off=run_rule.data_round_off(evaluator)))
+        roles.know_reference(told_error(config, store))
+        # 3. Genesis: N candidate solvers, statically checked, none executed.
+        candidates = await genesis(task, run.analysis, config, store, roles, progress)
+        # 4. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,
+        #    until saturation or the floor.
         run.tournament = Tournament(task, run.analysis, roles.judges, store, evaluator,
                                     tournament_settings(config, evaluator, run.rule, store),
                                     progress)
@@ -79,13 +83,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     except BudgetExceeded as exc:
         run.budget_stop = budget_stopped(exc, task, store, progress)
 
-    # 3b. The winner's time: if time decides between close finalists, re-time them one at a
+    # 4b. The winner's time: if time decides between close finalists, re-time them one at a
     #     time (counted evaluations within the budget) and let their median times decide.
     progress(stage="re-timing")
     settlement = await run.tournament.settle() if run.tournament else \
         Settlement(note="the search stopped before the tournament")
 
-    # 4. Final evaluation: the rule's pick, once, on the test split; reported, never shown to
+    # 5. Final evaluation: the rule's pick, once, on the test split; reported, never shown to
     #    any model.
     progress(stage="test")
     best = run.best(store, config.feedback)
@@ -102,12 +106,13 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         winner_time=settlement.describe(*best) if best else {},
         settings={"task_facts": config.task_facts, "genesis": config.genesis,
                   "objective": config.objective,
+                  "floor_saturation": run_rule.floor_saturation_enabled(config),
                   "isolation": getattr(evaluator, "isolation", None)})
     if best is None:  # an honest ending: nothing usable was produced
         outcome.test_note = "no solver executed successfully: " + _failure_summary(store)
     outcome.reference_audit = audit_block(run, store, config, outcome)
 
-    # 5. Report. The run is "finished" only once report.md and summary.json exist: if a final
+    # 6. Report. The run is "finished" only once report.md and summary.json exist: if a final
     #    step fails, the run stays resumable and `pdesharp resume` redoes these steps (every
     #    model call and evaluation before them is replayed from the journal, not repeated).
     progress(stage="report")
@@ -184,9 +189,9 @@ def tournament_settings(config: SolveConfig, evaluator, rule: Rule,
         workers=getattr(evaluator, "max_in_flight", config.workers),
         max_evals=config.max_evals, rule=rule,
         retime=retime_runs(rule.objective, config.retime),
-        nominees_in_order=config.builtin,
+        nominees_in_order=run_rule.floor_saturation_enabled(config),
         floor_saturation=run_rule.floor_saturation_enabled(config),
-        judge_reference_note=judges_note(config, store))
+        data_numbers=config.task_facts == "full")
 
 
 def budget_stopped(exc: BudgetExceeded, task: Task, store: RunStore, progress: Progress) -> str:
@@ -218,10 +223,14 @@ def write_best_solver(store: RunStore, task: Task, config: SolveConfig, best) ->
         return None
     path = store.dir / "best_solver.py"
     score = best[1].score
+    # a replaced solver kept in the file never runs: it does not ship (synthesis.lineage)
+    code, removed = prune_unreachable(best[0].code, task.solver.name)
     header = (f"# Written by pdesharp (PDE-SHARP), run {store.run_id}, task {task.name}: "
               f"solver {best[0].id}" + (f", dev {config.feedback} {score:.3e}"
-                                        if score is not None else "") + "\n")
-    path.write_text(header + best[0].code)
+                                        if score is not None else "") + "\n"
+              + (f"# Unreachable definitions of the evaluated code left out: "
+                 f"{', '.join(removed)}\n" if removed else ""))
+    path.write_text(header + code)
     return str(path)
 
 

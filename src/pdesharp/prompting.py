@@ -92,7 +92,8 @@ def objective(feedback: str = "nrmse", facts: TaskFacts | None = None, steady: b
     judgement states it, so no model optimises for something else). The precise definition
     belongs to the ``full`` facts level; ``codepde`` names the metric only, as CodePDE does."""
     full = facts is None or facts.full
-    return render("_objective", feedback=feedback, full=full, steady=steady).strip()
+    return render("_objective", feedback=feedback, full=full, steady=steady,
+                  reference_error=facts.reference_error if facts is not None else None).strip()
 
 
 def hardware(facts: TaskFacts | None) -> str:

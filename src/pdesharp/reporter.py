@@ -23,6 +23,7 @@ from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import pareto, tables
 from pdesharp.store import RunStore, retime_id
 from pdesharp.synthesis import run_rule
+from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task
 from pdesharp.untrusted import (markdown_code, markdown_prose, markdown_span, markdown_text,
@@ -49,9 +50,12 @@ def _line(text, limit: int = 80) -> str:
     return one_line(shorten(str(text), limit), limit + 1)
 
 
-def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[str]:
+def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse",
+                  entry: str = "solver") -> list[str]:
     """The true ancestry of ``cid`` as an indented tree (each solver's parents below it; a
-    solver reached twice is expanded once and then marked "see above")."""
+    solver reached twice is expanded once and then marked "see above"). A base that a
+    modification replaced rather than modified (:func:`pdesharp.synthesis.lineage.is_rewrite`)
+    is marked so, and its own ancestry is not expanded: it is not the new design's."""
     lines: list[str] = []
     seen: set[str] = set()
 
@@ -61,11 +65,14 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
             r.status if r else "not run")
         return f"{c.id}" + (f" — {_line(c.title, 80)}" if c.title else "") + f" [{score}]"
 
-    def walk(node_id: str, prefix: str, last: bool, root: bool) -> None:
+    def walk(node_id: str, prefix: str, last: bool, root: bool, replaced: bool = False) -> None:
         c = store.candidate(node_id)
         branch = "" if root else ("└── " if last else "├── ")
         if c is None:
             lines.append(f"{prefix}{branch}{node_id} (unknown)")
+            return
+        if replaced:
+            lines.append(f"{prefix}{branch}{label(c)} (replaced by a rewrite, not modified)")
             return
         if node_id in seen:
             lines.append(f"{prefix}{branch}{node_id} (see above)")
@@ -75,7 +82,9 @@ def ancestry_tree(store: RunStore, cid: str, feedback: str = "nrmse") -> list[st
         child_prefix = prefix if root else prefix + ("    " if last else "│   ")
         parents = [p for p in c.parents if p != node_id]
         for i, parent in enumerate(parents):
-            walk(parent, child_prefix, i == len(parents) - 1, False)
+            base = store.candidate(parent) if i == 0 and c.origin == "patch" else None
+            walk(parent, child_prefix, i == len(parents) - 1, False,
+                 replaced=base is not None and is_rewrite(base.code, c.code, entry))
 
     walk(cid, "", True, True)
     return lines
@@ -122,6 +131,25 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
             f"sample{_conv(floor.get('best_vs_converged'))}); `--no-floor-saturation` ranks "
             "by the lowest score alone")
     return lines
+
+
+def floors_lines(final: dict, rule: Rule, metric: str) -> list[str]:
+    """Which set-up ranked the run: the floors (the default, every role) or the paper's."""
+    if final.get("floor_saturation") is False:
+        return ["- Floors: off (`--no-floor-saturation`, the paper's set-up): ranked by the "
+                f"lowest {metric} alone, and the search did not stop at the reference's error"]
+    if "floor_saturation" not in final:  # a summary written before the switch was recorded
+        return []
+    if rule.floor is not None:
+        used = f"the reference floor {rule.floor:.3e}, a multiple of the audit's reference error"
+    elif rule.round_off is not None:
+        used = (f"no audit, so the data's round-off floor {rule.round_off:.1e}: the {metric} "
+                "that rounding the reference to its stored type alone causes")
+    else:
+        used = "no floor was known (no audit, no reference arrays to measure the rounding on)"
+    return [f"- Floors: on (floor saturation, the default for every role): {used}; {metric}s "
+            "at or below the floor tie, the fastest of them wins, and the search stops there; "
+            "`--no-floor-saturation` gives the paper's set-up"]
 
 
 TIME_COLUMN = ("s/sample: the evaluator's wall-clock time of one solver call on all the split's "
@@ -220,6 +248,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     elif iso:
         lines.append(f"- Sandbox: {iso.get('mechanism')} (device {iso.get('device', 'cpu')})")
     lines += audit_lines(final.get("reference_audit"))  # the floor under the scores
+    lines += floors_lines(final, rule, metric)
     lines += [f"- {settings_line(config)}", ""]
 
     if analysis is not None:
@@ -271,7 +300,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               + (f"; never run: {', '.join(never)}" if never else "") + ".", ""]
     if final.get("best_id"):
         lines += ["Ancestry of the best solver (each solver above the ones it was built from):",
-                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback))),
+                  "", markdown_code("\n".join(ancestry_tree(store, final["best_id"], feedback,
+                                                              task.solver.name))),
                   ""]
     if rounds:
         lines += ["Per round (best by the tournament's rule):", "",
@@ -390,13 +420,16 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                         cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
-                    objective_words=final.get("objective_words") or "",
+                    # at codepde, the round-off floor's rule without its value (facts.py)
+                    objective_words=(final.get("objective_words") or "") if facts.full else
+                    rule.words("nRMSE" if cfg.get("feedback", "nrmse") == "nrmse" else "score",
+                               min(scores, default=None), data_numbers=False),
                     winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",
                     evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
                     ancestry=ancestry_tree(store, final["best_id"], store.config.get(
-                        "feedback", "nrmse")),
+                        "feedback", "nrmse"), task.solver.name),
                     justifications=[f"{c.id}: {shorten(c.justification, 600)}"
                                     for c in lineage if c.justification])
     try:

@@ -18,6 +18,7 @@ from pdesharp.records import Analysis, Candidate, EvalResult, Feedback, Split
 from pdesharp.task import Task
 
 if TYPE_CHECKING:
+    from pdesharp.facts import TaskFacts
     from pdesharp.recording import RecordingModel
 
 
@@ -78,7 +79,6 @@ class RoundInfo(BaseModel):
     debug_attempts: int = 2
     tie_tolerance: float = 0.01
     feedback: Feedback = "nrmse"
-    reference_note: str = ""  # the reference audit's error in words (--tell-judges-reference-error)
     # the run's objective (pdesharp.synthesis.ranking): its spec, the timing margin and re-timing
     objective: str = "accuracy"
     time_margin: float = 0.3
@@ -92,6 +92,9 @@ class RoundInfo(BaseModel):
     # the data's round-off floor (ranking.Rule.round_off): without a reference floor, scores at
     # or below it are ties and a lower one is not an improvement; None: unknown
     round_off: float | None = None
+    # the facts level allows numbers derived from the data (``full``): the round-off floor's
+    # value is stated; at ``codepde`` only its rule (pdesharp.facts)
+    data_numbers: bool = True
     concurrent: int = 1  # evaluations that may run at once during the search (--workers)
     # nominees run one at a time and a nominee at the stop score ends the search at once
     nominees_in_order: bool = False
@@ -201,3 +204,11 @@ class Roles:
     reporter: ChatModel | None = None  # writes the report's narrative; None skips it
     # the journalled chat models behind the roles (the live display hooks their calls)
     models: list[RecordingModel] = field(default_factory=list)
+    # the task facts every LLM role's prompts state (one shared record; None: built-in roles)
+    facts: TaskFacts | None = None
+
+    def know_reference(self, error: float | None) -> None:
+        """From now on every prompt states the reference's own error (None: none is told):
+        it is part of the shared facts (:attr:`pdesharp.facts.TaskFacts.reference_error`)."""
+        if self.facts is not None:
+            self.facts.reference_error = error

@@ -176,4 +176,4 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback),
                  author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback,
                                   facts=facts, mode=config.genesis),
-                 judges=judges, reporter=main, models=list(cache.values()))
+                 judges=judges, reporter=main, models=list(cache.values()), facts=facts)

@@ -85,11 +85,13 @@ def test_faked_convergence_order_is_not_shown_as_measured(shared_data):
     assert "convergence rate" not in shown and "4.0" not in shown
 
 
-def test_honest_rate_is_kept_and_labelled_solver_controlled(shared_data, solver_code):
+def test_honest_rate_is_kept_for_the_report_and_not_shown_to_judges(shared_data, solver_code):
     task = load_task("advection")
     ev = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=True, residual=False,
                    timeout=120)
     r = ev.evaluate_sync(solver_code("advection_exact"), split="dev", feedback="nrmse")
     assert r.ok and r.convergence_order is not None, r.convergence_note
     shown = describe_result(r, "nrmse")
-    assert "self-convergence rate (solver-controlled, not ranked)" in shown
+    # the solver controls its own refinement study: the rate cannot inform a choice between
+    # solvers, so the judges' result line leaves it out (issue 24 item 6); the result keeps it
+    assert "convergence" not in shown and f"{r.convergence_order:.3f}" not in shown

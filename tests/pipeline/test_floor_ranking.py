@@ -202,11 +202,12 @@ def test_judges_are_told_the_floor_rule_when_the_floor_is_on(tmp_path, audit_of)
 
 
 def test_without_the_floor_judges_hear_nothing_of_it(tmp_path, audit_of):  # noqa: F811
-    audit_of(1e-1)  # an audit, but LLM roles have the floor off by default
+    audit_of(1e-1)  # an audit, and --no-floor-saturation: the paper's set-up
     store, _ = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
                    MarkerEvaluator(), candidates=3, max_rounds=1,
-                   rejudge_cycles=0)
+                   rejudge_cycles=0, floor_saturation=False)
     assert _systems(store) and not any("Reference floor" in s for s in _systems(store))
+    assert not any("an audit measured their own error" in s for s in _systems(store))
     (event,) = store.events("reference_audit")
     assert event["ranking_floor"] is None and event["judges_told"] is False
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

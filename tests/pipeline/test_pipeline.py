@@ -139,7 +139,7 @@ def test_numerical_route_full_tournament(tmp_path):
 @pytest.mark.parametrize("route,analysis_calls,phrase", [
     ("analytical", 2, "found an exact solution"),
     ("transformation", 4, "found a transformation"),
-    ("hybrid", 5, "recommends an operator split"),
+    ("hybrid", 5, "recommends treating part of the problem exactly"),
     ("numerical", 5, "No exact route applies"),
 ])
 def test_each_analysis_route_drives_genesis(tmp_path, route, analysis_calls, phrase):

@@ -7,8 +7,8 @@ started with ``--audit compute``), a run
   shown in the report and ``summary.json``, never to a model);
 * writes the reference error next to the winner's score, and says plainly when the winner agrees
   with the reference better than the reference agrees with the PDE;
-* optionally stops the tournament once the best score is within ``floor_factor`` of the
-  reference error (on by default for the built-in analyst, off for LLM roles): a round only
+* stops the tournament once the best score is within ``floor_factor`` of the reference error
+  (floor saturation, on by default for the built-in analyst and language models alike): a round only
   counts as improving when it cuts the best score by the saturation factor, and from within
   ``1/saturation_factor`` of the reference error any such cut lands below the reference's own
   error, which a solver can only reach by reproducing the reference's errors;
@@ -17,7 +17,10 @@ started with ``--audit compute``), a run
   so the fast exact design beats a slower one that only matches the reference's own
   discretisation error more closely. The same switch: both say "below the floor the score no
   longer measures the PDE", and with the floor off the ranking is the paper's lowest score;
-* optionally tells LLM judges the reference error (off by default, as in the paper's setup).
+* states the reference's own error in every prompt after the audit (:func:`reference_error`
+  reads it; :mod:`pdesharp.facts` carries it), with the floors on: a score below it measures
+  agreement with the reference's errors, and the goal is the PDE's solution. Under
+  ``--no-floor-saturation`` (the paper's set-up) only with ``--tell-judges-reference-error``.
 
 Looking up an audit costs one hash of the data file (~30 ms for a 9 MB file) and reading the
 cached converged solution of the evaluated samples (~30 MB for 20 Burgers samples).
@@ -71,17 +74,6 @@ class RunAudit:
     reference_error: float  # mean over those samples
     converged: np.ndarray | None  # stacked as the evaluator scores, for those samples
 
-    def judge_note(self) -> str:
-        """The line LLM judges may be shown (option, off by default)."""
-        return judge_note(self.reference_error)
-
-
-def judge_note(reference_error: float) -> str:
-    return (f"Reference audit of the dev data: the reference itself is off from a converged "
-            f"float64 solution of the PDE by nRMSE {reference_error:.2e}, so a solver that "
-            f"solves the PDE exactly scores about that. Scores below it come from reproducing "
-            f"the reference's own errors (its scheme, clock and float32 rounding), not from "
-            f"solving the PDE better.")
 
 
 def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
@@ -175,6 +167,7 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
     block = {
         "status": "ok", "audit": audit.path, "samples": len(audit.indices),
         "reference_error": audit.reference_error, "float32_floor": r.float32_floor,
+        "round_off_floor": rule.round_off,  # the one definition (run_rule.data_round_off)
         "converged_solution": r.method,
         "converged_error_estimate": r.convergence.estimated_error if r.convergence else None,
         "best_nrmse": score, "best_nrmse_vs_converged": vs_converged,
@@ -201,9 +194,12 @@ def report_lines(block: dict | None) -> list[str]:
     if block.get("status") != "ok":
         return [f"- Reference audit: none ({block.get('reason', '')})"]
     ref = block["reference_error"]
+    rounding = block.get("round_off_floor")
     lines = [f"- Reference error of the dev data: {ref:.3e} (nRMSE of the reference against a "
-             f"converged float64 solution of the PDE, {block['samples']} samples; float32 "
-             f"storage floor {block['float32_floor']:.1e}; audit: `{block['audit']}`)"]
+             f"converged float64 solution of the PDE, {block['samples']} samples"
+             + (f"; rounding to its stored type alone costs {rounding:.1e}"
+                if rounding is not None else "")
+             + f"; audit: `{block['audit']}`)"]
     if block.get("best_nrmse_vs_converged") is not None:
         lines.append(f"- Best solver against the converged solution: "
                      f"{block['best_nrmse_vs_converged']:.3e} (against the reference: "
@@ -242,7 +238,7 @@ def report_lines(block: dict | None) -> list[str]:
 async def attach(task: Task, config, evaluator, store, progress=None
                  ) -> tuple[RunAudit | None, str, float | None]:
     """Find (or, with ``--audit compute``, compute) the run's audit and wire it in: the
-    evaluator scores against the converged solution too (see :func:`judges_note` for the judges).
+    evaluator scores against the converged solution too (:func:`told_error` for the prompts).
     Returns the audit (or None and why) and the tournament's floor (None: no floor). A failure
     here never stops a run: it is recorded as an event and the run goes on without an audit."""
     import asyncio
@@ -280,7 +276,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
                     reference_error=audit.reference_error, floor=floor, ranking_floor=floor,
                     # the floor is part of the ranking rule the judges are shown, and it
                     # is floor factor x the reference error: told, whatever the flag
-                    judges_told=bool(config.judges_see_reference_error) or floor is not None)
+                    judges_told=told(config))
     return audit, "", floor
 
 
@@ -292,11 +288,33 @@ def ranking_floor(events: list[dict]) -> float | None:
     return None if first is None else first.get("ranking_floor")
 
 
-def judges_note(config, store) -> str:
-    """What LLM judges are told about the reference (``--tell-judges-reference-error``): the
-    audit the run started with, as recorded in its first lookup (so a resumed run says the same);
-    empty when judges are not told or there is no audit."""
-    first = next(iter(store.events("reference_audit")), None)
-    if not config.judges_see_reference_error or first is None or first.get("status") != "ok":
-        return ""
-    return judge_note(first["reference_error"])
+def reference_error(events: list[dict]) -> float | None:
+    """The reference's own error (nRMSE against the PDE's solution) as the run's first audit
+    lookup recorded it, so that a resumed run states the same; None without an audit. The one
+    accessor: the prompts, the floor and the report all read it here (``events``: the run's
+    ``reference_audit`` events, or all of them)."""
+    first = next((e for e in events if e.get("kind", "reference_audit") == "reference_audit"),
+                 None)
+    if first is None or first.get("status") != "ok":
+        return None
+    value = first.get("reference_error")
+    return None if value is None else float(value)
+
+
+def told(config) -> bool:
+    """Do the prompts state the reference's own error? With the floors on (the default) yes;
+    under ``--no-floor-saturation`` only with ``--tell-judges-reference-error``."""
+    if config.judges_see_reference_error is not None:
+        return bool(config.judges_see_reference_error)
+    return run_rule.floor_saturation_enabled(config)
+
+
+def told_error(config, store) -> float | None:
+    """The reference error every prompt after the audit states, None when none is stated: the
+    recorded audit's (:func:`reference_error`), if the run tells it (:func:`told`; a resumed run
+    reads its first lookup's choice)."""
+    events = store.events("reference_audit")
+    first = next(iter(events), None)
+    if first is None or not first.get("judges_told", told(config)):
+        return None
+    return reference_error(events)

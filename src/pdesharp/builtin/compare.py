@@ -94,7 +94,11 @@ def not_comparable(b: StabilityBound, kind: str) -> str:
     comparable)."""
     text = f"{b.scheme} {b.note}".lower()
     if any(w in text for w in _EXACT):
-        return "the model's scheme steps this part exactly"
+        # a bound is a step limit, so the part it bounds is stepped explicitly: "exact" names
+        # another part (diffusion by an integrating factor, say), never the bounded one
+        return ("the model's scheme treats another part of the problem exactly, and this bound "
+                "is for the explicit rest of that scheme, not for explicit forward Euler on "
+                "the whole operator")
     if kind == "advective":
         return ""
     hit = next((w for w in _OTHER_CLASS if w in text), "")

@@ -76,22 +76,23 @@ def register(sub) -> None:
     floor = p.add_mutually_exclusive_group()
     floor.add_argument("--floor-saturation", dest="floor_saturation", action="store_true",
                        default=None,
-                       help="use the reference floor (--floor-factor x the audit's reference "
-                            "error): stop the tournament once the best score reaches it, and "
-                            "rank every solver at or below it as equally accurate, so the "
-                            "fastest of them wins (default: on for the built-in analyst, off "
-                            "for LLM roles)")
+                       help="rank, stop and pick by the floors (the default, for the built-in "
+                            "analyst and language models alike): with an audit, the reference "
+                            "floor (--floor-factor x the audit's reference error); without "
+                            "one, the nRMSE that rounding the reference to its stored type "
+                            "causes. Scores at or below the floor tie, the fastest of them "
+                            "wins, and the search stops once the best score reaches it")
     floor.add_argument("--no-floor-saturation", dest="floor_saturation", action="store_false",
-                       help="no floor: search on, and rank by the lowest score alone (the "
-                            "paper's ranking)")
+                       help="no floors: search on, rank by the lowest score alone, and tell "
+                            "the models nothing of the audit (the paper's set-up)")
     p.add_argument("--floor-factor", type=float, default=None,
                    help="the floor is this times the reference error (default: "
                         "1/saturation-factor, so any further counted improvement would land "
                         "below the reference's own error)")
-    p.add_argument("--tell-judges-reference-error", action="store_true",
-                   help="show LLM judges the audit's reference error (off by default, as in "
-                        "the paper's setup; with --floor-saturation the judges see the floor, "
-                        "floor factor x that error, as part of the ranking rule either way)")
+    p.add_argument("--tell-judges-reference-error", action="store_true", default=None,
+                   help="state the audit's reference error in the prompts under "
+                        "--no-floor-saturation too (with the floors on, every prompt after "
+                        "the audit states it)")
     add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0,
                    help="recorded with the run (the pipeline itself makes no random choices)")

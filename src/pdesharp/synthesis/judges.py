@@ -5,13 +5,16 @@ and which of its ideas failed); :meth:`LLMJudge.reset` starts a fresh context fo
 cycle. The tournament tells it the rules and the state before every step
 (:meth:`LLMJudge.observe`): the budget left, how many solvers run per round, the saturation rule.
 
-Pool listings are ranked by the tournament's own rule and kept within a code budget
-(:func:`listing`): full code for the solvers that matter (the best few, the leader's parents,
-the solvers nobody has run in the first cycle), a diff against a solver already on the page for
-near-copies, and a one-line summary for the rest, saying why its code is not shown; code and
-descriptions already given in the current conversation are not repeated (a solver described
-earlier is one line: its result). The base a judge patches is always in front of it in full:
-printed in the modification prompt unless this conversation already showed it in full.
+The conversation is laid out for a provider's prefix cache (issue 24.5). It opens with what
+every judge is told alike: the system prompt (task, analysis, rules, the answer formats; no
+judge's name in it), the Genesis solvers as written (the same message in every cycle) and the
+pool now; the judge's name and request come after that. Each later round is one more turn
+carrying only what is new to this conversation: new solvers (a patch as a forward diff from a
+parent the judge has, its own patch by its result only: the rest is in its reply), new results,
+and a one-line ranking. Which code a listing shows is :mod:`pdesharp.synthesis.listing`'s rule
+(the best few, the leader's parents, within a code budget; a one-line summary says why the rest
+is not shown). The base a judge patches is always in front of it: shown in full earlier, or
+given as a diff from a solver shown in full, or printed in full.
 
 Pool listings and results carry only what pdesharp measured or wrote (status, the exception's
 class name, scores, times); a solver's own output (stdout, stderr, its exception text) reaches
@@ -33,6 +36,7 @@ from pdesharp.llm.base import Message
 from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
+from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.listing import (CODE_BUDGET, DIFF_SHARE, FULL_CODE_TOP,  # noqa: F401
                                         MAX_CODE_CHARS, NEVER_NOMINATED, capped, diff,
                                         forward_order, listing, nearest)
@@ -48,10 +52,9 @@ FEEDBACK_NOTES = {
                 "data) and its solver time per sample",
     "none": "only whether each solver executed successfully; no accuracy numbers",
 }
-CONVERGENCE_NOTE = (", and its self-convergence rate (a refinement study that compares the "
-                    "solver's own outputs at several resolutions: the solver controls it, so it "
-                    "is not an error measured against data and plays no part in the ranking; "
-                    "withheld when the outputs do not start from the given initial data)")
+CONVERGED_NOTE = (", and, beside the score, its distance from the audit's converged solution of "
+                  "the PDE (nRMSE over the same samples, measured by pdesharp like the score; "
+                  "it plays no part in the ranking, which is the rule below)")
 
 # A judge that expects no modification to help says so with this marker on a line of its own
 # (or "no_change": true in its JSON); that is recorded, and no evaluation is spent.
@@ -59,18 +62,23 @@ NO_CHANGE = "NO_CHANGE"
 _NO_CHANGE_LINE = re.compile(r"^[\s*`_#>]*NO_CHANGE[\s*`_.]*$", re.MULTILINE)
 
 
-def feedback_note(feedback: Feedback, convergence: bool) -> str:
-    """What the judges will see of each result; the convergence rate only when it is
-    actually measured (``convergence`` on and the task defines a refinement study)."""
+def feedback_note(feedback: Feedback, converged: bool = False) -> str:
+    """What the judges will see of each result; with ``converged``, the distance from the
+    audit's converged solution too. The evaluator's self-convergence rate is not shown: the
+    solver controls it (its own outputs at several resolutions), so it cannot inform a choice
+    between solvers (issue 24); the report keeps it."""
     note = FEEDBACK_NOTES[feedback]
-    return note + CONVERGENCE_NOTE if convergence and feedback != "none" else note
+    return note + CONVERGED_NOTE if converged and feedback == "nrmse" else note
 
 
-def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
-    """What a judge may see of a result: the score, the solver time per sample beside it (the
-    evaluator's clock; the median when re-timed) and the convergence rate. With feedback
-    "none", only the execution status. A failure is its status and pdesharp's own message
-    (the exception's class name, never its text: that is the solver's, see module doc)."""
+def describe_result(result: EvalResult | None, feedback: Feedback,
+                    converged: bool = False) -> str:
+    """What a judge may see of a result: the score, with ``converged`` its distance from the
+    audit's converged solution of the PDE (measured in the parent like the score; never the
+    solver's to see), and the solver time per sample beside it (the evaluator's clock; the
+    median when re-timed). With feedback "none", only the execution status. A failure is its
+    status and pdesharp's own message (the exception's class name, never its text: that is
+    the solver's, see module doc)."""
     if result is None:
         return "not executed yet"
     if feedback == "none":
@@ -80,6 +88,9 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
     parts = []
     if feedback == "nrmse" and result.nrmse is not None:
         parts.append(f"nRMSE: {result.nrmse:.3e}")
+        if converged and result.nrmse_converged is not None:
+            parts.append(f"distance from the converged solution (not ranked): "
+                         f"{result.nrmse_converged:.3e}")
     if feedback == "residual" and result.residual is not None:
         parts.append(f"PDE residual: {result.residual:.3e}")
     per_sample = seconds_per_sample(result)
@@ -88,9 +99,6 @@ def describe_result(result: EvalResult | None, feedback: Feedback) -> str:
                      f"{result.n_samples} sample{'s' if result.n_samples != 1 else ''})")
     elif result.solver_seconds is not None:
         parts.append(f"time: {result.solver_seconds:.3g} s")
-    if result.convergence_order is not None:
-        parts.append(f"self-convergence rate (solver-controlled, not ranked): "
-                     f"{result.convergence_order:.3f}")
     return " | ".join(parts) if parts else result.summary_line()
 
 
@@ -103,7 +111,7 @@ class LLMJudge:
         self.model = model
         self.name = name
         self.feedback = feedback
-        self.convergence = convergence  # whether results carry a convergence rate
+        self.convergence = convergence  # the evaluator runs the refinement study (facts)
         self.facts = facts
         self.top_k = top_k
         self.code_budget = code_budget
@@ -133,15 +141,22 @@ class LLMJudge:
         self._analysis = analysis or self._analysis
         if self.messages:
             return
-        convergence = self.convergence and task.evaluation.convergence.kind != "none"
         facts = self.facts or TaskFacts.from_spec(task).model_copy(
             update={"convergence": self.convergence})
         system = render("judge_system", top_k=self.top_k,
                         **task_context(task, self.feedback, facts),
                         **analysis_context(self._analysis, facts), info=self.info,
-                        feedback_note=feedback_note(self.feedback, convergence),
+                        feedback_note=feedback_note(self.feedback, self._converged()),
                         block_rule=BLOCK_RULE)
         self.messages.append(Message(role="system", content=system, cache=True))
+
+    def _converged(self) -> bool:
+        """Results show the distance from the audit's converged solution: the run tells the
+        reference's own error (the facts carry it), so the judges know what the score means."""
+        return self.facts is not None and self.facts.reference_error is not None
+
+    def _describe(self, result: EvalResult | None, feedback: Feedback | None = None) -> str:
+        return describe_result(result, feedback or self.feedback, self._converged())
 
     async def _ask(self, prompt: str, tag: str, shared: list[str] | None = None) -> str:
         """One turn of the conversation. Its first turn opens with ``shared`` (what every judge
@@ -205,10 +220,11 @@ class LLMJudge:
         shown = listing(ordered, known=dict(self._shown), budget=self.code_budget,
                         full_first=full_first, base_id=base_id, rest=rest, why=why)
         ranks = self._ranks(pool)
+        codes = {e.candidate.id: e.candidate.code for e in pool}
         out = []
         for e in ordered:
             c, how = e.candidate, shown[e.candidate.id]
-            result = describe_result(e.result, self.feedback)
+            result = self._describe(e.result)
             brief = c.id in self._described
             new_code = how.mode in ("full", "diff")
             if brief and self._told.get(c.id) == result and not new_code:
@@ -219,7 +235,12 @@ class LLMJudge:
                 self._full[c.id] = c.code
             self._described.add(c.id)
             self._told[c.id] = result
+            # a modification that keeps little of its base replaced it (synthesis.lineage)
+            rewrite = (c.origin == "patch" and bool(c.parents) and c.parents[0] in codes
+                       and self._task is not None
+                       and is_rewrite(codes[c.parents[0]], c.code, self._task.solver.name))
             out.append({"id": c.id, "title": c.title, "origin": c.origin, "parents": c.parents,
+                        "rewrite": rewrite,
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
                         "static_check": c.static_check, "show": how.mode, "code": how.text,
@@ -309,7 +330,7 @@ class LLMJudge:
         prompt = render("judge_propose", info=self.info, base_id=b.id, base_title=b.title,
                         base_code=capped(b.code), base_shown=base_shown,
                         base_against=against, base_diff=change,
-                        base_result=describe_result(base.result, self.feedback),
+                        base_result=self._describe(base.result),
                         entries=entries, ranking=ranking)
         text = await self._ask(prompt, "judge.propose")
         if _declines(text):
@@ -345,7 +366,7 @@ class LLMJudge:
             self._start(self._task, None)
         prompt = render("judge_debug", cid=c.id, attempt=attempt,
                         max_attempts=max(attempt, self.info.debug_attempts),
-                        summary=describe_result(r, "nrmse") if r else "unknown failure",
+                        summary=self._describe(r, "nrmse") if r else "unknown failure",
                         code=capped(c.code), output=program_output(c.id, r))
         self._shown[c.id] = self._full[c.id] = c.code
         text = await self._ask(prompt, "judge.debug")

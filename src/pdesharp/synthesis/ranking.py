@@ -32,11 +32,19 @@ paper-comparable ranking is the plain lowest score). For ``fastest-within`` and
 ``fastest-below`` the floor only widens the bar: a target below the floor asks for fitting the
 reference's errors, which the floor says cannot be told apart from solving the PDE.
 
-The round-off floor (``Rule.round_off``; :func:`round_off_floor`): without a reference floor,
-scores at or below the data's rounding level (a few units of round-off of the reference arrays'
-float type) are ties in the same way: they say the solver agrees with the reference to its last
-digits, and 2e-16 against 1e-18 is not a 150x improvement. From that floor down a lower score is
-not an improvement for saturation either (the reference floor ends the search instead).
+The round-off floor (``Rule.round_off``; :func:`pdesharp.evaluate.metrics.rounding_nrmse`, measured
+on the run's dev reference by :func:`pdesharp.synthesis.run_rule.data_round_off`): without a
+reference floor, scores at or below the nRMSE that rounding the reference to its stored float
+type alone causes (2-3e-8 for float32 fields of order one) are ties in the same way: no score can
+tell two solvers apart there, and 2e-16 against 1e-18 is not a 150x improvement. From that floor
+down a lower score is not an improvement for saturation either (the reference floor ends the
+search instead). It is the storage's own nRMSE, not a number of machine epsilons: four units of
+float32 round-off (4.8e-7) is some 18x the nRMSE float32 storage costs, and a floor there stopped
+searches early on references better than that (issue 30).
+
+Both floors are on by default, for the built-in analyst and language models alike
+(``--floor-saturation``); ``--no-floor-saturation`` switches both off: the paper's set-up, the
+lowest score alone.
 
 Saturation under an objective (:func:`improved`): a round improves if the lowest score fell by the
 saturation factor (as in the paper), or, under a time objective, if the objective's pick got
@@ -137,25 +145,13 @@ def floor_words(floor: float, metric: str = "score") -> str:
             f"error of the PDE: the fastest of them wins")
 
 
-ROUND_OFF_ULPS = 4  # the round-off floor: this many machine epsilons of the data's float type
-
-
-def round_off_floor(dtype) -> float | None:
-    """The score below which agreement with reference data of this float type is round-off:
-    :data:`ROUND_OFF_ULPS` x its machine epsilon (8.9e-16 for float64, 4.8e-7 for float32);
-    None for a type that is not floating point."""
-    import numpy as np
-
-    try:
-        return ROUND_OFF_ULPS * float(np.finfo(dtype).eps)
-    except (TypeError, ValueError):
-        return None
-
-
-def round_off_words(round_off: float, metric: str = "score") -> str:
-    return (f"{metric}s at or below {round_off:.1e}, the rounding level of the reference data "
-            f"({ROUND_OFF_ULPS} units of round-off of its float type), are ties: they agree with "
-            f"the reference to its last digits, and a lower one is not an improvement")
+def round_off_words(round_off: float | None, metric: str = "score") -> str:
+    """The round-off floor's rule in words; ``round_off`` None: the rule without its number (the
+    ``codepde`` facts level states no number derived from the data)."""
+    level = "" if round_off is None else f" {round_off:.1e}"
+    return (f"{metric}s at or below{level}, the nRMSE that rounding the reference data to "
+            f"their stored precision alone causes, are ties: no {metric} can tell solvers apart "
+            f"there, and a lower one is not an improvement")
 
 
 @dataclass(frozen=True)
@@ -171,7 +167,8 @@ class Rule:
     # is eligible (see the module docstring), and under accuracy the search stops there; None:
     # no floor
     floor: float | None = None
-    # without a reference floor, the data's rounding level (round_off_floor): the same tie rule
+    # without a reference floor, the data's rounding level (run_rule.data_round_off): the same
+    # tie rule
     round_off: float | None = None
     # runs recorded before the floor entered the ranking: their floor only stops the search
     stop_only_floor: float | None = None
@@ -266,14 +263,17 @@ class Rule:
         """The same rule without the floors (what the run would have picked without them)."""
         return replace(self, floor=None, round_off=None)
 
-    def words(self, metric: str = "score", lowest: float | None = None) -> str:
-        """The objective in one sentence, plus the floor's rule when it is in force."""
+    def words(self, metric: str = "score", lowest: float | None = None,
+              data_numbers: bool = True) -> str:
+        """The objective in one sentence, plus the floor's rule when it is in force (without
+        the round-off floor's value when ``data_numbers`` is off: the ``codepde`` facts level
+        states no number derived from the data)."""
         text = self.objective.words(metric)
         if lowest is not None and self.below_floor(lowest):
             if self.floor is not None:
                 text += "; " + floor_words(self.floor, metric)
             else:
-                text += "; " + round_off_words(self.round_off, metric)
+                text += "; " + round_off_words(self.round_off if data_numbers else None, metric)
         return text
 
     def margin(self, timings: int = 1) -> float:

@@ -13,31 +13,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdesharp.synthesis.ranking import Objective, Rule, round_off_floor
+from pdesharp.synthesis.ranking import Objective, Rule
 
 
 def data_round_off(evaluator) -> float | None:
-    """The round-off floor of the run's dev data (its float type), None when the evaluator has
-    no reference arrays to look at (a stand-in evaluator, feedback without data)."""
+    """The round-off floor of the run's dev data: the nRMSE that rounding its reference to the
+    stored float type causes (:func:`pdesharp.evaluate.metrics.rounding_nrmse`, on the fields
+    stacked as the score takes them), None when the evaluator has no reference arrays to look
+    at (a stand-in evaluator, feedback without data)."""
+    from pdesharp.evaluate.metrics import rounding_nrmse, stack_fields
+
     reference = getattr(evaluator, "reference", None)
+    task = getattr(evaluator, "task", None)
     if reference is None:
         return None
     try:
         fields = reference("dev").fields
+        names = task.solver.returns if task is not None else list(fields)
+        return rounding_nrmse(stack_fields([fields[n] for n in names]))
     except Exception:  # noqa: BLE001 - no dev data: no round-off floor, the run goes on
         return None
-    dtypes = [a.dtype for a in fields.values()]
-    floors = [f for f in map(round_off_floor, dtypes) if f is not None]
-    return max(floors) if floors else None  # the coarsest type decides
 
 
 def floor_saturation_enabled(config) -> bool:
-    """The config's choice, else on for the built-in analyst and off for LLM roles."""
-    if config.floor_saturation is not None:
-        return bool(config.floor_saturation)
-    from pdesharp.llm.presets import is_builtin
-
-    return is_builtin(config.model)
+    """The config's choice (``--floor-saturation`` / ``--no-floor-saturation``), else on: the
+    built-in analyst and language models rank, stop and pick by the same rule (issue 24)."""
+    return True if config.floor_saturation is None else bool(config.floor_saturation)
 
 
 def floor_factor(config) -> float:
@@ -62,7 +63,10 @@ def build(config, *, floor: float | None, ranking_floor: float | None,
     """The run's rule. ``floor``: the reference floor the search stops at (floor saturation on,
     an audit); ``ranking_floor``: the floor recorded for the ranking (the same value, None for
     runs recorded before the floor entered the ranking); ``round_off``: the data's rounding
-    floor, in force only where there is no reference floor."""
+    floor, in force only where there is no reference floor, and only with floor saturation on
+    and nRMSE feedback (a residual is not compared with the stored reference)."""
+    if not floor_saturation_enabled(config) or config.feedback != "nrmse":
+        round_off = None
     ranks = ranking_floor if ranking_floor is not None else None
     old = floor if ranking_floor is None else None  # a run recorded before floors ranked
     return Rule(Objective.parse(config.objective), float(config.tie_tolerance),

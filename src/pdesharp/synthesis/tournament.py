@@ -50,12 +50,14 @@ class TournamentSettings:
     # round-off floor; pdesharp.synthesis.run_rule builds it): every ranking, the stop at the
     # floor and saturation use it
     rule: Rule = field(default_factory=Rule)
-    judge_reference_note: str = ""  # the audit's reference error in words, if judges are told
+    # the facts level allows numbers derived from the data (--task-facts full): the judges are
+    # told the round-off floor's value, not only its rule
+    data_numbers: bool = True
     retime: int = 0  # extra timing runs per finalist when time decides at the end (timing.py)
     # run a round's nominees one at a time in nomination order while the rule has a stop score,
-    # and end the search as soon as one reaches it (the built-in judges: the first nominates the
-    # best-predicted design); False: concurrently, as the paper's rounds, and a floor reached
-    # ends the search with its round
+    # and end the search as soon as one reaches it (with floor saturation, every role: the
+    # search stops at the floor, issue 24); False: concurrently, as the paper's rounds, and a
+    # floor reached ends the search with its round
     nominees_in_order: bool = False
     # the run reads scores as measures of the PDE's solution (--floor-saturation, the built-in
     # default): the built-in judges then spend nothing on designs predicted less accurate
@@ -314,7 +316,7 @@ class Tournament:
                          nominees_in_order=self.s.nominees_in_order
                          and self.rule.stop_score() is not None,
                          floor_saturation=self.s.floor_saturation,
-                         reference_note=self.s.judge_reference_note)
+                         data_numbers=self.s.data_numbers)
 
     async def run(self, genesis: list[Candidate]) -> None:
         for c in genesis:
