@@ -114,9 +114,11 @@ def answer(messages, params, index) -> str:
 def hostile_run(tmp_path_factory, shared_data):
     tmp = tmp_path_factory.mktemp("inject")
     task = load_task("advection")
+    # --no-floor-saturation: every nominee runs (with the floors on, g1 reaches the floor
+    # first and the round ends before the hostile solvers run)
     config = SolveConfig(task="advection", model="scripted:test", out=str(tmp), candidates=3,
                          max_rounds=1, rejudge_cycles=1, debug_attempts=1, max_samples=1,
-                         convergence=False, data_dir=str(shared_data))
+                         convergence=False, data_dir=str(shared_data), floor_saturation=False)
     store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="inject")
     roles = build_roles(config, store, models={"scripted:test": ScriptedModel(answer)})
     evaluator = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
