@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pdesharp.roles import PoolEntry
 
 MAX_CODE_CHARS = 16000  # per solver in a listing: one runaway reply must not flood a prompt
-CODE_BUDGET = 20000  # characters of solver code (full or diff) one judge prompt may show
+CODE_BUDGET = 20000  # characters of solver code (full or diff) one judge message may list
 FULL_CODE_TOP = 3  # the best executed solvers shown in full (budget permitting)
 DIFF_SHARE = 0.5  # a diff is shown instead of the code when it is at most this share of it
 
