@@ -67,3 +67,12 @@ def test_identifier_and_one_line():
     assert untrusted.identifier("\x1b[2J") == "2J"
     assert untrusted.one_line("a\n\n b\x1b[1A", limit=3) == "a b"
     assert untrusted.one_line("abcdef", limit=4) == "abc…"
+
+
+def test_an_imported_record_id_becomes_a_task_name():
+    # ids such as PDEAgent-Bench's may hold '-' and '.', which a task name refuses
+    from pdesharp.untrusted import task_name, task_name_for
+
+    assert task_name_for("poisson-2d.v1") == "poisson_2d_v1"
+    assert task_name_for("3heat") == "case_3heat"
+    assert task_name(task_name_for("x" * 80)) == "x" * 64

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sympy as sp
 from pydantic import ValidationError
 
-from pdesharp.expression import ExpressionError, formula
+from pdesharp.expression import ExpressionError, evaluate, formula
 from pdesharp.llm.base import Message
 from pdesharp.facts import TaskFacts, reference_scales  # noqa: F401  (re-exported)
 from pdesharp.prompting import ROUTE_WORDS, ask, extract_json, render, task_context
@@ -181,11 +181,13 @@ def evaluate_bound(expr: str, task: Task, scales: dict[str, float] | None = None
     subs.update({sp.Symbol(k): v for k, v in scales.items()})
     for axis, (lo, hi) in task.domain.items():
         subs[sp.Symbol(f"d{axis}")] = (hi - lo) / scales.get(f"n{axis}", REFERENCE_CELLS)
-    value = e.subs(subs)
-    if value.free_symbols:
-        names = ", ".join(sorted(str(s) for s in value.free_symbols))
-        return None, f"depends on {names}"
-    try:
-        return float(value), ""
-    except TypeError:
+    free = {s for s in e.free_symbols if s not in subs}
+    if free:
+        return None, f"depends on {', '.join(sorted(str(s) for s in free))}"
+    try:  # under a hard clock: a bounded formula may still take SymPy forever at grid values
+        value = evaluate(e, subs, where="the stability bound")
+    except ExpressionError as exc:
+        return None, f"not evaluable: {exc}"
+    if value.imag:
         return None, "not a real number"
+    return value.real, ""

@@ -29,6 +29,7 @@ from typing import Any
 from pdesharp.baselines import BASELINES, OPTILLM_METHODS
 from pdesharp.baselines.common import BaselineConfig
 from pdesharp.baselines.runner import run_baseline
+from pdesharp.bench_fair import attach_audit, equal_budget
 from pdesharp.bench_tables import (COLUMNS, SOLVER_ORIGINS, cell_dir,  # noqa: F401 - re-exported
                                    cell_stats, collect, fmt, to_csv, to_markdown, write_tables)
 from pdesharp.task import Task, load_task
@@ -374,9 +375,20 @@ async def run_bench(cfg: BenchConfig, *, model_factory: ModelFactory | None = No
                 evaluator = ObservedEvaluator(
                     evaluator, lambda label, split, r, t=task.name: on_evaluation(t, label,
                                                                                  split, r))
+            # every method's dev runs are scored against the PDE's solution too (cached after
+            # the first repeat)
+            await asyncio.to_thread(attach_audit, task, evaluator,
+                                    cfg.sharp_options.get("audit", "auto"), out)
             # codepde-r last, so that it finds its codepde seeds finished or in progress.
             methods = sorted(cfg.methods, key=lambda m: m == "codepde-r")
             await asyncio.gather(*(cell(task, m, repeat, evaluator) for m in methods))
+            if {"sharp", "codepde"} <= set(cfg.methods):
+                try:
+                    await equal_budget(cell_dir(out, task.name, "sharp", repeat),
+                                       cell_dir(out, task.name, "codepde", repeat), evaluator)
+                except Exception as exc:  # noqa: BLE001 - a table row, never a lost bench
+                    failures.append(f"{task.name} / CodePDE best-of-N / repeat {repeat}: "
+                                    f"{type(exc).__name__}: {exc}")
     rows = collect(out, cfg.names, cfg.methods, cfg.repeats)
     write_tables(out, rows)
     if failures:

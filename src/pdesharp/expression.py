@@ -10,18 +10,22 @@ allows them). Anything else is refused with :class:`ExpressionError` naming the 
 where it is. Honest input gives exactly what ``parse_expr`` gave (tests/test_expression.py).
 
 Sizes are bounded so that no formula can make the process hang: text length, nesting, exact
-numbers (digits), powers, numeric arguments of special functions, and a wall-clock budget.
+numbers (digits), powers, the size of a function's numeric argument (``floor(exp(10**99))`` is
+refused before SymPy evaluates it), and time: building a formula, and every later evaluation of
+one at numbers (:func:`evaluate`), runs under a hard clock (:mod:`pdesharp.clock`) that stops
+even a single SymPy call.
 """
 
 from __future__ import annotations
 
 import ast
-import time
+import cmath
 import warnings
 from collections.abc import Callable, Mapping
 
 import sympy as sp
 
+from pdesharp.clock import TimeUp, within
 from pdesharp.untrusted import one_line
 
 # --- the allowlists (data) -------------------------------------------------------------------
@@ -82,6 +86,7 @@ MAX_POWER = 16               # integer power of anything but a number (u**16; (1
 MAX_NUMBER_POWER = 400       # power of a number (10**-12, 2**100): its result is bounded too
 SPECIAL_ARGUMENT_LIMIT = 100  # |number| a special function may be evaluated at
 TIME_BUDGET = 10.0           # seconds for building one formula (ms for honest ones)
+EVALUATION_BUDGET = 2.0      # seconds for evaluating one formula at numbers (ms for honest ones)
 
 
 class ExpressionError(ValueError):
@@ -92,8 +97,11 @@ class UndeclaredNames(ExpressionError):
     """The formula uses names its context does not declare (``names``, sorted)."""
 
     def __init__(self, names: list[str], where: str):
-        self.names = names
+        self.names, self.where = names, where
         super().__init__(f"{where} uses undeclared names {names}")
+
+    def __reduce__(self):  # pickles (a formula built in a child process, pdesharp.clock)
+        return type(self), (self.names, self.where)
 
 
 def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
@@ -130,9 +138,11 @@ def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
     builder = _Builder(source, where, names, operators, free_symbols, relations)
     builder.check(tree.body)
     try:
-        return builder.build(tree.body)
+        return within(TIME_BUDGET, lambda: builder.build(tree.body))
     except ExpressionError:
         raise
+    except TimeUp:
+        raise ExpressionError(f"{where} takes more than {TIME_BUDGET:g} s to build") from None
     except RecursionError:
         raise ExpressionError(f"{where} is nested too deeply") from None
     except Exception as exc:  # SymPy raises many types on meaningless input (u(x), 1 < u < 2)
@@ -144,6 +154,29 @@ def formula(text: str, *, where: str, own: set[str] | frozenset[str] = frozenset
     plain symbol except ``pi`` and ``E`` (unless ``own`` declares them), ``^`` is a power."""
     consts = {n: c for n, c in (("pi", sp.pi), ("E", sp.E)) if n not in own}
     return read(text, where=where, names=consts, free_symbols=True, caret_is_power=True)
+
+
+def evaluate(expr: sp.Basic, values: Mapping, *, where: str,
+             seconds: float = EVALUATION_BUDGET) -> complex:
+    """The number ``expr`` (a formula :func:`read` built) takes at ``values`` (symbol -> number),
+    under a hard clock: a model's ``dx**16*sin(exp(1/dx**16))`` is a formula of bounded size
+    that SymPy cannot evaluate at dx = 1/1024 in any time. Raises :class:`ExpressionError` (one
+    line) when it does not come to a number within ``seconds``."""
+    def work() -> complex:
+        value = expr.subs(values)
+        if value.free_symbols:
+            names = ", ".join(sorted(str(s) for s in value.free_symbols))
+            raise ExpressionError(f"{where} depends on {names}")
+        return complex(value.evalf())
+
+    try:
+        return within(seconds, work)
+    except ExpressionError:
+        raise
+    except TimeUp:
+        raise ExpressionError(f"{where} does not evaluate within {seconds:g} s") from None
+    except Exception as exc:  # NoConvergence, a complex infinity, ...
+        raise ExpressionError(f"{where} does not evaluate: {one_line(exc, 160)}") from None
 
 
 def split_equation(text: str) -> list[str]:
@@ -189,7 +222,6 @@ class _Builder:
         self.source, self.where = source, where
         self.names, self.operators = dict(names), dict(operators)
         self.free, self.relations = free_symbols, relations
-        self.deadline = time.monotonic() + TIME_BUDGET
 
     # -- checking: every node against the allowlist, before anything is built ---------------
     def refuse(self, node: ast.AST, what: str) -> ExpressionError:
@@ -299,8 +331,6 @@ class _Builder:
 
     # -- building: SymPy objects only, from the checked tree ---------------------------------
     def build(self, node: ast.AST, cond: bool = False):
-        if time.monotonic() > self.deadline:
-            raise ExpressionError(f"{self.where} takes more than {TIME_BUDGET:g} s to build")
         if isinstance(node, ast.Constant):
             return self.number(node)
         if isinstance(node, ast.Name):
@@ -322,10 +352,10 @@ class _Builder:
                 self.check_power(node, a, b)
             return self.bounded(node, getattr(a, _ARITHMETIC[op])(b))
         if isinstance(node, ast.Compare):
-            left = self.build(node.left)
+            left = self.sized(node, "a comparison", self.build(node.left))
             parts = []
             for o, c in zip(node.ops, node.comparators):
-                right = self.build(c)
+                right = self.sized(node, "a comparison", self.build(c))
                 parts.append(_COMPARE[type(o)](left, right))
                 left = right
             return parts[0] if len(parts) == 1 else sp.And(*parts)
@@ -388,10 +418,58 @@ class _Builder:
         args = [self.build(a) for a in node.args]
         if name in self.operators:
             return self.bounded(node, self.operators[name](*args))
-        if name in SPECIAL:
-            for a in args:
-                if getattr(a, "is_Number", False) and a.is_finite \
-                        and abs(a) > SPECIAL_ARGUMENT_LIMIT:
-                    raise self.refuse(node, f"{name} of a number beyond"
-                                            f" {SPECIAL_ARGUMENT_LIMIT} in size")
+        limit = SPECIAL_ARGUMENT_LIMIT if name in SPECIAL else None
+        args = [self.sized(node, name, a, limit) for a in args]
         return self.bounded(node, FUNCTIONS[name](*args))
+
+    def sized(self, node, what: str, value, limit: float | None = None):
+        """``value`` if it is not a number beyond ``limit`` (default: the double range) in
+        size: SymPy evaluates functions and comparisons of numbers eagerly (the sign of
+        ``sin(exp(10**50))``, the integer part of ``exp(10**99)``), at a cost that grows
+        without bound with the number. Estimated in double precision, before SymPy sees it."""
+        if not isinstance(value, sp.Expr) or value.free_symbols:
+            return value
+        if value.is_Number:
+            size = abs(float(value)) if value.is_finite else None
+        else:
+            size = _size(value)
+        limit = MAX_FLOAT if limit is None else limit
+        if size is not None and not size <= limit:
+            raise self.refuse(node, f"{what} of a number beyond {limit:g} in size")
+        return value
+
+
+_CMATH = {n: getattr(cmath, n) for n in ("exp", "log", "sqrt", "sin", "cos", "tan", "sinh",
+                                          "cosh", "tanh", "asin", "acos", "atan", "asinh",
+                                          "acosh", "atanh")}
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _size(value: sp.Expr) -> float | None:
+    """|value| of a number-valued expression in double precision: inf beyond the double range,
+    None when the expression uses something this estimate does not know."""
+    def z(e) -> complex:
+        if e.is_Number or e.is_NumberSymbol or e is sp.I:
+            return complex(e)
+        if e.is_Add or e.is_Mul:
+            out = complex(0 if e.is_Add else 1)
+            for a in e.args:
+                out = out + z(a) if e.is_Add else out * z(a)
+            return out
+        if e.is_Pow:
+            return z(e.base) ** z(e.exp)
+        f = _CMATH.get(type(e).__name__)
+        if f is None or len(e.args) != 1:
+            raise _Unknown
+        return f(z(e.args[0]))
+
+    try:
+        v = abs(z(value))
+    except OverflowError:
+        return float("inf")
+    except (_Unknown, ArithmeticError, ValueError, TypeError):
+        return None
+    return v if v == v else None

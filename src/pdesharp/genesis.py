@@ -72,7 +72,8 @@ def static_check(code: str, task: Task) -> str:
 
 
 def title_of(text: str) -> str:
-    m = re.search(r"^\W*title\W*:\s*(.+)$", text, re.IGNORECASE | re.MULTILINE)
+    # [^\w\n], not \W: a run of blank lines must not be rescanned from each of its lines
+    m = re.search(r"^[^\w\n]*title[^\w\n]*:\s*(.+)$", text, re.IGNORECASE | re.MULTILINE)
     return clean_title(m.group(1)) if m else ""
 
 
@@ -81,7 +82,7 @@ def justification_of(text: str) -> str:
     one line, without its title line or a "Justification:" label; prompts that show it
     shorten it at a word boundary (:func:`pdesharp.prompting.shorten`)."""
     head = text.split("```", 1)[0]
-    head = "\n".join(ln for ln in head.splitlines() if not re.match(r"^\W*title\W*:", ln, re.I))
+    head = re.sub(r"^[^\w\n]*title[^\w\n]*:[^\n]*", "", head, flags=re.IGNORECASE | re.MULTILINE)
     return strip_label(" ".join(head.split()), "justification")
 
 

@@ -152,11 +152,11 @@ def strip_label(text: str, label: str) -> str:
     or "**Justification.** ..."), so a prompt that prints its own label does not print it
     twice."""
     # "Justification:", "**Justification:**", "**Justification.**", "## Justification:"
-    pattern = re.compile(rf"^[\s*_#>]*{label}[\s*_]*[:.][\s*_]*", re.IGNORECASE)
-    text, before = str(text), None
-    while text != before:  # "**Justification:** Justification: ..." happens
-        before, text = text, pattern.sub("", text, count=1)
-    return text.strip()
+    pattern = re.compile(rf"[\s*_#>]*{label}[\s*_]*[:.][\s*_]*", re.IGNORECASE)
+    text, at = str(text), 0
+    while m := pattern.match(text, at):  # "**Justification:** Justification: ..." happens
+        at = m.end()
+    return text[at:].strip()
 
 
 ROUTE_WORDS = {"analytical": "analytical solution", "transformation": "transformation",
@@ -191,13 +191,37 @@ def analysis_context(analysis: Analysis | None, facts: TaskFacts | None = None) 
         "schemes": analysis.recommended_schemes, "key_facts": analysis.key_facts}}
 
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# What may follow the three backticks that open a fence, up to its language tag (group 1).
+ANY_LANGUAGE = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
+
+
+def fenced_blocks(text: str, opening: re.Pattern = ANY_LANGUAGE) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block in ``text``: what the regular expression
+    `````<opening>[^\n]*\n(.*?)```` (DOTALL) finds, found in one pass. The expression itself
+    backtracks: a reply of many unclosed fences takes it quadratic time (minutes for 1 MB).
+    ``opening`` is matched right after the backticks; its group 1 is the language."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while True:
+        start = text.find("```", i)
+        if start < 0:
+            return out
+        m = opening.match(text, start + 3)
+        if m is None:
+            i = start + 1
+            continue
+        newline = text.find("\n", m.end())
+        close = text.find("```", newline + 1) if newline >= 0 else -1
+        if close < 0:  # this fence never closes, so no later one can (its opening would close it)
+            return out
+        out.append((m.group(1), text[newline + 1:close]))
+        i = close + 3
 
 
 def extract_code(text: str) -> str | None:
     """The longest ```python fenced block (CodePDE's rule); failing that, the longest untagged
     block that defines a function (some models omit the language tag); else None."""
-    fences = _FENCE.findall(text)
+    fences = fenced_blocks(text)
     blocks = [body for lang, body in fences if lang.lower() in ("python", "py", "python3")]
     if not blocks:
         blocks = [body for lang, body in fences if not lang and "def " in body]
@@ -208,12 +232,13 @@ def extract_code(text: str) -> str | None:
 
 def extract_json(text: str) -> dict | None:
     """The last JSON object in ``text``: a ```json block if any, else the last top-level
-    ``{...}`` that decodes. Tolerates trailing commas and Python literals (True/False/None)."""
-    fenced = [(lang.lower(), body) for lang, body in _FENCE.findall(text)
+    ``{...}`` that decodes. Tolerates trailing commas and Python literals (True/False/None).
+    Linear in the length of ``text``; nesting deeper than :data:`MAX_JSON_DEPTH` is not read."""
+    fenced = [(lang.lower(), body) for lang, body in fenced_blocks(text)
               if lang.lower() in ("json", "")]
     # a fenced block wins over a brace pair in prose or code; the last of each kind wins
     for lang, body in reversed(fenced):
-        obj = _loads_tolerant(body.strip())
+        obj = _loads_tolerant(body.strip()) if body.lstrip().startswith("{") else None
         if obj is None and lang == "json":  # a json block with a stray remark around it
             found = [o for o in _json_objects(body) if isinstance(o, dict)]
             obj = found[-1] if found else None
@@ -223,52 +248,89 @@ def extract_json(text: str) -> dict | None:
     return found[-1] if found else None
 
 
-_DECODER = json.JSONDecoder()
-TOLERANT_TRIES = 64  # closing braces tried per opening brace when strict decoding fails
+MAX_JSON_DEPTH = 20  # nesting of objects and arrays read in a reply (the prompts ask for <= 3)
+MAX_JSON_TRIES = 1000  # objects decoded per reply at most: the last ones (the facts come last)
+_JSON_TOKEN = re.compile(r'[{}\[\]"\\\n]')
+_OBJECT_START = re.compile(r'\{\s*["}]')  # what a JSON object starts with
+_TOLERABLE = re.compile(r",\s*[}\]]|\b(?:True|False|None)\b")  # what _loads_tolerant mends
 
 
 def _json_objects(text: str) -> list:
-    """Every top-level JSON object in ``text``, decoded from each ``{`` in turn with
-    ``json.JSONDecoder.raw_decode`` (so escaped quotes and braces inside strings are handled
-    by the JSON grammar itself); an object that does not decode strictly is retried with the
-    tolerant reading up to each following ``}``, nearest first."""
-    out, i = [], text.find("{")
-    while i != -1:
-        obj, end = _decode_at(text, i)
-        if obj is not None:
+    """Every top-level JSON object in ``text``: each balanced ``{...}`` (brackets inside
+    strings skipped), in order, decoded strictly or else tolerantly; one that decodes hides the
+    objects inside it, one that does not lets them be tried. One pass finds the spans, and a
+    character is decoded at most MAX_JSON_DEPTH + 1 times, so the time is linear in the reply
+    (decoding from every ``{`` took minutes on ``'{' * 12000``)."""
+    spans = [(a, b) for a, b in _object_spans(text) if _OBJECT_START.match(text, a)]
+    out, taken = [], 0
+    for start, end in spans[-MAX_JSON_TRIES:]:
+        if start < taken:
+            continue
+        obj = _loads_tolerant(text[start:end])
+        if isinstance(obj, dict):
             out.append(obj)
-            i = text.find("{", end)
-        else:
-            i = text.find("{", i + 1)
+            taken = end
     return out
 
 
-def _decode_at(text: str, i: int):
-    try:
-        return _DECODER.raw_decode(text, i)
-    except json.JSONDecodeError:
-        pass
-    j = text.find("}", i)
-    for _ in range(TOLERANT_TRIES):
-        if j == -1:
-            break
-        obj = _loads_tolerant(text[i:j + 1])
-        if obj is not None:
-            return obj, j + 1
-        j = text.find("}", j + 1)
-    return None, i + 1
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every balanced ``{...}`` nested at most MAX_JSON_DEPTH deep inside
+    (objects and arrays), by start. A string runs to its closing quote or the end of its line
+    (JSON strings hold no raw newline), so a stray quote in prose spoils one line at most."""
+    spans: list[tuple[int, int]] = []
+    if "}" not in text:  # no object can close: nothing to scan
+        return spans
+    starts: list[int] = []  # the open brackets: start (negative for '['), deepest level inside
+    deepest: list[int] = []
+    in_string, skip = False, 0
+    for m in _JSON_TOKEN.finditer(text):
+        k = m.start()
+        if k < skip:
+            continue
+        c = m.group()
+        if in_string:
+            if c == "\\":
+                skip = k + 2
+            elif c == '"' or c == "\n":
+                in_string = False
+        elif c == "{" or c == "[":
+            starts.append(k if c == "{" else -1 - k)
+            deepest.append(len(starts))
+        elif c == '"':
+            in_string = bool(starts)
+        elif c == "]":
+            if starts and starts[-1] < 0:
+                _close(starts, deepest)
+        elif c == "}":
+            while starts and starts[-1] < 0:  # an array left open inside: not JSON
+                _close(starts, deepest)
+            if starts:
+                start, inside = _close(starts, deepest)
+                if inside - len(starts) <= MAX_JSON_DEPTH:
+                    spans.append((start, k + 1))
+    spans.sort()
+    return spans
+
+
+def _close(starts: list[int], deepest: list[int]) -> tuple[int, int]:
+    start, inside = starts.pop(), deepest.pop()
+    if deepest and inside > deepest[-1]:
+        deepest[-1] = inside
+    return start, inside
 
 
 def _loads_tolerant(raw: str):
-    try:
+    try:  # ValueError: not JSON, or an integer past Python's 4300-digit limit
         return json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
+    if not _TOLERABLE.search(raw):
+        return None
     fixed = re.sub(r",\s*([}\]])", r"\1", raw)
     fixed = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", re.sub(r"\bNone\b", "null", fixed)))
     try:
         return json.loads(fixed)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -217,7 +217,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     metric = "nRMSE" if feedback == "nrmse" else f"{feedback} score"
     cands, results, rows, rounds = _tables(store, feedback, rule)
     best = results.get(final.get("best_id") or "")
-    lines = [f"# PDE-SHARP run `{store.run_id}`: {task.title}", ""]
+    lines = [f"# PDE-SHARP run `{store.run_id}`: {markdown_text(task.title)}", ""]
     lines += ["## Result", "",
               f"- Best solver: `{final.get('best_id') or 'none'}`"
               + (f" (`{final['best_solver']}`)" if final.get("best_solver") else ""),

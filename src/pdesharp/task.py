@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pdesharp.equation import EquationError, ParsedSystem, parse_system
+from pdesharp.untrusted import task_name
 
 
 class TaskError(ValueError):
@@ -177,6 +178,12 @@ class Task(_Model):
     codepde: CodePDEStatement | None = Field(None, exclude_if=lambda v: v is None)
     # Optional settings of the generic data generator; left out of dumps when unset.
     generator: GeneratorSpec | None = Field(None, exclude_if=lambda v: v is None)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        """Checked where it is read: a name becomes part of run folder names (issue 25)."""
+        return task_name(v)
 
     @model_validator(mode="after")
     def _consistent(self) -> "Task":

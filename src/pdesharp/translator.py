@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import yaml
 
 from pdesharp.llm.base import Message
-from pdesharp.prompting import ask, extract_json, render
+from pdesharp.prompting import ask, extract_json, fenced_blocks, render
 from pdesharp.task import Task, TaskError, load_task, task_from_dict
 
-_YAML = re.compile(r"```(?:yaml|yml)[^\n]*\n(.*?)```", re.DOTALL)
+_YAML = re.compile(r"(yaml|yml)")  # a fence's language (prompting.fenced_blocks)
 
 # Two rounds: a first fix often repairs the YAML and then meets a validation error behind it.
 # Bounded, because a model that fails twice on the exact error rarely succeeds a third time.
@@ -136,7 +136,7 @@ def questions_in(text: str) -> list[str]:
 
 
 def _parse(text: str) -> _Parsed:
-    blocks = _YAML.findall(text)
+    blocks = [body for _, body in fenced_blocks(text, _YAML)]
     if not blocks:
         return _Parsed(None, "", "the reply has no ```yaml block")
     raw = max(blocks, key=len)

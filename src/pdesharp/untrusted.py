@@ -5,9 +5,9 @@ clipboard write), Rich markup, HTML, or words dressed up as instructions from pd
 ("IMPORTANT SYSTEM MESSAGE ..."). Every place that shows it goes through one of these exits:
 
 - :func:`terminal` for a terminal or a log line: control characters and escape sequences
-  removed (newline and tab kept), bidirectional overrides removed. Print the result with Rich
-  markup off (``console.print(s, markup=False, highlight=False)``) or pass it through
-  :func:`rich_markup`, which escapes it for a markup string.
+  removed (newline and tab kept), bidirectional overrides removed. For Rich output, use
+  :func:`plain` (a ``Text``: a table cell or a console line, never read as markup) or
+  :func:`rich_markup`, which escapes it for a markup string of pdesharp's own.
 - :func:`one_line` for a table cell or a status line: the same, on one line, cut to a length.
 - :func:`prompt_block` for a prompt: a delimited block whose every line sits behind a ``| ``
   gutter, so nothing inside can close a code fence, start a heading or end the block; the block
@@ -19,13 +19,26 @@ clipboard write), Rich markup, HTML, or words dressed up as instructions from pd
   an inline code span or a code fence longer than any backtick run in the text.
 - :func:`identifier` for a name a solver chose (an exception's class name): letters, digits,
   ``_`` and ``.`` only, short.
+
+A name that becomes part of a path is checked where it is read: :func:`task_name` (the rule
+``pdesharp tasks new`` applies, for a task from a YAML file, a translation or a run folder) and
+:func:`path_component` (a run id, a bench cell): no separator, no ``..``.
+
+A folder someone hands over (a run folder for ``report``, ``show``, ``resume``; a bench folder)
+is read the same way: :func:`check_folder` refuses one holding a symbolic link or anything but
+regular files and folders (a link named ``plots/winner-dev.png`` would embed ``/etc/shadow`` in
+a report, one named ``report.html`` would be overwritten through), and :func:`read_inside`
+reads one regular file inside it by a relative name, following no link, up to a size.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
+import os
 import re
+import stat
+from pathlib import Path, PurePosixPath
 
 # ESC-introduced sequences: CSI (ESC [ ... final), OSC / DCS / SOS / PM / APC strings (ESC ] ...
 # up to BEL or ESC \), and two-character escapes. The 8-bit forms (0x9B CSI, 0x9D OSC, ...) are
@@ -56,6 +69,15 @@ def terminal(text: object) -> str:
     return _CONTROLS.sub("", s)
 
 
+def plain(text: object, limit: int | None = None, style: str = ""):
+    """Untrusted text for Rich output (a table cell, a console line): :func:`terminal` (or
+    :func:`one_line` cut to ``limit``) as a Rich ``Text``, which Rich never reads as markup
+    (``[link=...]``) or highlights. Every Rich output of such text goes through this."""
+    from rich.text import Text
+
+    return Text(terminal(text) if limit is None else one_line(text, limit), style=style)
+
+
 def rich_markup(text: object) -> str:
     """:func:`terminal`, escaped for a Rich markup string (``[green]`` shows as written)."""
     from rich.markup import escape
@@ -75,6 +97,36 @@ def identifier(text: object, limit: int = 60) -> str:
     return s or "?"
 
 
+TASK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def task_name(text: object) -> str:
+    """``text`` if it is a task name (letters, digits and underscores, starting with a letter,
+    at most 64: it names run folders and files), else ValueError saying so."""
+    if not isinstance(text, str) or not TASK_NAME.fullmatch(text):
+        raise ValueError("a task name is letters, digits and underscores, starting with a "
+                         f"letter, at most 64 characters: {one_line(text, 80)!r}")
+    return text
+
+
+def task_name_for(text: str) -> str:
+    """A task name made from a checked :func:`path_component` (an imported record's id such as
+    ``poisson-2d.v1``): other characters become ``_``, a leading digit gets ``case_``."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return task_name(("case_" + name if not name[:1].isalpha() else name)[:64])
+
+
+def path_component(text: object, what: str) -> str:
+    """``text`` if it can name one folder under another (a run id): letters, digits, ``.``,
+    ``_`` and ``-``, starting with a letter or digit, no ``..``; else ValueError."""
+    if not isinstance(text, str) or not _COMPONENT.fullmatch(text) or ".." in text:
+        raise ValueError(f"{what} {one_line(text, 80)!r} is not usable as a folder name: use "
+                         "letters, digits, '.', '_' and '-', starting with a letter or digit, "
+                         "no '..' or '/'")
+    return text
+
+
 def tail(text: object, limit: int) -> str:
     """The last ``limit`` characters of :func:`terminal` text, marked when cut."""
     s = terminal(text)
@@ -92,18 +144,26 @@ def prompt_block(text: object, what: str, *, limit: int | None = None) -> str:
     return f"[untrusted {what}: block {tag}]\n{quoted}\n[end of block {tag}]"
 
 
+def _inert_links(text: str) -> str:
+    """Backslashes and square brackets escaped: no image (``![x](http://host/beacon)``, a read
+    receipt when report.md is viewed), no link (``[x](javascript:...)``, a reference
+    definition) can form; bare http(s) URLs stay as text that viewers may link."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
 def markdown_text(text: object) -> str:
     """Untrusted text for a Markdown paragraph or table cell: controls removed, HTML escaped,
-    table pipes and backticks escaped, on one line."""
+    links and images made inert, table pipes and backticks escaped, on one line."""
     # backticks escaped too: one in here must not open a code span that a later one closes
-    return html.escape(one_line(text, 10_000), quote=False).replace("|", "\\|").replace(
-        "`", "\\`")
+    return _inert_links(html.escape(one_line(text, 10_000), quote=False)).replace(
+        "|", "\\|").replace("`", "\\`")
 
 
 def markdown_prose(text: object) -> str:
     """Untrusted Markdown prose (a model's narrative) kept as paragraphs: controls removed,
-    HTML escaped, so no tag or script in it is rendered."""
-    return html.escape(terminal(text), quote=False)
+    HTML escaped and links and images made inert, so no tag, script, image or link in it is
+    rendered."""
+    return _inert_links(html.escape(terminal(text), quote=False))
 
 
 def markdown_span(text: object, limit: int = 300) -> str:
@@ -123,3 +183,82 @@ def markdown_code(text: object, lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
+
+
+MAX_FOLDER_ENTRIES = 100_000  # files and folders a run or bench folder may hold
+MAX_FILE_BYTES = 64 << 20  # of one file read from such a folder (a report's PNG, summary.json)
+
+
+class UnsafeFolder(ValueError):
+    """A folder (or a file in it) that pdesharp will not read; the message says why."""
+
+
+def check_folder(folder: str | Path, what: str = "run folder") -> None:
+    """Raise :class:`UnsafeFolder` unless everything under ``folder`` is a regular file or a
+    folder (no symbolic link, FIFO, socket or device), at most MAX_FOLDER_ENTRIES of them.
+    ``folder`` itself is the user's own choice and may be reached through a link."""
+    todo, seen = [Path(folder)], 0
+    while todo:
+        current = todo.pop()
+        try:
+            entries = list(os.scandir(current))
+        except OSError as exc:
+            raise UnsafeFolder(f"cannot read the {what} {one_line(current, 300)}: "
+                               f"{exc.strerror or exc}") from None
+        for entry in entries:
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                raise UnsafeFolder(f"the {what} {one_line(folder, 300)} holds more than "
+                                   f"{MAX_FOLDER_ENTRIES} files")
+            if entry.is_symlink():
+                raise UnsafeFolder(f"the {what} {one_line(folder, 300)} holds a symbolic link "
+                                   f"({one_line(entry.path, 300)}); pdesharp reads no link in a "
+                                   f"{what} (a copied folder could point it at any file)")
+            if entry.is_dir(follow_symlinks=False):
+                todo.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                raise UnsafeFolder(f"the {what} {one_line(folder, 300)} holds "
+                                   f"{one_line(entry.path, 300)}, which is not a regular file")
+
+
+def read_inside(folder: str | Path, name: str, *, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The bytes of the regular file ``name`` (a relative path, no ``..``) inside ``folder``,
+    opened without following any link; None if there is no such file. Raises
+    :class:`UnsafeFolder` for a link, a special file, or a file over ``limit`` bytes."""
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or any(p in (".", "..") for p in parts):
+        raise UnsafeFolder(f"{one_line(name, 200)} is not a name inside the folder")
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return None
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        f = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    except (FileNotFoundError, NotADirectoryError):
+        os.close(fd)
+        return None
+    except OSError as exc:  # ELOOP: a link
+        os.close(fd)
+        raise UnsafeFolder(f"{one_line(name, 200)} in {one_line(folder, 300)} is a symbolic "
+                           f"link or unreadable ({exc.strerror or exc}); not read") from None
+    os.close(fd)
+    with os.fdopen(f, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeFolder(f"{one_line(name, 200)} in {one_line(folder, 300)} is not a "
+                               "regular file; not read")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise UnsafeFolder(f"{one_line(name, 200)} in {one_line(folder, 300)} is larger than "
+                           f"{limit} bytes; not read")
+    return data
+
+
+def read_text_inside(folder: str | Path, name: str, *, limit: int = MAX_FILE_BYTES) -> str | None:
+    """:func:`read_inside` decoded as UTF-8 (undecodable bytes replaced)."""
+    data = read_inside(folder, name, limit=limit)
+    return None if data is None else data.decode("utf-8", errors="replace")

@@ -18,10 +18,15 @@ def test_bench_then_report_from_the_cli(tmp_path, shared_data, capsys, monkeypat
             str(shared_data), "--max-samples", "2"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "| advection | codepde |" in printed and "(dev)" in printed
-    row = (out / "table.md").read_text().splitlines()[2].split("|")
-    assert [c.strip() for c in row[6:9]] == ["1", "0.00", "1"]  # evals, debug/solver, calls
-    assert float(row[5]) > 0  # the winner's solver time per sample (s/sample)
+    assert "| advection | codepde |" in printed
+    row = [c.strip() for c in (out / "table.md").read_text().splitlines()[2].split("|")]
+    assert row[4] == "n/a"  # test nRMSE: the shared data has no test split
+    assert [c for c in row[8:11]] == ["1", "0.00", "1"]  # evals, debug/solver, calls
+    assert float(row[7]) > 0  # the winner's solver time per sample (s/sample)
+    # the bench audited the dev data (advection: the exact shift, cheap): the winner's distance
+    # from the PDE's solution and the reference's own error are in the table
+    dev, converged, reference = (float(row[k]) for k in (3, 5, 6))
+    assert converged > 0 and reference > 0 and dev > 0
     assert main(["report", str(out), "--out", str(tmp_path / "b.html")]) == 0
     assert "comparison" in (tmp_path / "b.html").read_text()
     # A second bench run finds the cell finished and runs nothing.

@@ -27,8 +27,9 @@ def _results(run_dir: Path) -> list[dict]:
 def test_solve_through_ray_matches_local_and_resume_stays_on_ray(ray_cluster, shared_data,
                                                                    tmp_path, monkeypatch):
     """The built-in analyst's default run, locally and through Ray; the Ray run is stopped by
-    its budget after one evaluation and resumed (`pdesharp resume` reads the executor from the
-    run's config): the same winner, scores and evaluation counts, every evaluation on Ray."""
+    its budget after one evaluation and resumed (`pdesharp resume` is told the executor again:
+    a run folder is never a source of settings): the same winner, scores and evaluation
+    counts, every evaluation on Ray."""
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     base = ["solve", "burgers", "--data-dir", str(shared_data), "--max-samples", "2",
             "--candidates", "2", "--max-rounds", "1", "--rejudge-cycles", "0",
@@ -42,7 +43,7 @@ def test_solve_through_ray_matches_local_and_resume_stays_on_ray(ray_cluster, sh
     run = tmp_path / "ray" / "r"
     assert json.loads((run / "config.json").read_text())["executor"] == "ray"
     assert json.loads((run / "summary.json").read_text())["status"] == "budget_stop"
-    assert main(["resume", str(run), "--max-evals", "50", "--quiet"]) == 0
+    assert main(["resume", str(run), "--max-evals", "50", "--executor", "ray", "--quiet"]) == 0
     local = json.loads((tmp_path / "local" / "l" / "summary.json").read_text())
     remote = json.loads((run / "summary.json").read_text())
     same = ("status", "best_id", "best_dev_score", "test_nrmse", "evaluations",

@@ -122,23 +122,25 @@ def test_external_raw_storage_is_refused(tmp_path):
 
 
 def test_a_declared_terabyte_is_refused_before_reading(tmp_path):
-    """A few kB of file declaring 2e6 x 201 x 1024 float32 gzip chunks (1.6 TB): refused from
-    the declared shape; a small selection of the same file still reads."""
+    """A few kB of file declaring 2e6 x 201 x 1024 float32 gzip chunks (1.6 TB stored, 3.3 TB
+    as the float64 evaluation uses): refused from the declared shape; a small selection of the
+    same file still reads."""
     path = tmp_path / "bomb.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("tensor", shape=(2_000_000, 201, 1024), dtype=np.float32,
                          chunks=(1, 201, 1024), compression="gzip")
         with_coords(f, 1024, 201)
     assert path.stat().st_size < 1_000_000
-    with pytest.raises(DataError, match=r"'tensor'.* declares 1\.6 TB"):
+    with pytest.raises(DataError, match=r"'tensor'.* declares 3\.3 TB"):
         load_reference(TASK, path)
     assert load_reference(TASK, path, limit=2).fields["u"].shape == (2, 201, 1024)
     assert file_samples(TASK, path) == 2_000_000  # the shape alone is read
 
 
 def test_a_gzip_bomb_is_refused_before_decompressing(tmp_path, monkeypatch):
-    """96 MB of zeros compress to well under 1 MB; with 64 MB available the declared size is
-    refused and no chunk is decompressed (reading one would raise from the patched read)."""
+    """96 MB of zeros (192 MB as float64) compress to well under 1 MB; with 64 MB available the
+    declared size is refused and no chunk is decompressed (reading one would raise from the
+    patched read)."""
     path = tmp_path / "bomb.h5"
     with h5py.File(path, "w") as f:
         f.create_dataset("tensor", data=np.zeros((120, 200, 1000), np.float32),
@@ -151,7 +153,7 @@ def test_a_gzip_bomb_is_refused_before_decompressing(tmp_path, monkeypatch):
         raise AssertionError("a chunk was read")
 
     monkeypatch.setattr(h5py.Dataset, "__getitem__", no_read)
-    with pytest.raises(DataError, match="declares 96.0 MB and 64.0 MB of memory is available"):
+    with pytest.raises(DataError, match="declares 192.0 MB and 64.0 MB of memory is available"):
         load_reference(TASK, path)
 
 

@@ -24,6 +24,12 @@ from pdesharp.task import load_task
 FIXED = "attribute access `.system` is not allowed in equation 1"
 
 
+# Bounds of bounded size that SymPy evaluates without end (or gives up on with NoConvergence):
+# the first is refused as it is read, the others when evaluated at the grid values (the clock).
+SLOW_BOUNDS = ["dx/abs(beta) + 0*Abs(sin(exp(10**50)))", "dx**16*sin(exp(1/dx**16))",
+               "dx*besselj(1/dx**2, 1/dx**2)"]
+
+
 def payload(marker) -> str:
     return f"dt(u) + beta*dx(u) + 0*__import__('os').system('id > {marker}')"
 
@@ -80,7 +86,9 @@ def hostile_bound_run(tmp_path_factory, shared_data):
     analysis["analysis.stability"] = ["Explicit upwind.\n" + js({
         "bounds": [{"scheme": "explicit upwind",
                     "expression": f"dx/abs(beta) + 0*__import__('os').system('id > {marker}')",
-                    "note": "CFL 1"}],
+                    "note": "CFL 1"}] + [
+                   {"scheme": "explicit upwind", "expression": e, "note": "issue 25"}
+                   for e in SLOW_BOUNDS],
         "recommended_schemes": ["exact spectral shift"], "key_facts": []})]
     rules = [{"tag": tag, "reply": replies[0]} for tag, replies in analysis.items()]
     rules += [{"tag": "genesis", "reply": genesis_reply(shift(1.0), "exact")},
@@ -109,6 +117,23 @@ def test_a_stability_bound_formula_never_runs_in_the_cross_check(hostile_bound_r
     assert bound["value"] is None
     assert "not readable: attribute access `.system` is not allowed in the stability bound" \
         in bound["note"]
+
+
+def test_a_slow_stability_bound_is_a_verdict_not_a_hang(hostile_bound_run):
+    """Issue 25: each bound used to hang `solve` at the cross-check (or kill it with
+    NoConvergence). Now each is a one-line note, and the run finishes (the fixture's 600 s
+    subprocess limit would fail it; each evaluation has a 2 s clock)."""
+    tmp, _, proc = hostile_bound_run
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    analysis = json.loads((tmp / "runs" / "bound" / "analysis.json").read_text())
+    notes = {b["expression"]: b for b in analysis["stability"][1:]}
+    assert set(notes) == set(SLOW_BOUNDS)
+    refused = notes[SLOW_BOUNDS[0]]
+    assert refused["value"] is None and "sin of a number beyond 1e+308" in refused["note"]
+    for expression in SLOW_BOUNDS[1:]:  # evaluated at dx = 1/1024: no number within the clock
+        bound = notes[expression]
+        assert bound["value"] is None and "not evaluable" in bound["note"], bound
+        assert "\n" not in bound["note"]
 
 
 def test_a_planted_run_folder_task_never_runs_in_report(hostile_bound_run):

@@ -77,8 +77,9 @@ def audit_file(task: Task, path: str | Path, *, samples: str | None = None,
                          data_file=str(path), data_sha256=sha, samples=indices,
                          pdesharp_version=__version__,
                          created=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
+    _stored_estimate(path, report)
     try:
-        solver = solver_for(task)
+        solver = solver_for(task, path)
     except AuditUnavailable as exc:
         report.status, report.reason = "unavailable", str(exc)
         return AuditResult(report, None)
@@ -101,6 +102,19 @@ def audit_file(task: Task, path: str | Path, *, samples: str | None = None,
     _diagnose(task, ref, conv, report)
     report.seconds = time.perf_counter() - start
     return AuditResult(report, conv.fields)
+
+
+def _stored_estimate(path: Path, report: AuditReport) -> None:
+    """The error the file states about itself (a generated file's ``reference_error_*``
+    attributes), beside the audit's own measurement."""
+    from pdesharp.data.generate.accuracy import read_file_estimate
+
+    stated = read_file_estimate(path)
+    if stated is not None and stated.estimate is not None:
+        report.stated_error = stated.estimate
+        report.stated_error_max = stated.estimate_max
+        report.stated_error_method = stated.method
+        report.stated_tolerance = stated.tolerance
 
 
 def _diagnose(task: Task, ref: ReferenceData, conv, report: AuditReport) -> None:

@@ -26,15 +26,18 @@ def _at_fractions(times: list[float], values: list[float],
 def summary_lines(report: AuditReport) -> list[str]:
     """What the audit found, one fact per line, most important first."""
     head = f"reference audit of {report.data_file} for task {report.task}"
+    stated = [] if report.stated_error is None else [
+        f"  the file states its own error: {_e(report.stated_error)} (worst checked sample "
+        f"{_e(report.stated_error_max)}; {report.stated_error_method})"]
     if report.status != "ok":
-        return [head, f"  no converged solution: {report.reason}"]
+        return [head, f"  no converged solution: {report.reason}"] + stated
     n = len(report.samples)
     lines = [head + f" ({n} sample{'s' * (n != 1)}"
              + (f", first {report.frame_limit} frames" if report.frame_limit else "") + ")",
              f"  converged solution: {report.method}",
              f"  reference error (nRMSE of the reference against it, CodePDE's formula): "
              f"{_e(report.reference_error)} mean, {_e(report.reference_error_max)} worst sample",
-             f"  float32 storage floor: {_e(report.float32_floor)}"]
+             f"  float32 storage floor: {_e(report.float32_floor)}"] + stated
     c = report.convergence
     if c is not None:
         lines.append(f"  convergence check: {c.check}: difference {_e(c.difference)} "

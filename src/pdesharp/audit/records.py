@@ -95,6 +95,12 @@ class AuditReport(_Record):
     convergence: ConvergenceCheck | None = None
     cross_checks: list[CrossCheck] = Field(default_factory=list)
     per_sample: list[SampleAudit] = Field(default_factory=list)
+    # what the file says about its own error (``pdesharp data generate`` stores it), whatever
+    # the audit could compute: None for files that state nothing
+    stated_error: float | None = None
+    stated_error_max: float | None = None
+    stated_error_method: str = ""
+    stated_tolerance: float | None = None
     notes: list[str] = Field(default_factory=list)
     seconds: float = 0.0
     created: str = ""
@@ -103,6 +109,14 @@ class AuditReport(_Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.reference_error is not None
+
+    @property
+    def own_error(self) -> float | None:
+        """The reference's own error: measured by the audit when it could, else what the file
+        states (a generated file's estimate), else None."""
+        if self.ok:
+            return self.reference_error
+        return self.stated_error
 
     def error_for(self, indices: list[int]) -> float | None:
         """Mean reference error over the given file sample indices (None if any is not audited)."""

@@ -121,7 +121,7 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
         from pdesharp.audit.solutions import AuditUnavailable, solver_for
 
         try:  # suggest only a command that can work
-            solver_for(task)
+            solver_for(task, path)
         except AuditUnavailable as exc:
             return None, f"no reference audit: {exc}"
         cost = ("" if estimate is None else

@@ -16,6 +16,9 @@ its convergence check. Which solver a task gets (:func:`solver_for`):
   reaction–diffusion, and users' tasks): the Fourier spectral method of lines at a finer grid and
   tighter tolerance (:mod:`.spectral`), with an exact Hopf–Cole cross-check when the equation is
   viscous Burgers;
+* a file ``pdesharp data generate`` wrote for a task none of these cover (walls, 1D or 2D):
+  its own generator run again from the same analytic initial data, two resolution levels finer
+  (:mod:`.regenerate`; needs the file, so only when :func:`solver_for` is given its path);
 * anything else: :class:`AuditUnavailable`, whose message says why.
 """
 
@@ -60,8 +63,24 @@ def is_builtin(task: Task, name: str) -> bool:
     return task.name == name and name in builtin_task_names() and task == load_task(name)
 
 
-def solver_for(task: Task) -> ConvergedSolver:
-    """The converged-solution method for ``task``; :class:`AuditUnavailable` names why not."""
+def solver_for(task: Task, path=None) -> ConvergedSolver:
+    """The converged-solution method for ``task`` (and its data file ``path``, when given: a
+    generated file may be audited by regeneration); :class:`AuditUnavailable` names why not."""
+    try:
+        return _task_solver(task)
+    except AuditUnavailable as exc:
+        if path is None:
+            raise
+        from pdesharp.audit import regenerate
+
+        ok, why = regenerate.regenerable(task, path)
+        if not ok:
+            raise AuditUnavailable(f"{exc}. Nor can the file be audited by regenerating it: "
+                                   f"{why}") from None
+        return regenerate.solver(path)
+
+
+def _task_solver(task: Task) -> ConvergedSolver:
     if is_builtin(task, "advection"):
         from pdesharp.audit.translation import solve_advection
         return solve_advection

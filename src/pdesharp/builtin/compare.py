@@ -26,7 +26,7 @@ import re
 
 import sympy as sp
 
-from pdesharp.expression import formula
+from pdesharp.expression import ExpressionError, evaluate, formula
 from pdesharp.records import Analysis, Disagreement, StabilityBound
 from pdesharp.task import Task
 
@@ -54,16 +54,16 @@ def dx_power(b: StabilityBound, task: Task | None = None) -> float | None:
     formula with every other symbol at its task value (or 1). None if unreadable."""
     try:
         e = _expr(b.expression)
-    except (sp.SympifyError, SyntaxError, TypeError, ValueError):
+    except ValueError:  # ExpressionError: refused or unreadable
         return None
     values = dict(task.constants) if task is not None else {}
     grid = [s for s in e.free_symbols if s.name in ("dx", "dy", "dz", "h")]
     rest = {s: values.get(s.name, 1.0) for s in e.free_symbols if s not in grid}
 
     def at(h: float):
-        try:
-            v = complex(e.subs({**rest, **{s: h for s in grid}}).evalf())
-        except (TypeError, ValueError):
+        try:  # under a hard clock (a model's formula at grid values)
+            v = evaluate(e, {**rest, **{s: h for s in grid}}, where="the stability bound")
+        except ExpressionError:
             return None
         return abs(v.real) if abs(v.imag) < 1e-12 * max(1.0, abs(v.real)) else None
 
@@ -123,10 +123,10 @@ def _value(b: StabilityBound, task: Task, dx: float | None) -> float | None:
         expr = _expr(b.expression)
         subs = {sp.Symbol(k): v for k, v in task.constants.items()}
         subs[sp.Symbol("dx")] = dx
-        val = expr.subs(subs)
-        return float(val) if val.is_number else None
-    except (sp.SympifyError, SyntaxError, TypeError, ValueError):
+        val = evaluate(expr, subs, where="the stability bound")  # under a hard clock
+    except ValueError:  # ExpressionError: refused, not a number, or out of time
         return None
+    return None if val.imag else val.real
 
 
 def compare_analyses(llm: Analysis, builtin: Analysis, task: Task, factor: float = 2.0

@@ -18,7 +18,8 @@ from sympy.printing.numpy import SciPyPrinter
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.jets import almost_everywhere as ae
 from pdesharp.builtin.refusal import UnsupportedTask
-from pdesharp.builtin.source_step import exact_source_step, freeze_space, time_limit
+from pdesharp.builtin.source_step import exact_source_step, freeze_space
+from pdesharp.clock import time_limit
 
 # names the generated code uses for itself: symbols with these names are renamed (name + "_")
 RESERVED = {"np", "W", "U", "X", "G", "T", "prm", "axis", "fields", "lam", "A", "out", "math",

@@ -1,55 +1,12 @@
-"""The exact step of a scalar law's local source ODE dq/dt = S(q) (for splitting schemes), and
-the time limit put on symbolic computations that can take minutes."""
+"""The exact step of a scalar law's local source ODE dq/dt = S(q) (for splitting schemes)."""
 
 from __future__ import annotations
-
-import signal
-import threading
-import time
-from contextlib import contextmanager
 
 import numpy as np
 import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from pdesharp.equation import ARRAY_MODULES
-
-
-class TimeUp(Exception):
-    """A computation under :func:`time_limit` (quiet=False) ran out of time."""
-
-
-class _TimeUp(BaseException):  # not an Exception: no `except Exception` swallows it
-    pass
-
-
-@contextmanager
-def time_limit(seconds: float, quiet: bool = True):
-    """Give up a symbolic computation after ``seconds`` (SIGALRM; only in the main thread).
-    Nested limits keep the outer one: the inner timer never outlives it, and on exit the outer
-    timer is re-armed with what is left of it (at once if its deadline passed meanwhile).
-    ``quiet``: the block just ends at the limit; else :class:`TimeUp` is raised."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise _TimeUp
-
-    outer = signal.getitimer(signal.ITIMER_REAL)[0]
-    began = time.monotonic()
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds)
-    try:
-        yield
-    except _TimeUp:
-        if not quiet:
-            raise TimeUp(f"more than {seconds:g} s") from None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if outer > 0:
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 1e-3))
 
 
 def freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:

@@ -27,7 +27,7 @@ def support(task: Task, data_dir=None, dev_data=None, n_designs: int = 3) -> Sup
     A verdict always: an unexpected failure of the analysis on some input is a refusal that
     says so in one line, never a traceback (and never a run started on a task the analyst
     cannot write a solver for: the first designs are rendered here)."""
-    from pdesharp.builtin.source_step import TimeUp, time_limit
+    from pdesharp.clock import TimeUp, time_limit
     from pdesharp.untrusted import one_line
 
     try:

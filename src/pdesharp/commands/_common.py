@@ -30,5 +30,9 @@ def task_or_exit(name: str) -> Task:
 
 
 def fail(message: str, code: int = 2):
-    print(f"pdesharp: error: {message}", file=sys.stderr)
+    """Print the error and exit. The message may quote input (a path, a name, a formula): it is
+    printed without escape sequences or controls (:func:`pdesharp.untrusted.terminal`)."""
+    from pdesharp.untrusted import terminal
+
+    print(f"pdesharp: error: {terminal(message)}", file=sys.stderr)
     raise SystemExit(code)

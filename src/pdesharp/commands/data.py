@@ -3,7 +3,7 @@
     pdesharp data info [TASK]
     pdesharp data download TASK|all [--source codepde|pdebench] [--split dev|test|both]
     pdesharp data subset TASK --source FILE [--out-dir DIR]
-    pdesharp data generate TASK --samples N --seed S [--nx N] [--out FILE] [--darcy-low 3|4]
+    pdesharp data generate TASK --samples N --seed S [--nx N] [--out FILE] [--tolerance TOL]
     pdesharp data audit TASK [--dev-data FILE] [--split dev|test] [--samples K] [--json OUT]
 """
 
@@ -14,11 +14,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pdesharp.commands._common import fail, task_or_exit
 from pdesharp.data.paths import data_dir
 from pdesharp.progress import Progress
 from pdesharp.task import builtin_task_names
+from pdesharp.untrusted import plain, rich_markup
 
 
 def _console() -> Console:
@@ -81,6 +83,17 @@ def register(sub) -> None:
                      help="output file (default: <data-dir>/generated/<task>_seed<S>_n<N>.hdf5)")
     gen.add_argument("--darcy-low", type=float, choices=[3.0, 4.0], default=None,
                      help="darcy only: the low coefficient value (FNO paper: 3; CodePDE port: 4)")
+    gen.add_argument("--tolerance", type=float, default=None, metavar="TOL",
+                     help="the largest error the reference may have, as nRMSE relative to the "
+                          "PDE's solution (default 1e-6): the resolution is raised until an "
+                          "estimate on a few samples is within it")
+    gen.add_argument("--check-samples", type=int, default=None, metavar="K",
+                     help="samples on which the error is estimated (default 2; 0: no estimate,"
+                          " which the file then says)")
+    gen.add_argument("--on-tolerance", choices=["refuse", "warn"], default="refuse",
+                     help="when no resolution reaches --tolerance: stop before the full run "
+                          "(refuse, default) or write the finest resolution with its estimated"
+                          " error (warn)")
     gen.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     gen.add_argument("--restart", action="store_true",
                      help="discard the samples an interrupted run kept in <out>.partial/ "
@@ -119,12 +132,18 @@ def run_info(args) -> int:
         fail("--dev-data/--test-data describe one task's files: name the task "
              "(pdesharp data info TASK --dev-data FILE)")
     root = data_dir(args.data_dir)
-    # Piped output (logs, CI) gets a wide table instead of rich's 80-column default.
+    # Piped output (logs, CI) gets a wide table instead of rich's 80-column default. Paths,
+    # HDF5 keys and errors come from task files and data files: every cell is plain() text.
     console = Console() if Console().is_terminal else Console(width=200)
-    console.print(f"data directory: {root}")
+    console.print(plain(f"data directory: {root}"))
     table = Table()
-    for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size"):
+    for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size",
+                "own error"):
         table.add_column(col, overflow="fold")
+    from pdesharp.data.generate.accuracy import read_file_estimate
+
+    def own(value: float | None) -> str:  # what the file states about its own error
+        return "-" if value is None else f"{value:.1e}"
     missing = 0
     hints: list[str] = []
     for name in names:
@@ -134,27 +153,32 @@ def run_info(args) -> int:
             if st.present:
                 shape = ", ".join(f"{k} {list(v)}" for k, v in st.shapes.items())
                 n = f"{st.n_samples}" + (f" ({st.samples})" if st.samples else "")
-                table.add_row(task.name, st.split, "[green]present[/]", str(st.path), n, shape,
-                              st.dtype or "-", human_size(st.size_bytes))
+                row = (task.name, st.split, plain("present", style="green"), st.path, n, shape,
+                       st.dtype or "-", human_size(st.size_bytes), own(st.own_error))
             elif st.path is not None:
                 missing += 1
-                table.add_row(task.name, st.split, "[red]broken[/]", f"{st.path}: {st.error}",
-                              "-", "-", "-", human_size(st.size_bytes))
+                row = (task.name, st.split, plain("broken", style="red"),
+                       f"{st.path}: {st.error}", "-", "-", "-", human_size(st.size_bytes), "-")
             else:
                 missing += 1
                 first = st.candidates[0] if st.candidates else "-"
-                table.add_row(task.name, st.split, "[yellow]missing[/]", f"(looked for {first})",
-                              "-", "-", "-", "-")
+                row = (task.name, st.split, plain("missing", style="yellow"),
+                       f"(looked for {first})", "-", "-", "-", "-", "-")
                 hints.append(f"{task.name} {st.split}: {st.hint}")
+            table.add_row(*(c if isinstance(c, Text) else plain(c) for c in row))
         for path in generated_files(task, args.data_dir):
-            table.add_row(task.name, "generated", "present", str(path), "-", "-", "-",
-                          human_size(path.stat().st_size))
+            stated = read_file_estimate(path)
+            table.add_row(*map(plain, (task.name, "generated", "present", path, "-", "-", "-",
+                                       human_size(path.stat().st_size),
+                                       own(stated.estimate if stated is not None else None))))
     console.print(table)
     out = _console()
     if hints:
         out.print("To get the missing files:")
         for line in hints:
-            out.print(f"  {line}")
+            out.print(plain(f"  {line}"))
+    out.print("own error: the nRMSE from the PDE's solution that a generated file states about "
+              "itself (`pdesharp data audit` measures it for any file it can)")
     if missing:
         out.print("Missing files are looked for at the task's candidate paths under the data"
                       " directory (see `pdesharp tasks show TASK`, data.dev.files); any HDF5 file"
@@ -175,7 +199,7 @@ def run_download(args) -> int:
             files = plan_downloads(task, args.source, args.split, root, base_url=args.base_url)
         except DownloadError as exc:
             if args.task == "all":
-                console.print(f"[yellow]skipping {name}[/]: {exc}")
+                console.print(f"[yellow]skipping {rich_markup(name)}[/]: {rich_markup(exc)}")
                 continue
             fail(str(exc))
         if args.source == "pdebench" and not args.force:
@@ -185,7 +209,7 @@ def run_download(args) -> int:
             wanted = _splits(args.split)
             targets = subset_targets(task, root, files[0].target)
             if all(targets[s].exists() for s in wanted):
-                console.print(f"{name}: {', '.join(str(targets[s]) for s in wanted)} already present")
+                console.print(plain(f"{name}: {', '.join(str(targets[s]) for s in wanted)} already present"))
                 continue
         try:
             results = rich_progress_fetch(files, force=args.force, retries=args.retries,
@@ -202,7 +226,7 @@ def run_download(args) -> int:
             raise
         for r in results:
             checks = f" (verified: {', '.join(r.verified)})" if r.verified else ""
-            console.print(f"{name}: {r.status} {r.path}{checks}")
+            console.print(plain(f"{name}: {r.status} {r.path}{checks}"))
             if r.status == "downloaded" and not r.verified:
                 console.print("  no checksum is published for this file; its SHA-256 was recorded"
                               f" in {r.path.name}.sha256")
@@ -228,10 +252,10 @@ def _subset_after_download(console, task, source: Path, root: Path, args) -> Non
     except DataError as exc:
         fail(f"downloaded {source}, but cutting dev/test from it failed: {exc}", code=1)
     for w in res.warnings:
-        console.print(f"[yellow]warning[/]: {w}")
+        console.print(f"[yellow]warning[/]: {rich_markup(w)}")
     for split, path in res.paths.items():
         lo, hi = res.indices[split]
-        console.print(f"{task.name}: {split} subset (samples {lo}..{hi - 1}) -> {path}")
+        console.print(plain(f"{task.name}: {split} subset (samples {lo}..{hi - 1}) -> {path}"))
 
 
 def run_subset(args) -> int:
@@ -251,10 +275,10 @@ def run_subset(args) -> int:
         fail(str(exc))
     console = _console()
     for w in res.warnings:
-        console.print(f"[yellow]warning[/]: {w}")
+        console.print(f"[yellow]warning[/]: {rich_markup(w)}")
     for split, path in res.paths.items():
         lo, hi = res.indices[split]
-        console.print(f"{split}: samples {lo}..{hi - 1} of {res.n_source} -> {path}")
+        console.print(plain(f"{split}: samples {lo}..{hi - 1} of {res.n_source} -> {path}"))
     if res.t_dropped:
         console.print("t-coordinate: dropped the last value (the source stores T+1 times for T frames)")
     return 0
@@ -262,6 +286,7 @@ def run_subset(args) -> int:
 
 def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, progress):
     from pdesharp.data.generate import GeneratorUnavailable, chunked, generate_to_file
+    from pdesharp.data.generate.accuracy import ToleranceNotMet
     from pdesharp.data.generate.chunked import StalePartialWork
 
     def sink(event) -> None:
@@ -280,6 +305,8 @@ def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, pr
             for k in range(event.first, event.last):  # a line per sample, each saying its batch
                 progress.step(f"sample #{k} done (batch #{event.first}-#{event.last - 1}, "
                               f"{event.seconds:.1f} s)", done=before + k - event.first + 1)
+        elif event.kind == "check":
+            progress.note(event.message)
         elif event.kind == "rejected":
             then = "drawing another" if event.draw + 1 < chunked.MAX_DRAWS else "giving up"
             progress.note(f"sample #{event.first}: draw {event.draw} rejected ({event.message});"
@@ -289,9 +316,13 @@ def _generate_with_progress(task, args, out: Path, options: dict, keep: Path, pr
         # the Task itself: a user task without a dedicated generator gets the generic one
         return generate_to_file(task, args.samples, args.seed, out=out, nx=args.nx,
                                 options=options, sink=sink, restart=args.restart,
-                                extra_attrs={"task_parameters": task.parameters})
+                                extra_attrs={"task_parameters": task.parameters},
+                                tolerance=args.tolerance, check_samples=args.check_samples,
+                                on_tolerance=args.on_tolerance)
     except (StalePartialWork, GeneratorUnavailable) as exc:
         fail(str(exc))
+    except ToleranceNotMet as exc:
+        fail(f"{task.name}: {exc}", code=1)
     except (TypeError, ValueError) as exc:
         fail(f"generator for {task.name!r} rejected the request: {exc}")
 
@@ -331,6 +362,15 @@ def _generated_summary(path: Path, task) -> list[str]:
                 line += "; NOT FINITE somewhere"
             lines.append(line)
         rejected = h5.attrs.get("rejected_draws")
+        from pdesharp.data.generate.accuracy import read_estimate
+
+        estimate = read_estimate(h5.attrs)
+    if estimate is not None:
+        lines.append("  " + estimate.sentence())
+        if estimate.met is False:
+            lines.append(f"  WARNING: the reference error is above the tolerance "
+                         f"{estimate.tolerance:.0e}; scores below ~{estimate.estimate:.1e} "
+                         "measure agreement with its errors, not with the PDE")
     if rejected is not None:
         n = len(json.loads(rejected))
         lines.append(f"  {n} random draw(s) were rejected (their integration failed) and "
@@ -408,7 +448,7 @@ def run_audit(args) -> int:
     from pdesharp.audit.solutions import AuditUnavailable, solver_for
 
     try:  # refuse before reading the data or creating a cache folder
-        solver_for(task)
+        solver_for(task, path)
     except AuditUnavailable as exc:
         fail(f"cannot audit {args.task}: {exc}", code=1)
     console = _console()
@@ -424,9 +464,9 @@ def run_audit(args) -> int:
     except MemoryError:
         fail(f"auditing {path} ran out of memory; try --samples K")
     for line in summary_lines(result.report):
-        console.print(line)
+        console.print(plain(line))
     if result.path is not None:
-        console.print(f"  stored: {result.path}")
+        console.print(plain(f"  stored: {result.path}"))
     if args.json:
         Path(args.json).expanduser().write_text(result.report.model_dump_json(indent=2))
         console.print(f"  wrote {args.json}")

@@ -13,6 +13,7 @@ from rich.text import Text
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
 from pdesharp.commands.sandbox import (add_executor_arguments, add_sandbox_arguments,
                                        sandbox_or_exit)
+from pdesharp.data.hdf5 import DataError
 from pdesharp.data.paths import DataNotFound
 from pdesharp.evaluate.residual import EXPLANATION as RESIDUAL_EXPLAINED
 from pdesharp.untrusted import one_line, tail, terminal
@@ -82,7 +83,7 @@ def run(args) -> int:
         result = ev.evaluate_sync(code, split=args.split, feedback=args.feedback,
                                   label=path.stem, plot_path=Path(args.plot) if args.plot else None,
                                   prediction_path=Path(args.prediction) if args.prediction else None)
-    except DataNotFound as exc:
+    except (DataNotFound, DataError) as exc:  # missing, or refused (links, declared size)
         fail(str(exc))
     if args.json_out:
         data = result.model_dump(mode="json")

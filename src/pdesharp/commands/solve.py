@@ -22,6 +22,7 @@ from pdesharp.store import RunStore, RunStoreError, new_run_id
 from pdesharp.synthesis.judges import CODE_BUDGET
 from pdesharp.synthesis.ranking import OBJECTIVE_HELP, Objective, ObjectiveError
 from pdesharp.task import TaskError, load_task, load_task_file
+from pdesharp.untrusted import UnsafeFolder, check_folder, one_line, path_component
 
 DEFAULT_OUT = "runs"
 
@@ -128,6 +129,11 @@ def register(sub) -> None:
     r.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint URL")
     add_llm_arguments(r)
     r.set_defaults(llm_timeout=None, llm_retries=None)  # unset: keep the run's own
+    # How solvers run and which endpoint gets which key: never read from the folder (a run
+    # folder is untrusted input); a run started with other values needs them passed again.
+    add_sandbox_arguments(r)
+    add_executor_arguments(r)
+    r.set_defaults(device=None, executor=None)  # unset: the defaults, unless the run differs
     r.set_defaults(func=cmd_resume)
 
 
@@ -161,18 +167,26 @@ def runs_root(out: str | None) -> Path:
 
 
 def run_path(run: str, out: str | None) -> Path:
-    """A run given as a folder, or as a run id under the runs folder."""
+    """A run given as a folder, or as a run id under the runs folder (one name: no separator,
+    no ``..``)."""
     path = Path(run).expanduser()
     if not (path / RunStore.DB_NAME).is_file():
-        path = runs_root(out) / run
+        try:
+            path = runs_root(out) / path_component(run, "run id")
+        except ValueError as exc:
+            fail(f"{run!r} is not a run folder, and {exc}")
     return path
 
 
 def find_run(run: str, out: str | None, *, readonly: bool = False) -> RunStore:
+    """The run's store, after checking its folder holds nothing but regular files and folders
+    (:func:`pdesharp.untrusted.check_folder`): a run folder is untrusted input."""
     path = run_path(run, out)
     try:
+        if path.is_dir():
+            check_folder(path)
         return RunStore.open(path, readonly=readonly)
-    except RunStoreError as exc:
+    except (RunStoreError, UnsafeFolder) as exc:
         fail(str(exc))
 
 
@@ -226,6 +240,10 @@ def cmd_solve(args) -> int:
     task = load_task(config.task)
     run_id = args.run_id or new_run_id(task.name)
     try:
+        path_component(run_id, "--run-id")
+    except ValueError as exc:
+        fail(str(exc))
+    try:
         store = RunStore.create(config.out, task=task, config=dump_config(config), run_id=run_id)
     except FileExistsError:
         fail(f"run folder {runs_root(args.out) / run_id} exists; resume it with "
@@ -248,6 +266,38 @@ def _llm_opts(args) -> dict:
 RESUME_BUDGETS = ("max_usd", "max_tokens", "max_evals")
 
 
+# What a resume takes from the command line of the user who resumes, never from the run folder
+# (a folder from someone else could otherwise run solvers unsandboxed, or send this user's key
+# to its own endpoint): the isolation, where solvers run, the endpoint, the key variable and
+# the price file. Unset flags mean the defaults; a folder recording another value is refused
+# unless the flag is given (with that value, or another).
+USER_SETTINGS = {"unsafe_no_isolation": "--unsafe-no-isolation", "device": "--device",
+                 "executor": "--executor", "ray_address": "--ray-address",
+                 "base_url": "--base-url", "api_key_env": "--api-key-env", "prices": "--prices"}
+
+
+def user_settings(args, config: SolveConfig) -> dict:
+    """The resume's own value of each of :data:`USER_SETTINGS` (``api_key_env`` is kept in
+    ``config.llm``); fails naming the flags to pass when the run folder records another."""
+    given = {k: getattr(args, k, None) or None for k in USER_SETTINGS}
+    if given["prices"]:
+        given["prices"] = str(Path(given["prices"]).expanduser().resolve())
+    recorded = {k: config.llm.get(k) if k == "api_key_env" else getattr(config, k)
+                for k in USER_SETTINGS}
+    defaults = {k: SolveConfig.model_fields[k].default if k != "api_key_env" else None
+                for k in USER_SETTINGS}
+    out = {k: defaults[k] if given[k] is None else given[k] for k in USER_SETTINGS}
+    refused = [k for k in USER_SETTINGS if given[k] is None and recorded[k] != defaults[k]]
+    if refused:
+        said = ", ".join(USER_SETTINGS[k] + ("" if recorded[k] is True else
+                                             f" {one_line(recorded[k], 80)}") for k in refused)
+        fail(f"this run folder records {said}. A resume takes how solvers run and which "
+             "endpoint gets which key from its own command line, never from the folder: pass "
+             + ("it" if len(refused) == 1 else "them") + " to `pdesharp resume` (the same "
+             "values, or others) if you mean it, or start a new run with `pdesharp solve`")
+    return out
+
+
 def resume_changes(args, config: SolveConfig) -> dict:
     """The config fields ``pdesharp resume`` was asked to change (only those that differ)."""
     changes: dict = {k: getattr(args, k) for k in RESUME_BUDGETS
@@ -256,11 +306,12 @@ def resume_changes(args, config: SolveConfig) -> dict:
         data = resolved_data(args.data_dir or config.data_dir,
                              args.dev_data or config.dev_data, args.test_data or config.test_data)
         changes.update(data)
-    if args.base_url:
-        changes["base_url"] = args.base_url
-    if getattr(args, "prices", None):
-        changes["prices"] = str(Path(args.prices).expanduser().resolve())
+    settings = user_settings(args, config)
+    changes.update({k: v for k, v in settings.items() if k != "api_key_env"})
     llm = {**config.llm, **_llm_opts(args)}
+    llm.pop("api_key_env", None)
+    if settings["api_key_env"] is not None:
+        llm["api_key_env"] = settings["api_key_env"]
     if llm != config.llm:
         changes["llm"] = llm
     return {k: v for k, v in changes.items() if getattr(config, k) != v}
@@ -270,8 +321,7 @@ def cmd_resume(args) -> int:
     from pdesharp.runlock import RunBusy, claim
 
     path = run_path(args.run, args.out)
-    if not (path / RunStore.DB_NAME).is_file():
-        find_run(args.run, args.out)  # fails with what is wrong
+    find_run(args.run, args.out, readonly=True).close()  # fails with what is wrong, if anything
     try:  # claimed before the folder is opened: a refused resume writes nothing at all
         lock = claim(path)
     except RunBusy as exc:
@@ -299,7 +349,7 @@ def cmd_resume(args) -> int:
 def _resume_setup(args, path: Path):
     """The run's store, config (with the resume's changes), task and changes; store None
     when the run is already finished."""
-    store = find_run(str(path), None, readonly=True)  # checks only read: nothing written
+    store = RunStore.open(path, readonly=True)  # (checked by cmd_resume) only read: nothing written
     complete = all((store.dir / f).is_file() for f in ("summary.json", "report.md"))
     if store.status == "finished" and complete:
         store.close()
@@ -330,4 +380,4 @@ def _resume_setup(args, path: Path):
         fail(f"{exc}\n(nothing was changed in the run folder {path}; `pdesharp resume --help` "
              "lists the options a resume takes, e.g. --data-dir, --dev-data, --base-url)")
     store.close()
-    return find_run(str(path), None), config, task, changes
+    return RunStore.open(path), config, task, changes

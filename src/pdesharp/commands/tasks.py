@@ -3,7 +3,6 @@ built-in analyst supports a task, or write a new task file (``tasks new``)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rich.console import Console
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from pdesharp.commands._common import add_data_arguments, fail, task_or_exit
 from pdesharp.task import TaskError, builtin_task_names, load_task
+from pdesharp.untrusted import plain, task_name, terminal
 
 NEW_TASK = """\
 # A pdesharp task in the short form: the mathematics only. What is left out is derived by fixed
@@ -68,7 +68,7 @@ def run(args) -> int:
             task = load_task(args.name)
         except TaskError as exc:
             if getattr(exc, "inexpressible", False):  # a verdict, as a refusal is
-                print(exc)
+                print(terminal(exc))
                 return 1
             task_or_exit(args.name)  # the validation errors, as every command says them
         return check(task, args.data_dir, args.dev_data)
@@ -91,15 +91,15 @@ def listing(console: Console) -> int:
     for name in builtin_task_names():
         t = load_task(name)
         params = ", ".join(f"{k}={v:g}" for k, v in t.parameters.items())
-        table.add_row(name, t.title, t.solver.signature, params)
+        table.add_row(*map(plain, (name, t.title, t.solver.signature, params)))
     console.print(table)
     names = example_names()
     if not names:
         console.print("example tasks: none in this installation (they ship with the source, "
                       "examples/tasks/; set $PDESHARP_EXAMPLES to a folder of them)")
         return 0
-    table = Table(title=f"example tasks ({examples_dir()}); no published data: "
-                        "`pdesharp data generate NAME` makes some")
+    table = Table(title=plain(f"example tasks ({examples_dir()}); no published data: "
+                              "`pdesharp data generate NAME` makes some"))
     table.add_column("name", no_wrap=True)
     for col in ("title", "solver signature"):
         table.add_column(col)
@@ -107,9 +107,10 @@ def listing(console: Console) -> int:
         try:
             t = load_task(name)
         except TaskError as exc:  # an example that does not load is listed with the reason
-            table.add_row(name, f"(does not load: {str(exc).splitlines()[0]})", "")
+            table.add_row(*map(plain, (name, f"(does not load: {str(exc).splitlines()[0]})", "")))
             continue
-        table.add_row(name, t.title.replace(" (example task)", ""), t.solver.signature)
+        table.add_row(*map(plain, (name, t.title.replace(" (example task)", ""),
+                                   t.solver.signature)))
     console.print(table)
     console.print("Use a name anywhere a task is expected (`pdesharp tasks show heat2d`); "
                   "`pdesharp tasks new` writes a task file of your own.")
@@ -118,8 +119,10 @@ def listing(console: Console) -> int:
 
 def new(name: str, out: str | None) -> int:
     """Write the commented minimal task ``NAME.yaml`` (or ``out``); never overwrites."""
-    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,63}", name):
-        fail(f"a task name is letters, digits and underscores, starting with a letter: {name!r}")
+    try:
+        task_name(name)
+    except ValueError as exc:
+        fail(str(exc))
     path = Path(out).expanduser() if out else Path(f"{name}.yaml")
     if path.exists():
         fail(f"{path} exists; choose another name or --out FILE")
@@ -145,11 +148,12 @@ def check(task, data_dir=None, dev_data=None) -> int:
 
     name = one_line(task.name, 60)  # the task file's text: one clean line
     got = support(task, data_dir=data_dir or default_data_dir(), dev_data=dev_data)
+    reason = terminal(got.reason)
     if not got.supported and beyond_any_solver(got.reason):  # no solver can: one line
-        print(got.reason if got.reason.startswith(f"{name}: ") else f"{name}: {got.reason}")
+        print(reason if reason.startswith(f"{name}: ") else f"{name}: {reason}")
         return 1
     if not got.supported:
-        print(f"{name}: not supported by the built-in analyst.\n  {got.reason}")
+        print(f"{name}: not supported by the built-in analyst.\n  {reason}")
         return 1
     print(f"{name}: supported by the built-in analyst ({got.kind}, route {got.route}).")
     print(f"  scheme families: {', '.join(got.families)}")

@@ -8,6 +8,7 @@ from pathlib import Path
 from pdesharp.commands._common import fail
 from pdesharp.llm.base import ModelError
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
+from pdesharp.untrusted import one_line, terminal
 
 
 NO_MODEL = (
@@ -53,12 +54,12 @@ def run(args) -> int:
     if result.questions:
         print("The description leaves these questions open; add the answers and try again:")
         for q in result.questions:
-            print(f"  - {q}")
+            print(f"  - {one_line(q, 1000)}")  # a model's words
         return 3
     if args.out:
         Path(args.out).write_text(result.yaml_text)
         print(f"wrote {args.out} (task {result.task.name!r}); solve it with "
               f"`pdesharp solve {args.out} --model {args.model}`")
     else:
-        print(result.yaml_text, end="")
+        print(terminal(result.yaml_text), end="")
     return 0

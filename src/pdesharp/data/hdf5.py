@@ -135,13 +135,18 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TB"
 
 
-def nbytes(ds: h5py.Dataset, rows: slice = slice(None)) -> int:
+def nbytes(ds: h5py.Dataset, rows: slice = slice(None), *, converted: bool = False) -> int:
     """Declared size of ``ds[rows]`` (rows of the first axis): shape x item size, known before
-    any chunk is read or decompressed."""
+    any chunk is read or decompressed. ``converted``: the size once the values are numbers the
+    evaluation computes with (float64, complex128), whatever the file stores: an int8 file
+    that declares 1.2 GB becomes 9.6 GB of float64 (and a prediction of the same size)."""
     shape = list(ds.shape)
     if shape:
         shape[0] = len(range(*rows.indices(shape[0])))
-    return int(np.prod(shape, dtype=np.float64)) * ds.dtype.itemsize
+    item = ds.dtype.itemsize
+    if converted:
+        item = max(item, 16 if ds.dtype.kind == "c" else 8)
+    return int(np.prod(shape, dtype=np.float64)) * item
 
 
 def check_fits(need: int, path: str | Path, what: str) -> None:

@@ -25,6 +25,7 @@ class SplitStatus:
     size_bytes: int | None = None
     samples: str | None = None  # the split's sample selection ("last:50"), if any
     error: str | None = None  # present but unreadable / wrong layout
+    own_error: float | None = None  # the error the file states about itself (generated files)
     hint: str = ""  # how to get it when missing
 
     @property
@@ -85,6 +86,10 @@ def split_status(task: Task, split: str, root: Path, *, ref: str | None = None,
                     status.shapes = {k: tuple(d.shape) for k, d in zip(keys, sets)}
                     status.n_samples = int(sets[0].shape[0])
                     status.dtype = str(sets[0].dtype)
+            from pdesharp.data.generate.accuracy import read_file_estimate
+
+            stated = read_file_estimate(path)
+            status.own_error = stated.estimate if stated is not None else None
         except hdf5.DataError as exc:  # not HDF5, or a dataset refused (external link...)
             status.error = str(exc)
         except OSError as exc:

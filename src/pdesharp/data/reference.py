@@ -77,8 +77,9 @@ def load_reference(task: Task, path: str | Path, samples: str | None = None,
         n = sets[wanted[0]].shape[0]
         picked = sample_indices(n, samples, limit)
         sel = slice(picked.start, picked.stop)
-        hdf5.check_fits(sum(hdf5.nbytes(d, sel) for d in sets.values()), path,
-                        f"the {len(sets)} dataset(s) {wanted}")
+        # every field at the size evaluation makes of it (float64), before any is read
+        hdf5.check_fits(sum(hdf5.nbytes(d, sel, converted=True) for d in sets.values()), path,
+                        f"the {len(sets)} dataset(s) {wanted} as float64")
         fields = {name: hdf5.read(sets[key], sel, path=path, key=key)
                   for name, key in spec.fields.items()}
         coeffs = {name: hdf5.read(sets[key], sel, path=path, key=key)

@@ -17,7 +17,9 @@ The residual of one equation, sample and output frame is
 ``rms(dt q + rest) / (rms(dt q) + rms(rest))`` over space (for a steady equation the two groups
 are the terms with and without unknowns, i.e. operator and forcing), so 0 means the equation
 holds and 1 means the terms do not balance at all; it is averaged over frames 1..T-1, samples
-and equations.
+and equations. A value that is not finite where the equation is evaluated (the prediction or
+one of its derivatives overflows) makes the sample's residual infinite: points are left out only
+where a stencil would leave the grid, never because a solver's output overflowed there.
 
 Limits, by construction: second derivatives amplify round-off by ~1/h^2, so a float32 prediction
 on 1024 points has a floor near 1e-2 (return float64); and dynamics faster than the output
@@ -105,6 +107,10 @@ class _Evaluator:
         self.periodic = task.boundary.strip().lower().startswith("periodic")
         first = next(iter(fields.values()))
         self.shape = first.shape
+        # per axis, how many points at each end stencils left out (NaN there): one per
+        # second difference or flux difference, more where they nest (a face mean of a NaN
+        # end spreads it one point inward); counted over every term, so never too few
+        self.ring: dict[int, int] = {}
         offset = 1 if task.steady else 2
         self.axis = {name: offset + k for k, name in enumerate(system.space)}
         self.values: dict[str, np.ndarray] = {k: np.asarray(v, dtype=float) for k, v in fields.items()}
@@ -191,6 +197,7 @@ class _Evaluator:
         nested = any(x in d.variables for d in inner.atoms(sp.Derivative))
         if n == 1 and nested:
             flux = np.broadcast_to(self.ev(inner, stag=var), self._face_shape(ax))
+            self.ring[ax] = self.ring.get(ax, 0) + 1
             return _pad_interior(np.diff(flux, axis=ax) / h, ax)
         f = np.broadcast_to(self.ev(inner), self.shape)
         if n == 1:
@@ -198,11 +205,23 @@ class _Evaluator:
         if n == 2:
             lo, mid, hi = ([slice(None)] * f.ndim for _ in range(3))
             lo[ax], mid[ax], hi[ax] = slice(0, -2), slice(1, -1), slice(2, None)
+            self.ring[ax] = self.ring.get(ax, 0) + 1
             return _pad_interior((f[tuple(hi)] - 2 * f[tuple(mid)] + f[tuple(lo)]) / h**2, ax)
         val = f
         for _ in range(n):
             val = np.gradient(val, h, axis=ax, edge_order=2)
         return val
+
+    def valid(self) -> np.ndarray:
+        """Where the equation is evaluated: every point but the boundary ring of each axis
+        that stencils could not cover (:func:`_pad_interior`; :attr:`ring` wide)."""
+        ok = np.ones(self.shape, dtype=bool)
+        for ax, width in self.ring.items():
+            for ends in (slice(0, width), slice(-width, None)):
+                index = [slice(None)] * len(self.shape)
+                index[ax] = ends
+                ok[tuple(index)] = False
+        return ok
 
     def _face_shape(self, ax: int) -> tuple[int, ...]:
         s = list(self.shape)
@@ -217,7 +236,8 @@ def _rms(v: np.ndarray, mask: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.sqrt(np.sum(np.where(mask, v, 0.0) ** 2, axis=axes) / np.maximum(mask.sum(axis=axes), 1))
 
 
-def _normalised(first: np.ndarray, second: np.ndarray, steady: bool) -> np.ndarray:
+def _normalised(first: np.ndarray, second: np.ndarray, steady: bool,
+                valid: np.ndarray | None = None) -> np.ndarray:
     """Per sample: rms(first + second) / (rms(first) + rms(second)); time-dependent problems
     take it frame by frame and average over frames 1..T-1 (frame 0 is the given initial
     condition, not the solver's work), so that decaying late frames count as much as early ones
@@ -226,6 +246,10 @@ def _normalised(first: np.ndarray, second: np.ndarray, steady: bool) -> np.ndarr
     total = first + second
     mask = np.isfinite(total)
     axes = tuple(range(1 if steady else 2, total.ndim))
+    if valid is not None:  # a non-finite value where the equation is evaluated: infinite
+        broken = np.any(~mask & valid, axis=tuple(range(1, total.ndim)))
+        if broken.any():
+            return np.where(broken, np.inf, _normalised(first, second, steady, None))
     denom = _rms(first, mask, axes) + _rms(second, mask, axes)
     ratio = _rms(total, mask, axes) / np.where(denom > 0, denom, 1.0)
     return ratio if steady else ratio[:, 1:].mean(axis=1)
@@ -248,7 +272,7 @@ def residual_per_equation(task: Task, fields: dict[str, np.ndarray],
         else:
             first = time_derivative(ev.full(q), ev.t)
             second = ev.full(rest)
-        out.append(_normalised(first, second, task.steady))
+        out.append(_normalised(first, second, task.steady, ev.valid()))
     return np.asarray(out)
 
 

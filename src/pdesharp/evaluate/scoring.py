@@ -76,8 +76,16 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
     frames = scored_frames(task)
     arrays = [pred[n][frames] for n in task.solver.returns]
     refs = {n: ref.fields[n][frames] for n in task.solver.returns}
-    mean, per = nrmse(stack_fields(arrays), stack_fields([refs[n] for n in task.solver.returns]))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+        mean, per = nrmse(stack_fields(arrays),
+                          stack_fields([refs[n] for n in task.solver.returns]))
     s.nrmse, s.nrmse_per_sample = mean, [float(v) for v in per]
+    if not np.isfinite(mean):  # finite values whose error overflows (a solver returning 1e308)
+        peak = max(float(np.max(np.abs(a))) for a in arrays)
+        s.status = "nan"
+        s.message = (f"the nRMSE is not finite ({mean}): the prediction overflows (largest "
+                     f"|value| {peak:.3g})")
+        return s
     if converged is not None:  # a reference audit's converged solution, stacked like the metric
         s.nrmse_converged = float(nrmse(stack_fields(arrays), converged[frames])[0])
     if len(task.solver.returns) > 1:  # each field alone, so a small field's error shows
@@ -89,8 +97,14 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
         try:
             from pdesharp.evaluate.residual import residual_parts
 
-            parts = residual_parts(task, pred, ref)
+            with np.errstate(over="ignore", invalid="ignore"):  # reported below
+                parts = residual_parts(task, pred, ref)
             s.residual = sum(parts.values())
+            if not np.isfinite(s.residual):
+                s.status = "nan"
+                s.message = (f"the PDE residual is not finite ({s.residual}): a frame or one "
+                             "of its derivatives overflows")
+                return s
             if parts["initial"] + parts["boundary"] > 0.1 * parts["pde"]:
                 s.notes.append(f"residual {s.residual:.3e} = PDE {parts['pde']:.3e} + mismatch "
                                f"with the given initial data {parts['initial']:.3e} + with the "

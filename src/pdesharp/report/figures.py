@@ -5,15 +5,17 @@ from __future__ import annotations
 import base64
 import io
 import math
-from pathlib import Path
 
 
-def png_uri(path: str | Path) -> str | None:
-    """A PNG file as a ``data:image/png;base64`` URI (None if it does not exist)."""
-    p = Path(path)
-    if not p.is_file():
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_uri(data: bytes | None) -> str | None:
+    """PNG bytes as a ``data:image/png;base64`` URI; None unless they start with the PNG
+    signature (a run folder's "PNG" may be any file)."""
+    if not data or not data.startswith(PNG_SIGNATURE):
         return None
-    return "data:image/png;base64," + base64.b64encode(p.read_bytes()).decode()
+    return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
 def _svg_uri(fig) -> str:

@@ -29,6 +29,7 @@ from pdesharp.report.figures import pareto_svg, png_uri, round_bars, score_curve
 from pdesharp.report.pareto import objective_bar
 from pdesharp.report.runview import RunView, load_run
 from pdesharp.report.tables import seconds_per_sample
+from pdesharp.untrusted import UnsafeFolder, check_folder, read_inside
 
 
 class ReportError(ValueError):
@@ -62,10 +63,11 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
     cached = view.dir / "plots" / "winner-dev.png"
     if view.winner is None:
         return None, "no solver ran successfully, so there is nothing to plot"
-    if not cached.is_file():
-        stored = view.results.get(view.winner.id)
-        if stored is not None and stored.plot_path and Path(stored.plot_path).is_file():
-            return png_uri(stored.plot_path), "drawn during the run"
+    try:  # the folder's own copy only: a regular file inside it, with a PNG's signature
+        png = read_inside(view.dir, "plots/winner-dev.png")
+    except UnsafeFolder as exc:
+        return None, f"plot not shown: {exc}"
+    if png is None:
         try:
             from pdesharp.evaluate import Evaluator
             from pdesharp.task import task_from_dict
@@ -81,11 +83,15 @@ def winner_plot(view: RunView, *, data_dir=None, max_samples=None) -> tuple[str 
                                              label="report-plot", plot_path=cached))
         except Exception as exc:  # missing data, no task: the report still renders
             return None, f"plot not drawn: {exc}"
-        if not cached.is_file():
+        png = read_inside(view.dir, "plots/winner-dev.png")
+        if png is None:
             return None, _why_no_plot(result)
-        return png_uri(cached), ("drawn for this report by running the winner once more on "
-                                 "the dev split (not counted as a solver evaluation)")
-    return png_uri(cached), "drawn for this report (cached in plots/winner-dev.png)"
+        return png_uri(png), ("drawn for this report by running the winner once more on "
+                              "the dev split (not counted as a solver evaluation)")
+    uri = png_uri(png)
+    if uri is None:
+        return None, "plot not shown: plots/winner-dev.png is not a PNG image"
+    return uri, "drawn for this report (cached in plots/winner-dev.png)"
 
 
 def _why_no_plot(result) -> str:
@@ -160,11 +166,19 @@ def write_report(folder: str | Path, out: str | Path | None = None, *, plot: boo
                  data_dir=None, max_samples=None) -> Path:
     """Write the HTML report of a run or bench folder; returns the file written."""
     folder = Path(folder).expanduser()
-    if (folder / "suite.json").is_file() and (folder / "suite.sqlite").is_file():
+    suite = (folder / "suite.json").is_file() and (folder / "suite.sqlite").is_file()
+    bench = (folder / "bench.json").is_file()
+    if suite or bench or (folder / "run.sqlite").is_file():
+        try:  # untrusted input: nothing in it but regular files and folders
+            check_folder(folder, "suite folder" if suite else
+                         "bench folder" if bench else "run folder")
+        except UnsafeFolder as exc:
+            raise ReportError(str(exc)) from None
+    if suite:
         from pdesharp.suite.run import rewrite_page
 
         return rewrite_page(folder, out)
-    if (folder / "bench.json").is_file():
+    if bench:
         html = render_bench(folder)
     elif (folder / "run.sqlite").is_file():
         html = render_run(folder, plot=plot, data_dir=data_dir, max_samples=max_samples)

@@ -1,7 +1,9 @@
 """Everything the HTML report shows about one run, read from its folder without writing to it.
 
 The run store is opened read-only (``mode=ro``): making a report never changes a run's
-accounting (``RunStore.open`` would add the report's own wall time to the run).
+accounting (``RunStore.open`` would add the report's own wall time to the run). The folder is
+untrusted input: its files are read by :func:`pdesharp.untrusted.read_inside` (regular files
+inside it, no link followed), and anything unreadable counts as absent.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_c
                                     seconds_per_sample, solver_rows)
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
+from pdesharp.untrusted import UnsafeFolder, read_text_inside
 
 __all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
 
@@ -144,23 +147,26 @@ def diff_lines(parent: str, child: str, a: str, b: str, context: int = 3) -> Dif
     return Diff(child=child, parent=parent, kind="", lines=lines, added=added, removed=removed)
 
 
+def stored(run_dir: Path, name: str, parse=json.loads, default=None):
+    """The parsed file ``name`` of a run folder, or ``default`` if it is absent, not a regular
+    file inside the folder, or does not parse into what ``default`` is (a dict for {})."""
+    try:
+        text = read_text_inside(run_dir, name)
+        value = parse(text) if text is not None else default
+    except (UnsafeFolder, ValueError, RecursionError, yaml.YAMLError):
+        return default
+    return value if default is None or isinstance(value, type(default)) else default
+
+
 def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     run_dir = Path(run_dir)
     db_path = run_dir / "run.sqlite"
-    if not db_path.is_file():
+    if not db_path.is_file() or db_path.is_symlink():
         raise FileNotFoundError(f"{run_dir} is not a pdesharp run folder (no run.sqlite)")
-    summary = json.loads((run_dir / "summary.json").read_text()) \
-        if (run_dir / "summary.json").is_file() else {}
-    config = json.loads((run_dir / "config.json").read_text()) \
-        if (run_dir / "config.json").is_file() else {}
-    task = yaml.safe_load((run_dir / "task.yaml").read_text()) \
-        if (run_dir / "task.yaml").is_file() else {}
-    analysis = None
-    if (run_dir / "analysis.json").is_file():
-        try:
-            analysis = Analysis.model_validate_json((run_dir / "analysis.json").read_text())
-        except ValueError:
-            analysis = None
+    summary = stored(run_dir, "summary.json", default={})
+    config = stored(run_dir, "config.json", default={})
+    task = stored(run_dir, "task.yaml", yaml.safe_load, default={})
+    analysis = stored(run_dir, "analysis.json", Analysis.model_validate_json)
     split = summary.get("feedback_split", "dev")
     feedback = summary.get("feedback") or config.get("feedback") or "nrmse"
     db = _ro(db_path)
@@ -196,8 +202,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
     rule = run_rule.from_events(events, config)
     rows = solver_rows(cands, results, events, rule) \
         if any(c.origin in ("genesis", "patch") for c in cands) else []
-    narrative = (run_dir / "narrative.md").read_text() \
-        if (run_dir / "narrative.md").is_file() else ""
+    narrative = stored(run_dir, "narrative.md", str, default="")
     return RunView(dir=run_dir, summary=summary, config=config, task=task, analysis=analysis,
                    candidates=cands, results=results, roots=roots, curve=curve,
                    rounds=round_rows(rows, rule, played_rounds(events)), diffs=_diffs(cands, by_id, lineage, max_diffs),
@@ -222,8 +227,7 @@ def summary_from_store(run_dir: str | Path) -> dict:
     run that has none (killed, or failed in its final steps). Opening the store read-only
     keeps this from adding to the run's wall time."""
     run_dir = Path(run_dir)
-    config = json.loads((run_dir / "config.json").read_text()) \
-        if (run_dir / "config.json").is_file() else {}
+    config = stored(run_dir, "config.json", default={})
     db = _ro(run_dir / "run.sqlite")
     try:
         results = results_of(db, "dev", config.get("feedback") or "nrmse")

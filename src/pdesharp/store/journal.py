@@ -10,6 +10,7 @@ from typing import Any
 
 from pdesharp.llm.base import Message, Reply
 from pdesharp.store.schema import has_column, now as _now
+from pdesharp.untrusted import UnsafeFolder, read_text_inside
 
 
 class Journal:
@@ -110,5 +111,10 @@ class Journal:
         return summary
 
     def summary(self) -> dict | None:
-        path = self.dir / "summary.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        """summary.json, read as untrusted (no link followed); None if absent or unreadable."""
+        try:
+            text = read_text_inside(self.dir, "summary.json")
+            data = json.loads(text) if text is not None else None
+        except (UnsafeFolder, ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None

@@ -17,6 +17,7 @@ from pdesharp.runlock import RunBusy, claim, lock_owner
 from pdesharp.store.evaluations import EvaluationJournal
 from pdesharp.store.journal import Journal
 from pdesharp.store.schema import SCHEMA, code_sha256, migrate, new_run_id, now as _now
+from pdesharp.untrusted import one_line, path_component
 
 
 class RunStoreError(RuntimeError):
@@ -64,7 +65,7 @@ class RunStore(EvaluationJournal, Journal):
     def create(cls, out_root: str | Path, *, task: Any, config: dict,
                run_id: str | None = None) -> "RunStore":
         """A new run folder under ``out_root`` for ``task`` (a Task), recording ``config``."""
-        run_id = run_id or new_run_id(task.name)
+        run_id = path_component(run_id or new_run_id(task.name), "run id")
         run_dir = Path(out_root).expanduser() / run_id
         run_dir.mkdir(parents=True, exist_ok=False)
         (run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
@@ -80,6 +81,8 @@ class RunStore(EvaluationJournal, Journal):
     def open(cls, run_dir: str | Path, *, readonly: bool = False) -> "RunStore":
         """An existing run folder; ``readonly`` for commands that only look at it."""
         run_dir = Path(run_dir).expanduser()
+        if (run_dir / cls.DB_NAME).is_symlink():  # a folder is untrusted: no link is followed
+            raise RunStoreError(f"{one_line(run_dir, 300)}/{cls.DB_NAME} is a symbolic link")
         if not (run_dir / cls.DB_NAME).is_file():
             raise RunStoreError(f"{run_dir} is not a pdesharp run folder (no {cls.DB_NAME})")
         db = sqlite3.connect(f"file:{run_dir / cls.DB_NAME}?mode=ro", uri=True)

@@ -7,13 +7,7 @@ can replace its body without touching the callers.
 
 from __future__ import annotations
 
-import re
-
-from pdesharp.untrusted import one_line
-
-# a letter or digit first (no hidden files, no option-like "-x"), then letters, digits, '.',
-# '_' and '-'; short enough for every file system's component limit
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+from pdesharp.untrusted import one_line, path_component
 
 
 class BadName(ValueError):
@@ -30,8 +24,11 @@ def check_name(text: object, *, what: str) -> str:
     """
     if not isinstance(text, str):
         raise BadName(f"{what} must be text, got {type(text).__name__}")
-    if not _NAME.fullmatch(text) or ".." in text:
+    try:
+        if len(text) > 80:
+            raise ValueError(text)
+        return path_component(text, what)
+    except ValueError:
         raise BadName(f"{what} {one_line(text, 100)!r} is not a usable name: use 1-80 "
-                         "letters, digits, '.', '_' or '-', starting with a letter or digit, "
-                         "without '..'")
-    return text
+                      "letters, digits, '.', '_' or '-', starting with a letter or digit, "
+                      "without '..'") from None

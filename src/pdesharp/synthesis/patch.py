@@ -13,18 +13,25 @@ exactly first; then line by line ignoring trailing whitespace; then modulo a uni
 the leading indentation (models often quote a method body at the wrong depth), in which case the
 replacement is re-indented by the same shift. A block that matches nowhere is never skipped: it
 raises :class:`PatchError` naming the nearest lines in the file, so the judge can retry once.
+
+A reply is untrusted text of any length: blocks are found in one pass over its lines (a regular
+expression backtracked for minutes on 2,000 unclosed blocks), matching is bounded by
+:data:`MAX_MATCH_WORK`, and the nearest-lines hint by a deadline.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import time
 from dataclasses import dataclass
 
-_BLOCK = re.compile(
-    r"^<{5,9} ?SEARCH[^\n]*\n(?P<search>.*?)^={5,9}[ \t]*\n(?P<replace>.*?)^>{5,9} ?REPLACE[^\n]*$",
-    re.DOTALL | re.MULTILINE,
-)
+# The marker lines: a whole line each; the SEARCH and divider lines end with a newline
+_MARKER = re.compile(r"^(?:<{5,9} ?SEARCH[^\n]*\n|={5,9}[ \t]*\n|>{5,9} ?REPLACE[^\n]*$)",
+                     re.MULTILINE)
+MAX_MATCH_WORK = 2_000_000  # solver lines x SEARCH lines compared for one block at most
+NEAREST_SECONDS = 2.0  # spent looking for the nearest lines of a SEARCH that does not occur
+NEAREST_CHARS = 2000  # of the SEARCH text and of each window compared with it
 
 
 class PatchError(ValueError):
@@ -42,9 +49,30 @@ class Block:
     replace: str
 
 
+def find_blocks(text: str) -> list[Block]:
+    """Every SEARCH/REPLACE block in ``text``, in one pass over its marker lines: a SEARCH
+    line, the first divider line after it, the first REPLACE line after that. That is what the
+    regular expression ``^<{5,9} ?SEARCH[^\\n]*\\n(.*?)^={5,9}[ \\t]*\\n(.*?)^>{5,9}
+    ?REPLACE[^\\n]*$`` (DOTALL, MULTILINE) matches, without its backtracking."""
+    blocks: list[Block] = []
+    want, body, divider, replace = "<", 0, 0, 0
+    for m in _MARKER.finditer(text):
+        kind = text[m.start()]
+        if kind != want:
+            continue
+        if kind == "<":
+            want, body = "=", m.end()
+        elif kind == "=":
+            want, divider, replace = ">", m.start(), m.end()
+        else:
+            blocks.append(Block(text[body:divider], text[replace:m.start()]))
+            want = "<"
+    return blocks
+
+
 def parse_blocks(text: str) -> list[Block]:
     """Every SEARCH/REPLACE block in ``text`` (a model reply may wrap them in prose/fences)."""
-    blocks = [Block(m["search"], m["replace"]) for m in _BLOCK.finditer(text)]
+    blocks = find_blocks(text)
     if not blocks:
         if "SEARCH" in text and "<<<<" in text:
             raise PatchError("a SEARCH/REPLACE block is malformed: each needs the lines "
@@ -54,7 +82,7 @@ def parse_blocks(text: str) -> list[Block]:
 
 
 def has_blocks(text: str) -> bool:
-    return bool(_BLOCK.search(text))
+    return bool(find_blocks(text))
 
 
 def apply_patch(code: str, patch: str) -> str:
@@ -119,6 +147,10 @@ def apply_block(code: str, block: Block, index: int = 1) -> str:
     s_lines = _trim_blank_edges(search.splitlines())
     r_lines = replace.splitlines()
     n = len(s_lines)
+    if n * len(lines) > MAX_MATCH_WORK:
+        raise PatchError(f"block {index}: a SEARCH of {n} lines cannot be matched against a "
+                         f"solver of {len(lines)} lines; quote only the lines to replace",
+                         block=index)
     s_indent = _common_indent(s_lines)
     for start in range(len(lines) - n + 1):
         window = lines[start:start + n]
@@ -144,17 +176,24 @@ def apply_block(code: str, block: Block, index: int = 1) -> str:
 
 
 def nearest_lines(code: str, search: str, context: int = 1) -> str:
-    """The window of ``code`` most similar to ``search`` (difflib ratio), with line numbers."""
+    """The window of ``code`` most similar to ``search`` (difflib ratio), with line numbers.
+    A hint: the texts compared are cut to NEAREST_CHARS and the search stops at
+    NEAREST_SECONDS with the best window so far."""
     lines = code.splitlines()
     s_lines = search.splitlines() or [""]
     n = max(1, len(s_lines))
     best, best_start = -1.0, 0
-    target = "\n".join(ln.strip() for ln in s_lines)
+    target = "\n".join(ln.strip() for ln in s_lines)[:NEAREST_CHARS]
+    deadline = time.monotonic() + NEAREST_SECONDS
     for start in range(max(1, len(lines) - n + 1)):
-        window = "\n".join(ln.strip() for ln in lines[start:start + n])
-        ratio = difflib.SequenceMatcher(None, window, target, autojunk=False).ratio()
-        if ratio > best:
-            best, best_start = ratio, start
+        window = "\n".join(ln.strip() for ln in lines[start:start + n])[:NEAREST_CHARS]
+        matcher = difflib.SequenceMatcher(None, window, target, autojunk=False)
+        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+            ratio = matcher.ratio()
+            if ratio > best:
+                best, best_start = ratio, start
+        if time.monotonic() > deadline:
+            break
     lo = max(0, best_start - context)
     hi = min(len(lines), best_start + n + context)
     return "\n".join(f"{i + 1:4d} | {lines[i]}" for i in range(lo, hi))

@@ -174,6 +174,9 @@ def generate_to_file(
     extra_attrs: Mapping[str, Any] | None = None,
     sink: ProgressSink | None = None,
     restart: bool = False,
+    tolerance: float | None = None,
+    check_samples: int | None = None,
+    on_tolerance: str = "refuse",
 ) -> Path:
     """Run the task's generator and write its output to ``out`` with provenance attributes.
 
@@ -184,34 +187,98 @@ def generate_to_file(
     written, so an interrupted call resumes when repeated (:mod:`.chunked`; ``restart`` discards
     what an interrupted call left). ``sink`` receives
     :class:`~.chunked.GenerationProgress` events.
+
+    The file states its own error (:mod:`.accuracy`): a generator with a resolution knob is
+    run at the coarsest level whose error, estimated on ``check_samples`` samples against the
+    next finer level, is within ``tolerance`` (default 1e-6 relative); when none is,
+    :class:`~.accuracy.ToleranceNotMet` is raised before the full run, unless ``on_tolerance``
+    is "warn" (the finest level is written with its estimate). A generator without a knob gets
+    the audit's estimate (an independent converged solution of the checked samples).
+    ``check_samples=0`` writes no estimate (the file says so).
     """
+    from pdesharp.data.generate import accuracy
     from pdesharp.data.generate.chunked import PartialWork, run_batches
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    if on_tolerance not in ("refuse", "warn"):
+        raise ValueError(f"on_tolerance must be 'refuse' or 'warn', got {on_tolerance!r}")
+    tolerance = accuracy.DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
+    if not (tolerance > 0 and np.isfinite(tolerance)):
+        raise ValueError(f"tolerance must be a positive number, got {tolerance}")
+    checks = accuracy.CHECK_SAMPLES if check_samples is None else int(check_samples)
+    if checks < 0:
+        raise ValueError(f"check_samples must be >= 0, got {checks}")
     kwargs: dict[str, Any] = dict(options or {})
     if _uses_generic(task):
-        maker, size, attrs, per_sample = _generic_plan(task, n_samples, seed, params, nx, kwargs,
-                                                       sink)
+        maker, size, attrs, per_sample, levels = _generic_plan(task, n_samples, seed, params, nx,
+                                                               kwargs, sink)
     else:
-        maker, size, attrs, per_sample = _module_plan(task, n_samples, seed, params, nx, kwargs)
+        maker, size, attrs, per_sample, levels = _module_plan(task, n_samples, seed, params, nx,
+                                                              kwargs)
     if progress:
         progress(f"generating {n_samples} {attrs['task']} samples (seed {seed}) with "
                  f"{attrs['generator']}")
+    note = _noter(sink, n_samples)
+    choice = None
+    if checks and len(levels) > 1:
+        keys = _checked_keys(per_sample)
+        choice = accuracy.choose_level(accuracy.Knob(levels, maker), n_samples, keys,
+                                       tolerance=tolerance, check_samples=checks,
+                                       accept=on_tolerance == "warn", note=note)
+    level = choice.level if choice else 0
     from pdesharp import __version__
 
     work = PartialWork(Path(out), {**{k: v for k, v in attrs.items() if k != "task_spec"},
                                    "task_spec_sha256": _sha(attrs.get("task_spec", "")),
-                                   "batch": size, "pdesharp_version": __version__})
-    arrays, info, rejected = run_batches(work, n_samples, size, maker, per_sample,
+                                   "batch": size, "pdesharp_version": __version__,
+                                   **({"resolution_level": level} if choice else {})})
+    arrays, info, rejected = run_batches(work, n_samples, size,
+                                         lambda a, b: maker(a, b, level), per_sample,
                                          restart=restart, sink=sink)
     attrs.update(extra_attrs or {})
     attrs.update({f"scheme_{k}": v for k, v in info.items()})
     if rejected:
         attrs["rejected_draws"] = rejected
+    if choice is not None:
+        estimate = accuracy.estimate_from_choice(arrays, choice, _checked_keys(per_sample),
+                                                 tolerance, levels)
+    elif not checks:
+        estimate = accuracy.not_estimated("the generation was asked for no check samples",
+                                          tolerance)
+    else:
+        estimate = None  # the audit's estimate, once the file exists
+    if estimate is not None:
+        attrs.update(estimate.attrs())
     path = write_generated(out, arrays, attrs=attrs)
     work.remove()
+    if estimate is None:
+        estimate = accuracy.estimate_by_audit(task, path, checks, tolerance, note)
+        add_attrs(path, estimate.attrs())
+    note(estimate.sentence())
     return path
+
+
+def _checked_keys(per_sample: set[str]) -> list[str]:
+    return sorted(per_sample)
+
+
+def _noter(sink, total: int):
+    from pdesharp.data.generate.chunked import GenerationProgress
+
+    def note(message: str) -> None:
+        if sink:
+            sink(GenerationProgress("check", 0, total, message=message))
+    return note
+
+
+def add_attrs(path: str | os.PathLike, attrs: Mapping[str, Any]) -> None:
+    """Set root attributes of an existing HDF5 file (the estimate made after writing it)."""
+    import h5py
+
+    with h5py.File(path, "r+") as h5:
+        for key, value in attrs.items():
+            h5.attrs[key] = _attr_value(value)
 
 
 def _sha(text: str) -> str:
@@ -230,9 +297,9 @@ def _generic_plan(task, n_samples, seed, params, nx, kwargs, sink):
         raise ValueError(f"unknown generator options {unknown}; known: {', '.join(sorted(known))}")
     generic.check_task(run_task)
 
-    def maker(first: int, last: int):
+    def maker(first: int, last: int, level: int = 0):
         return generic.make_batch(run_task, seed, first, last, nx, sink=sink, total=n_samples,
-                                  **kwargs)
+                                  **kwargs, **({"level": level} if level else {}))
 
     attrs = {
         "generator": generic.__name__,
@@ -244,7 +311,8 @@ def _generic_plan(task, n_samples, seed, params, nx, kwargs, sink):
         "task_spec": task.to_yaml(),  # the full spec: the file says which PDE it solves
         **{f"scheme_{k}": v for k, v in generic.scheme_attrs(task).items()},
     }
-    return maker, generic.batch_size(task), attrs, set(task.data.fields.values())
+    levels = generic.resolution_levels(run_task, nx, **kwargs)
+    return maker, generic.batch_size(task), attrs, set(task.data.fields.values()), levels
 
 
 def _module_plan(task, n_samples, seed, params, nx, kwargs):
@@ -257,10 +325,15 @@ def _module_plan(task, n_samples, seed, params, nx, kwargs):
     size = getattr(module, "BATCH", None)
     size = int(size) if isinstance(size, int) and size > 0 else n_samples
 
-    def maker(first: int, last: int):
-        ranged = {"sample_range": (first, last)} if size < n_samples else {}
+    levels: list[str] = []
+    describe = getattr(module, "resolution_levels", None)  # the module's resolution knob
+    if callable(describe):
+        levels = [str(v) for v in describe(dict(params) if params else None, nx, **kwargs)]
+
+    def maker(first: int, last: int, level: int = 0):
+        ranged = {"sample_range": (first, last)} if size < n_samples or levels else {}
         arrays = module.generate(n_samples, seed, dict(params) if params else None, **kwargs,
-                                 **ranged)
+                                 **ranged, **({"level": level} if level else {}))
         if not isinstance(arrays, Mapping) or not arrays:
             raise TypeError(f"{module.__name__}.generate() returned {type(arrays).__name__}, "
                             "not a dict of arrays")
@@ -282,7 +355,7 @@ def _module_plan(task, n_samples, seed, params, nx, kwargs):
     spec = task if isinstance(task, Task) else _builtin_or_none(name, load_task)
     per_sample = (set(spec.data.fields.values()) | set(spec.data.coefficients.values())
                   if spec is not None else set())
-    return maker, size if per_sample else n_samples, attrs, per_sample
+    return maker, size if per_sample else n_samples, attrs, per_sample, levels
 
 
 def _builtin_or_none(name: str, load):

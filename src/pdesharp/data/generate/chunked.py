@@ -40,10 +40,10 @@ class GenerationProgress:
 
     ``kind``: ``start`` (``done`` samples already on disk from an interrupted run), ``samples``
     (samples ``first .. last - 1`` finished in ``seconds``), ``rejected`` (draw ``draw`` of sample
-    ``first`` failed: ``message``).
+    ``first`` failed: ``message``), ``check`` (a step of the error estimate: ``message``).
     """
 
-    kind: Literal["start", "samples", "rejected"]
+    kind: Literal["start", "samples", "rejected", "check"]
     done: int
     total: int
     first: int = 0

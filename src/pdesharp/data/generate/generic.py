@@ -200,7 +200,8 @@ def simulate_task(task: Task, initial: Mapping[str, np.ndarray], t_out: np.ndarr
 def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
                   n_frames: int | None = None, *, method: str = "auto", rtol: float = 1e-12,
                   tol: float = 1e-9, info: dict | None = None, first: int = 0,
-                  redraws=None, collocation: int | None = None) -> dict[str, np.ndarray]:
+                  redraws=None, collocation: int | None = None,
+                  level: int = 0) -> dict[str, np.ndarray]:
     """Draw ``n_samples`` random initial conditions (seeded) and simulate them.
 
     The samples are ``first .. first + n_samples - 1`` of the seed (``redraws``: which redraw of
@@ -213,16 +214,21 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     drawn analytically on the internal grid (:mod:`.generic_ic`), so no interpolation enters.
     A steady task (one problem given by formulas) is solved by :mod:`.steady` instead; a task
     with walls by :mod:`.generic_bounded` (``collocation``: its points per axis minus one).
+    ``level``: the resolution level (:func:`resolution_levels`; 0 the default, each level finer
+    in space and tighter in time), the knob :mod:`.accuracy` turns to reach a tolerance.
     """
+    level = _check_level(task, level)
     if task.steady:
         from pdesharp.data.generate.steady import generate_steady
 
-        return generate_steady(task, n_samples, seed, nx, info=info)
+        return generate_steady(task, n_samples, seed, nx, info=info,
+                               **({"tol": STEADY_TOL[level]} if level else {}))
     if _bounded(task):
         from pdesharp.data.generate.generic_bounded import generate_bounded
 
         return generate_bounded(task, n_samples, seed, nx, n_frames, rtol=rtol, info=info,
-                                first=first, redraws=redraws, collocation=collocation)
+                                first=first, redraws=redraws, collocation=collocation,
+                                level=level)
     if collocation is not None:
         raise ValueError("collocation (points per axis) applies to tasks with walls only")
     system = compile_system(task)
@@ -230,7 +236,7 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     nx = int(nx or DEFAULT_NX[dim])
     spec = task.generator
     modes = spec.modes if spec else 4
-    factor = spec.oversample if spec else 4
+    factor, tol, rtol = _periodic_level(task, level, tol, rtol)
     if 3 * modes >= nx - (task.grid == "nodes"):
         raise ValueError(
             f"nx={nx} is too coarse for initial data with {modes} modes (need nx > 3·modes"
@@ -251,7 +257,7 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     frames, what = _integrate(system, grid, u0, t_out, method=method, rtol=rtol, tol=tol)
     if info is not None:
         info.update(what, oversample=factor, internal_grid=list(grid.shape), nx=nx,
-                    ic_modes=modes)
+                    ic_modes=modes, level=level)
     out: dict[str, np.ndarray] = {}
     for j, name in enumerate(system.unknowns):
         if name in task.data.fields:
@@ -265,6 +271,49 @@ def generate_task(task: Task, n_samples: int, seed: int, nx: int | None = None,
     if dim == 2:
         out["y-coordinate"] = coords[1]
     return out
+
+
+STEADY_TOL = (1e-10, 1e-12)  # the steady generator's Newton/degree tolerance per level
+PERIODIC_LEVELS = 3  # oversampling +2 and time tolerance /10 per level
+
+
+def _periodic_level(task: Task, level: int, tol: float, rtol: float) -> tuple[int, float, float]:
+    """(oversampling factor, ETDRK4 tolerance, DOP853 rtol) of a resolution level: each level
+    refines the internal grid by 2 more points per output point and tightens the time
+    tolerances tenfold (DOP853 not below 1e-13, where scipy's step control stops gaining)."""
+    factor = task.generator.oversample if task.generator else 4
+    return factor + 2 * level, tol * 10.0 ** -level, max(rtol * 10.0 ** -level, 1e-13)
+
+
+def resolution_levels(task: Task, nx: int | None = None, **options: Any) -> list[str]:
+    """The generic generator's resolution levels for ``task`` (level k: ``result[k]``), as
+    :class:`.accuracy.Knob` takes them. A generator added to :func:`generate_task` adds its
+    branch here."""
+    if task.steady:
+        return [f"steady solve to a change of {t:g}" for t in STEADY_TOL]
+    if _bounded(task):
+        from pdesharp.data.generate.generic_bounded import resolution_levels as walls
+
+        return walls(task, nx, rtol=options.get("rtol", 1e-12))
+    dim = len(task.equation.space)
+    n = int(nx or DEFAULT_NX[dim])
+    out = []
+    for k in range(PERIODIC_LEVELS):
+        factor, tol, rtol = _periodic_level(task, k, options.get("tol", 1e-9),
+                                            options.get("rtol", 1e-12))
+        out.append(f"Fourier grid {factor * n} per axis ({factor}x), ETDRK4 tolerance {tol:g} / "
+                   f"DOP853 rtol {rtol:g}")
+    return out
+
+
+def _check_level(task: Task, level: Any) -> int:
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 0:
+        raise ValueError(f"level must be a non-negative integer, got {level!r}")
+    top = len(resolution_levels(task)) - 1
+    if level > top:
+        raise ValueError(f"level {level} is beyond the finest resolution level ({top}) of the "
+                         f"generator for task {task.name!r}")
+    return int(level)
 
 
 def scheme_attrs(task: Task) -> dict[str, str]:
@@ -357,7 +406,7 @@ def generate(n_samples: int, seed: int, params: Mapping[str, float] | None = Non
 
     Options: ``n_frames``, ``method``, ``rtol``, ``tol``, ``info`` (see :func:`generate_task`).
     """
-    known = {"n_frames", "method", "rtol", "tol", "info"}
+    known = {"n_frames", "method", "rtol", "tol", "info", "level"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"unknown generator options {unknown}; known: {', '.join(sorted(known))}")

@@ -41,6 +41,7 @@ import yaml
 
 from pdesharp.expression import ExpressionError, read
 from pdesharp.suite.names import BadName, check_name
+from pdesharp.untrusted import task_name_for
 from pdesharp.untrusted import one_line
 
 MAX_LINE_BYTES = 64 * 1024  # one record; the published ones are about 1-2 kB
@@ -295,7 +296,7 @@ def spec(p: Problem) -> dict:
     what = {"poisson": "Poisson", "heat": "heat", "convection_diffusion":
             "convection-diffusion"}[p.family]
     out: dict[str, Any] = {
-        "name": p.name,
+        "name": task_name_for(p.name),
         "title": f"PDEAgent-Bench {p.name}: {what} problem with a manufactured solution",
         "equation": {"unknowns": ["u"], "equations": [f"{operator_text(p)} = {sp.sstr(f)}"]},
         "parameters": dict(p.params),

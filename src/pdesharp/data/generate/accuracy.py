@@ -1,0 +1,331 @@
+"""Every generated reference states its own error: estimation, adaptive resolution, tolerance.
+
+A reference is a numerical solution with an error of its own; a score below that error measures
+agreement with the reference's mistakes, not with the PDE. ``pdesharp data generate`` therefore
+estimates the error of what it writes and stores it in the file (:class:`ErrorEstimate`, the
+``reference_error_*`` attributes that the audit, ``data info`` and runs read).
+
+**The knob.** A generator that can refine exposes a :class:`Knob`: resolution *levels* 0, 1, ...
+(0 its default, each level finer in space and tighter in time, as the generator defines: the
+generic Fourier generator raises its oversampling and its time tolerance, the Chebyshev walls
+generator its collocation degree and its tolerance) and ``make(first, last, level)``, which makes
+samples ``first .. last - 1`` at a level. The generic generator's knob is
+:func:`pdesharp.data.generate.generic.knob`; a generator added to it (a new branch of
+``generate_task``) gets everything here by accepting ``level`` and describing its levels in
+``generic.resolution_levels``. A registered module generator gets it by defining
+``resolution_levels(params, nx, **options) -> list[str]`` and accepting ``level=`` in
+``generate``.
+
+**Adapting.** :func:`choose_level` makes a few check samples (spread over the file) at level
+L and L + 1, L = 0, 1, ...; the nRMSE between the two (the level-L data rounded to float32 as the
+file stores them) estimates the level-L error, since level L + 1 is the more accurate. The first
+level whose estimate is within the tolerance on every checked sample is written (default
+:data:`DEFAULT_TOLERANCE`, relative, CodePDE's nRMSE; the file stores the mean over the checked
+samples, as scores are means, and the worst). When no level reaches it, generation stops before the full run
+(:class:`ToleranceNotMet`, naming what each level reached), or, if the caller accepts it, writes
+the finest level and states its error.
+
+**No knob.** The built-in generators reproduce PDEBench's schemes by design (a finite-volume
+Burgers file *is* 3e-4 from the PDE) and cannot refine; their estimate is the audit's
+(:mod:`pdesharp.audit`: an independent converged solution of a few written samples), and a miss is
+a warning, since the scheme is the point.
+
+The estimate is the difference from a solution at least as accurate, so it bounds the written
+data's error when the finer level's own error is smaller than half of it (spectral and
+high-order convergence, the regime the adaptive loop stops in).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pdesharp.data.generate.chunked import Batch
+
+DEFAULT_TOLERANCE = 1e-6
+CHECK_SAMPLES = 2  # samples made at two levels to estimate the error (spread over the file)
+ATTR_PREFIX = "reference_error_"
+
+
+class ToleranceNotMet(ValueError):
+    """No resolution level of the generator reached the tolerance (the message has the numbers)."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A generator's resolution: ``levels[k]`` describes level k; ``make(first, last, level)``."""
+
+    levels: Sequence[str]
+    make: Callable[[int, int, int], Batch]
+
+
+@dataclass
+class LevelTrial:
+    level: int
+    resolution: str
+    difference: float  # nRMSE of this level (float32) against the next level, mean over samples
+    difference_max: float
+    seconds: float  # making the check samples at the next level
+
+
+@dataclass
+class ErrorEstimate:
+    """What the file says about its own error (all errors relative nRMSE, CodePDE's formula:
+    per sample, the RMS over frames and points of every field jointly over the RMS of the more
+    accurate solution; then the mean over samples)."""
+
+    estimate: float | None  # None: not estimated (``reason`` says why)
+    estimate_max: float | None = None
+    tolerance: float = DEFAULT_TOLERANCE
+    met: bool | None = None
+    level: int | None = None  # the resolution level written (None: the generator has no knob)
+    resolution: str = ""  # what that level is
+    method: str = ""  # how the estimate was obtained, one sentence
+    samples: list[int] = field(default_factory=list)  # the checked sample indices
+    trials: list[LevelTrial] = field(default_factory=list)
+    reason: str = ""
+
+    def attrs(self) -> dict[str, Any]:
+        """The HDF5 root attributes (numbers as numbers, lists as JSON)."""
+        out: dict[str, Any] = {
+            "reference_error_tolerance": float(self.tolerance),
+            "reference_error_method": self.method or self.reason,
+            "reference_error_samples": json.dumps(self.samples),
+        }
+        if self.estimate is not None:
+            out["reference_error_estimate"] = float(self.estimate)
+            out["reference_error_estimate_max"] = float(self.estimate_max or self.estimate)
+            out["reference_error_met"] = bool(self.met)
+        if self.level is not None:
+            out["resolution_level"] = int(self.level)
+            out["resolution"] = self.resolution
+        if self.trials:  # no timings: a resumed generation writes the same file
+            out["reference_error_levels"] = json.dumps(
+                [{k: v for k, v in asdict(t).items() if k != "seconds"} for t in self.trials])
+        return out
+
+    def sentence(self) -> str:
+        """One line for a terminal or a report."""
+        if self.estimate is None:
+            return f"reference error: not estimated ({self.reason or self.method})"
+        verdict = "within" if self.met else "ABOVE"
+        return (f"reference error: nRMSE {self.estimate:.2e} from the PDE's solution (worst "
+                f"checked sample {self.estimate_max:.2e}), {verdict} the tolerance "
+                f"{self.tolerance:.0e}; {self.method}")
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
+
+
+def read_estimate(attrs: Mapping[str, Any]) -> ErrorEstimate | None:
+    """The estimate stored in a file's root attributes, or None. The file is data (possibly
+    hostile): only numbers and short strings are taken, each checked."""
+    if "reference_error_tolerance" not in attrs and "reference_error_estimate" not in attrs:
+        return None
+    estimate = _finite(attrs.get("reference_error_estimate"))
+    text = attrs.get("reference_error_method", "")
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    level = attrs.get("resolution_level")
+    try:
+        level = int(level) if level is not None and 0 <= int(level) < 1000 else None
+    except (TypeError, ValueError, OverflowError):
+        level = None
+    met = attrs.get("reference_error_met")
+    return ErrorEstimate(
+        estimate=estimate, estimate_max=_finite(attrs.get("reference_error_estimate_max")),
+        tolerance=_finite(attrs.get("reference_error_tolerance")) or DEFAULT_TOLERANCE,
+        met=None if met is None or estimate is None else bool(met), level=level,
+        resolution=str(attrs.get("resolution", ""))[:300], method=text[:500],
+        reason="" if estimate is not None else text[:500])
+
+
+STATED_KEYS = ("reference_error_estimate", "reference_error_estimate_max",
+               "reference_error_tolerance", "reference_error_method", "reference_error_met",
+               "resolution_level", "resolution")
+MAX_ATTR_BYTES = 65536
+
+
+def read_file_estimate(path) -> ErrorEstimate | None:
+    """The estimate a data file states about itself (None: it states none, or is unreadable).
+    Only the estimate's own attributes are read, each of at most :data:`MAX_ATTR_BYTES` of
+    fixed-size storage (a variable-length string lives in the file's heap: it is bounded by the
+    file's size, and cut to 500 characters)."""
+    from pdesharp.data import hdf5
+
+    try:
+        with hdf5.open_file(path) as h5:
+            attrs = {}
+            for key in STATED_KEYS:
+                if key in h5.attrs and \
+                        h5.attrs.get_id(key).get_storage_size() <= MAX_ATTR_BYTES:
+                    attrs[key] = h5.attrs[key]
+    except (hdf5.DataError, OSError, KeyError, TypeError, ValueError):
+        return None
+    return read_estimate(attrs)
+
+
+def check_indices(n_samples: int, k: int) -> list[int]:
+    """``k`` sample indices spread over 0 .. n_samples - 1 (the first and the last first)."""
+    k = max(0, min(int(k), n_samples))
+    if k == 0:
+        return []
+    return sorted({int(round(v)) for v in np.linspace(0, n_samples - 1, k)})
+
+
+def nrmse(approx: Mapping[str, np.ndarray], better: Mapping[str, np.ndarray],
+          keys: Sequence[str]) -> np.ndarray:
+    """Per-sample nRMSE of ``approx`` against ``better`` over the ``keys`` arrays jointly."""
+    diff = sq = 0.0
+    for key in keys:
+        a = np.asarray(approx[key], dtype=np.float64)
+        b = np.asarray(better[key], dtype=np.float64)
+        axes = tuple(range(1, b.ndim))
+        diff = diff + np.sum((a - b) ** 2, axis=axes)
+        sq = sq + np.sum(b ** 2, axis=axes)
+    return np.sqrt(np.asarray(diff) / np.maximum(np.asarray(sq), 1e-300))
+
+
+def _stored(arrays: Mapping[str, np.ndarray], keys: Sequence[str]) -> dict[str, np.ndarray]:
+    """The arrays as the file stores them (float32)."""
+    return {k: np.asarray(arrays[k]).astype(np.float32) for k in keys}
+
+
+def _same_draws(a: Batch, b: Batch) -> bool:
+    """Both batches used the same random draws (a rejected draw is redone with the next one)."""
+    key = lambda r: (r.get("sample"), r.get("draw"))  # noqa: E731
+    return sorted(map(key, a.rejected)) == sorted(map(key, b.rejected))
+
+
+Note = Callable[[str], None]
+
+
+def _make_check(knob: Knob, indices: list[int], level: int) -> list[Batch]:
+    return [knob.make(i, i + 1, level) for i in indices]
+
+
+def _compare(coarse: list[Batch], fine: list[Batch], keys: Sequence[str]) -> np.ndarray:
+    errs = [float(nrmse(_stored(c.arrays, keys), f.arrays, keys)[0])
+            for c, f in zip(coarse, fine) if _same_draws(c, f)]
+    return np.asarray(errs)
+
+
+@dataclass
+class Choice:
+    """The level to write and the check solutions (at ``level + 1``) of the checked samples."""
+
+    level: int
+    indices: list[int]
+    check: list[Batch]
+    trials: list[LevelTrial]
+    met: bool
+
+
+def choose_level(knob: Knob, n_samples: int, keys: Sequence[str], *, tolerance: float,
+                 check_samples: int = CHECK_SAMPLES, accept: bool = False,
+                 note: Note | None = None) -> Choice:
+    """The coarsest level whose estimated error is within ``tolerance`` (see the module text).
+
+    Raises :class:`ToleranceNotMet` when none is, unless ``accept``: then the finest level is
+    chosen (its error estimated by the last difference, an over-estimate when converging)."""
+    note = note or (lambda message: None)
+    indices = check_indices(n_samples, check_samples)
+    levels = list(knob.levels)
+    if not indices or len(levels) < 2:
+        raise ValueError("an error estimate needs at least one check sample and two levels")
+    note(f"estimating the reference error on samples {indices} at {levels[0]}")
+    previous = _make_check(knob, indices, 0)
+    trials: list[LevelTrial] = []
+    for level in range(len(levels) - 1):
+        start = time.monotonic()
+        finer = _make_check(knob, indices, level + 1)
+        errs = _compare(previous, finer, keys)
+        seconds = time.monotonic() - start
+        if errs.size == 0:
+            raise ValueError("the check samples drew different initial data at two levels")
+        trial = LevelTrial(level, levels[level], float(errs.mean()), float(errs.max()), seconds)
+        trials.append(trial)
+        note(f"level {level} ({levels[level]}): {trial.difference:.2e} from level {level + 1}"
+             f" ({levels[level + 1]})")
+        if np.isfinite(trial.difference_max) and trial.difference_max <= tolerance:
+            return Choice(level, indices, finer, trials, True)
+        previous = finer
+    best = min(trials, key=lambda t: t.difference_max if np.isfinite(t.difference_max)
+               else np.inf)
+    if not accept:
+        tried = "; ".join(f"level {t.level} ({t.resolution}): {t.difference_max:.2e}"
+                          for t in trials)
+        raise ToleranceNotMet(
+            f"no resolution level reached the tolerance {tolerance:.1e} (nRMSE from the next "
+            f"finer level, worst of samples {indices}): {tried}. The best is "
+            f"{best.difference_max:.2e}. "
+            "Ask for a looser --tolerance, or pass --on-tolerance warn to write the finest level "
+            "with its estimated error stated in the file")
+    # the finest level: its error is below the last difference when the levels converge
+    return Choice(len(levels) - 1, indices, previous, trials, False)
+
+
+def estimate_from_choice(arrays: Mapping[str, np.ndarray], choice: Choice,
+                         keys: Sequence[str], tolerance: float, levels: Sequence[str]
+                         ) -> ErrorEstimate:
+    """The estimate of the written ``arrays`` (their checked samples against the finer check
+    solutions of :func:`choose_level`)."""
+    written = {k: np.asarray(arrays[k])[choice.indices] for k in keys}
+    if choice.level + 1 < len(levels):
+        check = {k: np.concatenate([b.arrays[k] for b in choice.check]) for k in keys}
+        errs = nrmse(_stored(written, keys), check, keys)
+        how = (f"nRMSE of the written (float32) samples {choice.indices} from the same generator "
+               f"one resolution level finer ({levels[choice.level + 1]})")
+    else:  # the finest level was written (tolerance not met, accepted): the last difference
+        last = choice.trials[-1]
+        errs = np.asarray([last.difference, last.difference_max])
+        how = (f"nRMSE between the two finest resolution levels ({levels[-2]} and {levels[-1]})"
+               ", an upper estimate for the finest, which was written")
+    est = float(np.mean(errs)) if choice.level + 1 < len(levels) else float(errs[0])
+    worst = float(np.max(errs))
+    return ErrorEstimate(estimate=est, estimate_max=worst, tolerance=tolerance,
+                         met=bool(worst <= tolerance), level=choice.level,
+                         resolution=levels[choice.level], method=how,
+                         samples=list(choice.indices), trials=choice.trials)
+
+
+def not_estimated(reason: str, tolerance: float = DEFAULT_TOLERANCE) -> ErrorEstimate:
+    return ErrorEstimate(estimate=None, tolerance=tolerance, reason=reason)
+
+
+def estimate_by_audit(task: Any, path, check_samples: int, tolerance: float,
+                      note: Note | None = None) -> ErrorEstimate:
+    """The error of a written file from the audit's independent converged solution of its first
+    ``check_samples`` samples (for generators without a resolution knob)."""
+    from pdesharp.audit import audit_file
+    from pdesharp.task import Task, load_task
+
+    note = note or (lambda message: None)
+    try:
+        spec = task if isinstance(task, Task) else load_task(str(task))
+    except Exception as exc:  # noqa: BLE001 - a plug-in generator for a name that is no task
+        return not_estimated(f"no task spec to audit against ({exc})", tolerance)
+    note(f"estimating the reference error: the audit's converged solution of "
+         f"{check_samples} sample(s)")
+    result = audit_file(spec, path, limit=check_samples, progress=note)
+    report = result.report
+    if not report.ok:
+        return not_estimated(f"the generator has no resolution knob and the audit cannot "
+                             f"solve this task ({report.reason})", tolerance)
+    est = float(report.reference_error)
+    return ErrorEstimate(
+        estimate=est, estimate_max=float(report.reference_error_max or est),
+        tolerance=tolerance, met=bool(est <= tolerance),
+        method=(f"nRMSE of the written samples {report.samples} from the audit's converged "
+                f"solution ({report.method}); the generator's scheme is fixed by design"),
+        samples=list(report.samples))

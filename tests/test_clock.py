@@ -1,0 +1,150 @@
+"""The hard clock (pdesharp.clock) and the expression reader's resource bounds (issue 25, item 3).
+
+A bounded formula can still make one SymPy call run for ever (``floor(exp(10**99))`` asks for
+the integer part of a number with ~4e98 digits). The clock must stop that single call, in the
+main thread (SIGALRM) and in any other (a forked child, killed); the reader refuses the eager
+constructs on numbers beyond the double range before SymPy sees them; and every later
+evaluation of a model's formula at numbers runs under the clock. Time limits here are generous
+multiples of the clock's limit (a loaded 2-core machine), and far below "never returns".
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+import sympy as sp
+
+from pdesharp import expression
+from pdesharp.clock import TimeUp, within
+from pdesharp.expression import ExpressionError, evaluate, formula, read
+
+
+def never_ends():
+    return sp.floor(sp.exp(sp.Integer(10) ** 99))  # one SymPy call: no deadline check inside
+
+
+def timed(fn):
+    began = time.monotonic()
+    try:
+        return fn(), time.monotonic() - began
+    except BaseException as exc:  # noqa: BLE001 - the caller looks at it
+        return exc, time.monotonic() - began
+
+
+def test_the_clock_stops_one_sympy_call_in_the_main_thread():
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # pytest-timeout's own timer, if any
+    handler = signal.getsignal(signal.SIGALRM)
+    out, seconds = timed(lambda: within(0.5, never_ends))
+    assert isinstance(out, TimeUp) and seconds < 10
+    # the outer timer and handler are back (re-armed with what is left of it)
+    assert signal.getsignal(signal.SIGALRM) is handler
+    if outer > 0:
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= outer
+
+
+def test_the_clock_stops_one_sympy_call_in_another_thread():
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(out=timed(lambda: within(0.5, never_ends))))
+    thread.start()
+    thread.join(60)
+    out, seconds = box["out"]
+    assert isinstance(out, TimeUp) and seconds < 10
+    # and a value and an exception come back from the child as they are
+    thread = threading.Thread(target=lambda: box.update(
+        value=within(10, lambda: sp.sin(sp.Symbol("x")) ** 2),
+        error=timed(lambda: within(10, lambda: formula("u(", where="f")))[0]))
+    thread.start()
+    thread.join(60)
+    assert box["value"] == sp.sin(sp.Symbol("x")) ** 2
+    assert isinstance(box["error"], ExpressionError) and "never closed" in str(box["error"])
+
+
+def test_the_reader_clock_stops_a_construct_the_size_bound_misses(monkeypatch):
+    """With the size estimate switched off, the clock alone ends the build, with one line."""
+    monkeypatch.setattr(expression, "_size", lambda value: None)
+    monkeypatch.setattr(expression, "TIME_BUDGET", 1.0)
+    out, seconds = timed(lambda: formula("0*floor(exp(10**99))", where="equation 1"))
+    assert isinstance(out, ExpressionError) and seconds < 15
+    assert str(out) == "equation 1 takes more than 1 s to build"
+
+
+@pytest.mark.parametrize("text, what", [
+    ("0*floor(exp(10**99))", "floor"),
+    ("ceiling(exp(10**99))", "ceiling"),
+    ("dx/abs(beta) + 0*Abs(sin(exp(10**50)))", "sin"),
+    ("sign(exp(exp(10**2)))", "sign"),
+    ("Heaviside(exp(10**99) - 1)", "Heaviside"),
+    ("Min(exp(10**99), 1)", "Min"),
+    ("Max(1, -exp(10**99))", "Max"),
+    ("Piecewise((1, exp(10**99) > 3), (0, True))", "a comparison"),
+    ("besselj(0, exp(10))", "besselj"),  # a special function: |argument| <= 100
+])
+def test_eager_constructs_on_huge_numbers_are_refused_at_once(text, what):
+    out, seconds = timed(lambda: formula(text, where="the bound"))
+    assert isinstance(out, ExpressionError), out
+    assert f"{what} of a number beyond" in str(out) and seconds < 5
+
+
+@pytest.mark.parametrize("text", ["floor(exp(700))", "Abs(sin(10**99*pi))", "besselj(0, 2*pi)",
+                                  "Max(exp(-800), dx)", "sign(cos(10**99))"])
+def test_numbers_within_the_double_range_are_read(text):
+    assert isinstance(formula(text, where="f"), sp.Basic)
+
+
+def test_evaluating_a_model_formula_at_numbers_has_a_clock():
+    dx = sp.Symbol("dx")
+    for text in ("dx**16*sin(exp(1/dx**16))", "dx*besselj(1/dx**2, 1/dx**2)"):
+        out, seconds = timed(lambda: evaluate(formula(text, where="f"), {dx: 1 / 1024},
+                                              where="the bound", seconds=0.5))
+        assert isinstance(out, ExpressionError) and seconds < 10, (text, out)
+        assert str(out) in ("the bound does not evaluate within 0.5 s",) or \
+            str(out).startswith("the bound does not evaluate: "), out
+    # an honest bound evaluates exactly as SymPy's float() gives it (bit for bit)
+    e = formula("0.4*dx/abs(beta)", where="f")
+    value = evaluate(e, {dx: 1 / 1024, sp.Symbol("beta"): 0.1}, where="f")
+    assert value == complex(float(e.subs({dx: 1 / 1024, sp.Symbol("beta"): 0.1})))
+    with pytest.raises(ExpressionError, match="depends on nu"):
+        evaluate(formula("dx**2/nu", where="f"), {dx: 0.1}, where="f")
+
+
+def test_the_reader_in_a_thread_gives_the_same_formula_and_errors():
+    u, t, x = sp.Function("u"), *sp.symbols("t x")
+    names = {"u": u(t, x), "x": x}
+    box = {}
+
+    def work():
+        box["ok"] = read("u**2*sin(x)", where="e", names=names)
+        box["undeclared"] = timed(lambda: read("u*nu", where="e", names=names))[0]
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    assert box["ok"] == u(t, x) ** 2 * sp.sin(x)
+    assert isinstance(box["undeclared"], expression.UndeclaredNames)
+    assert box["undeclared"].names == ["nu"]
+
+
+def test_tasks_check_on_a_never_ending_equation_is_a_one_line_verdict(tmp_path):
+    """Issue 25 row 5, through the CLI: `0*floor(exp(10**99))` in a task equation used to make
+    `tasks check` never return."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from pdesharp.task import load_task
+
+    data = load_task("advection").model_dump(mode="json")
+    data["name"] = "advection_slow"
+    data["equation"]["equations"] = ["dt(u) + beta*dx(u) + 0*floor(exp(10**99))"]
+    spec = tmp_path / "slow.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    proc = subprocess.run([sys.executable, "-m", "pdesharp.cli", "tasks", "check", str(spec)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "floor of a number beyond 1e+308 in size is not allowed in equation 1" in proc.stderr
