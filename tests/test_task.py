@@ -58,8 +58,26 @@ def test_burgers_time_split():
 
 
 def test_undeclared_name_is_reported():
-    with pytest.raises(EquationError, match="undeclared names \\['kappa'\\]"):
+    with pytest.raises(EquationError, match="kappa is not declared; declare kappa under parameters"):
         parse_system(["dt(u) - kappa*dx(u, 2)"], ["u"], space=["x"])
+
+
+def test_a_typo_gets_a_did_you_mean_and_a_syntax_error_the_users_column():
+    """Issue 26 item 7: the closest known name for a misspelt function or parameter, and the
+    column of the whole equation (the sides are parsed apart) with the text found there."""
+    cases = [("dt(u) = nu*dx(u, 2) + tanhh(u)", "tanhh(...) is not a known function (did you mean tanh?)"),
+             ("dt(u) = nuu*dx(u, 2)", "nuu is not declared (did you mean nu?)"),
+             ("dt(u) = Sin(u)", "did you mean sin?"),
+             ("dt(u) = lapalce(u)", "did you mean laplace?"),
+             # the dangling + is the 21st character; a missing comma stops the parser at 'u 2'
+             ("dt(u) = nu*dx(u, 2) +", "column 21, at `+`"),
+             ("dt(u) = nu*dx(u 2)", "column 15, at `u 2)`"),
+             ("dt(u) = nu*dx(u, 2)) + u", "an extra ')' at column 20"),
+             ("dt(u) =   u.x", "attribute access `.x` is not allowed in equation 1 (column 12)")]
+    for text, said in cases:
+        with pytest.raises(EquationError) as err:
+            parse_system([text], ["u"], space=["x"], parameters=["nu"])
+        assert said in str(err.value), (text, str(err.value))
 
 
 def test_bad_spec_lists_each_problem():

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from pdesharp.expression import ExpressionError, read, split_equation
+from pdesharp.expression import ExpressionError, UndeclaredNames, read, split_equation
 
 KINDS = ("dirichlet", "neumann", "robin")
 _SIDE_WORDS = {"left": ("x", 0), "right": ("x", 1), "bottom": ("y", 0), "top": ("y", 1)}
@@ -41,6 +41,11 @@ GRAMMAR_HINT = (
 
 class BoundaryError(ExpressionError):
     """The boundary text does not follow the grammar; the message says what to write."""
+
+
+class IncompleteBoundary(BoundaryError):
+    """The boundary follows the grammar but says too little (a side the equations need left
+    out) or names what the task lacks: the user's to fix, not a language model's."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +249,10 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
             read(sides[1], where=where, names=local, operators=ops)
     except BoundaryError:
         raise
+    except UndeclaredNames as exc:  # most often a misspelt unknown: say which ones there are
+        raise IncompleteBoundary(
+            f"{where}: {exc.explain()}; the task's unknowns are {', '.join(unknowns)}"
+            + (f" and its parameters {', '.join(names)}" if names else "")) from None
     except ExpressionError as exc:
         raise BoundaryError(str(exc)) from None
     except Exception as exc:  # SymPy raises many types
@@ -274,6 +283,44 @@ def _condition(text: str, axis: str, side: int, unknowns, axes, names, time, all
                             " side may vary along the side or in time)")
     return Condition(unknown=u, axis=axis, side=side, a=sp.nsimplify(a) if a.is_number else a,
                      b=sp.nsimplify(b) if b.is_number else b, g=g, text=text.strip())
+
+
+def derivative_orders(system) -> dict[tuple[str, str], int]:
+    """{(unknown, axis): the highest order of its derivatives along the axis} in the equations
+    (0 when it has none)."""
+    out = {(u, a): 0 for u in system.unknowns for a in system.space}
+    funcs = {system.function(u).func: u for u in system.unknowns}
+    for e in system.exprs:
+        for d in e.doit().atoms(sp.Derivative):
+            u = funcs.get(getattr(d.expr, "func", None))
+            for v, n in d.variable_count if u is not None else ():
+                if v.name in system.space:
+                    out[(u, v.name)] = max(out[(u, v.name)], int(n))
+    return out
+
+
+def require_complete(spec: BoundarySpec, system) -> None:
+    """A side left without a condition where the equations need one, refused with what to
+    write: an unknown with second (or higher) derivatives along a walled axis needs a
+    condition at both ends; an axis along which anything is transported needs at least one."""
+    orders = derivative_orders(system)
+    walled = [a for a in spec.axes if a not in spec.periodic]
+    for a in walled:
+        given = [c for c in spec.conditions if c.axis == a]
+        lo, hi = f"{a} = lo", f"{a} = hi"
+        for u in system.unknowns:
+            k = orders[(u, a)]
+            ends = [s for s in (0, 1) if spec.condition(u, a, s) is None]
+            if k >= 2 and ends:
+                where = " and ".join((lo, hi)[s] for s in ends)
+                raise IncompleteBoundary(
+                    f"no condition for {u} at {where}, and the equation has d{a}({u}, {k}):"
+                    f" give one per end, e.g. '{lo}: {u} = 0; {hi}: d{a}({u}) = 0'"
+                    + ("" if given else f", or make {a} periodic ('periodic in {a}')"))
+        if not given and any(orders[(u, a)] >= 1 for u in system.unknowns):
+            raise IncompleteBoundary(
+                f"no condition on either end of {a}: write one for the inflow end at least, e.g."
+                f" '{lo}: {system.unknowns[0]} = 0', or make {a} periodic ('periodic in {a}')")
 
 
 def task_boundary(task) -> BoundarySpec:

@@ -134,6 +134,98 @@ def _derivative_op(var: sp.Symbol):
     return op
 
 
+class _Vector:
+    """``gradient(e)``: one component per space axis, only meaningful inside ``divergence``,
+    ``dot``/``inner`` or times a scalar (``D*gradient(u)``). Not a tuple: SymPy would make a
+    tuple its own ``Tuple`` in ``u*gradient(u)``."""
+
+    def __init__(self, comps):
+        self.comps = list(comps)
+
+    def __iter__(self):
+        return iter(self.comps)
+
+    def __len__(self):
+        return len(self.comps)
+
+    def _scaled(self, k):
+        if isinstance(k, _Vector):
+            raise EquationError("a product of two vectors: write dot(a, b) (or inner(a, b))")
+        return _Vector(c * k for c in self)
+
+    __mul__ = __rmul__ = _scaled
+
+    def __truediv__(self, k):
+        return self._scaled(1 / k)
+
+    def __neg__(self):
+        return self._scaled(-1)
+
+    def __add__(self, other):
+        if isinstance(other, _Vector) and len(other) == len(self):
+            return _Vector(a + b for a, b in zip(self, other))
+        raise EquationError("a vector (gradient(...)) added to a scalar: use it inside"
+                            " divergence(...), dot(..., ...) or gradient_squared(...)")
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        return self + (-other if isinstance(other, _Vector) else other)
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __pow__(self, k):
+        raise EquationError("a power of a vector: write gradient_squared(u) for |grad u|^2")
+
+
+# py-pde's operator names (and the spellings users bring from other tools), as pdesharp's own
+# derivatives: laplace(u) is dx(u, 2) + dy(u, 2) on the task's axes
+VECTOR_CALCULUS = ("laplace", "laplacian", "gradient", "grad", "divergence", "div",
+                   "gradient_squared", "dot", "inner")
+
+
+def _vector_operators(coords) -> dict:
+    def scalar(e, what):
+        if isinstance(e, _Vector):
+            raise EquationError(f"{what} of a vector: {what} takes a scalar expression")
+        return e
+
+    def vector(e, what):
+        if isinstance(e, _Vector):
+            if len(e) != len(coords):
+                raise EquationError(f"{what}: a vector of {len(e)} components on {len(coords)} axes")
+            return e
+        if len(coords) == 1:  # in 1D a scalar is a vector of one component
+            return _Vector([e])
+        raise EquationError(f"{what} of a scalar: {what} takes a vector such as gradient(u)")
+
+    def laplace(e):
+        e = scalar(e, "laplace")
+        return sp.Add(*[sp.Derivative(e, (c, 2)) for c in coords])
+
+    def gradient(e):
+        return _Vector(sp.Derivative(scalar(e, "gradient"), c) for c in coords)
+
+    def divergence(v):
+        return sp.Add(*[sp.Derivative(a, c) for a, c in zip(vector(v, "divergence"), coords)])
+
+    def gradient_squared(e):
+        return sp.Add(*[sp.Derivative(scalar(e, "gradient_squared"), c) ** 2 for c in coords])
+
+    def dot(a, b):
+        return sp.Add(*[x * y for x, y in zip(vector(a, "dot"), vector(b, "dot"))])
+
+    ops = {"laplace": laplace, "gradient": gradient, "divergence": divergence,
+           "gradient_squared": gradient_squared, "dot": dot}
+    ops.update(laplacian=laplace, grad=gradient, div=divergence, inner=dot)
+    # py-pde's partial derivatives: d_dx(u), d2_dx2(u)
+    for c in coords:
+        ops[f"d_d{c.name}"] = lambda e, c=c: sp.Derivative(scalar(e, "a derivative"), c)
+        ops[f"d2_d{c.name}2"] = lambda e, c=c: sp.Derivative(scalar(e, "a derivative"), (c, 2))
+    return ops
+
+
 def parse_system(
     equations: list[str],
     unknowns: list[str],
@@ -167,7 +259,7 @@ def parse_system(
         local[name] = sp.Symbol(name, real=True)
     for name in sources:
         local.setdefault(name, sp.Symbol(name))
-    operators = {}
+    operators = _vector_operators(coords)
     if t is not None:
         operators["dt"] = _derivative_op(t)
         local[time] = t
@@ -181,15 +273,24 @@ def parse_system(
         parts = split_equation(text)
         if len(parts) > 2:
             raise EquationError(f"equation {text!r}: write it as 'lhs = rhs' or as 'expr' (= 0)")
+        starts = [1, len(parts[0]) + 2]  # the column where each side begins
         try:
-            sides = [read(p, where=f"equation {i}", names=local, operators=operators)
-                     for p in parts]
+            sides = [read(p, where=f"equation {i}", names=local, operators=operators, column=c)
+                     for p, c in zip(parts, starts)]
         except UndeclaredNames as exc:
+            bare = [n for n in exc.names if n not in exc.called]
             raise EquationError(
-                f"equation {text!r} uses undeclared names {exc.names};"
-                " declare them as unknowns, coefficients or parameters") from None
+                f"equation {i} ({text!r}): {exc.explain()}"
+                + (f"; declare {', '.join(bare)} under parameters (or as unknowns or"
+                   " coefficients)" if bare and not all(exc.guess(n) for n in bare) else "")
+                + (". Functions: sin, exp, tanh, ... (docs/tasks.md, 'Equation notation'),"
+                   " operators: dt, dx, laplace, gradient, divergence"
+                   if any(not exc.guess(n) for n in exc.called) else "")) from None
         except ExpressionError as exc:
             raise EquationError(f"{exc} ({text!r})") from None
+        if any(isinstance(side, _Vector) for side in sides):
+            raise EquationError(f"equation {i} ({text!r}) is a vector (gradient(...)): each"
+                                " equation is a scalar; use divergence(...) or dot(...)")
         expr = sides[0] - sides[1] if len(sides) == 2 else sides[0]
         if not isinstance(expr, sp.Expr):
             raise EquationError(f"equation {text!r} is not an expression")

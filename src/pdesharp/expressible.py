@@ -27,9 +27,10 @@ FRACTIONAL = {"frac", "fractional", "fractional_laplacian", "fraclap", "riesz", 
               "riemann_liouville"}
 POINT = {"delta", "DiracDelta", "dirac", "Dirac"}
 NOISE = {"noise", "white_noise", "randn", "rand", "random", "dW", "xi_noise", "brownian"}
-VECTOR = {"laplacian": "dx(u, 2) + dy(u, 2)", "lap": "dx(u, 2) + dy(u, 2)",
-          "Laplacian": "dx(u, 2) + dy(u, 2)", "grad": "dx(u), dy(u)", "div": "dx(F) + dy(G)",
-          "curl": "dx(v) - dy(u)", "nabla": "dx, dy", "Delta": "dx(u, 2) + dy(u, 2)"}
+# (laplace/laplacian, gradient/grad, divergence/div, gradient_squared, dot/inner are operators
+# of the equation reader, pdesharp.equation)
+VECTOR = {"lap": "laplace(u)", "Laplacian": "laplace(u)", "curl": "dx(v) - dy(u)",
+          "nabla": "gradient(u)", "Delta": "laplace(u)"}
 SUBDOMAIN_KEYS = {"subdomains", "domains", "interface", "interfaces", "regions", "layers"}
 MOVING_KEYS = {"free_boundary", "moving_boundary", "stefan", "front"}
 PREAMBLE = ("cannot be expressed in a task file (a PDE on a fixed box with local operators;"
@@ -82,7 +83,7 @@ def _domain(dom) -> str | None:
             if isinstance(end, str):
                 if re.search(r"\b(inf|infinity|oo)\b", end, re.I):
                     return f"an unbounded domain ({axis}: {one_line(rng, 60)})"
-                if re.search(r"\bt\b|\(", end):
+                if re.search(r"\bt\b", end):  # (2*(L + 1) is a number: pdesharp.task_values)
                     return f"a moving boundary ({axis}: {one_line(rng, 60)})"
     return None
 
@@ -112,8 +113,8 @@ def _formula(text: str) -> str | None:
             if name in NOISE:
                 return f"a stochastic term ({shown})"
             if name in VECTOR:
-                return (f"the vector operator {name}(...) ({shown}); write it in components,"
-                        f" e.g. {VECTOR[name]}")
+                return (f"the vector operator {name}(...) ({shown}); write {VECTOR[name]}"
+                        " or the components (dx(u, 2) + dy(u, 2))")
             if re.fullmatch(r"d[a-z]", name) and name[1] not in "xyzt":
                 return (f"the derivative {shown} along {name[1]} (the axes are x, y, z and t;"
                         " a radial operator is written out in x, y)")

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import keyword
 import math
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -51,6 +52,14 @@ class ArgSpec(_Model):
     field: str | None = None  # unknown (initial) or coefficient name; parameter name if omitted
     # (a "grid" argument takes no field: it is the output grid's coordinates, see pdesharp.grid)
     doc: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _python_name(cls, v: str) -> str:
+        if not v.isidentifier() or keyword.iskeyword(v):
+            raise ValueError(f"solver argument {v!r} is not a Python argument name"
+                             + (f"; name it {v}_ (with field: {v})" if keyword.iskeyword(v) else ""))
+        return v
 
 
 class SolverSpec(_Model):
@@ -332,10 +341,11 @@ def task_from_dict(data: dict, source: str = "<dict>") -> Task:
 def _long_form(data: dict, source: str) -> dict:
     """The short form's omitted keys derived (:mod:`pdesharp.task_short`); the long form as is."""
     from pdesharp.task_short import ShortFormError, expand
+    from pdesharp.task_values import ValueFormulaError, resolve_values
 
     try:
-        return expand(data)
-    except ShortFormError as exc:
+        return expand(resolve_values(data))
+    except (ShortFormError, ValueFormulaError) as exc:
         raise TaskError(f"invalid task spec {source}:\n  - {exc}") from None
 
 

@@ -35,6 +35,7 @@ own validation parses it afterwards and reports any error in it.
 
 from __future__ import annotations
 
+import keyword
 import re
 import textwrap
 from typing import Any
@@ -200,7 +201,10 @@ def _args(unknowns, coefficients, parameters, steady: bool, dim: int) -> list[di
         if not coefficients and _grid_kind():  # one problem given by formulas: the grid
             axes = "x [N]" if dim == 1 else "a tuple (" + ", ".join("xyz"[:dim]) + ") of [N]"
             args.append({"name": "grid", "kind": "grid", "doc": f"the output points: {axes}"})
-    args += [{"name": p, "kind": "parameter", "doc": f"parameter {p}"} for p in parameters]
+    # a parameter named as a Python keyword (lambda) is the argument lambda_
+    args += [{"name": p, "kind": "parameter", "doc": f"parameter {p}"} if not keyword.iskeyword(p)
+             else {"name": f"{p}_", "kind": "parameter", "field": p, "doc": f"parameter {p}"}
+             for p in parameters]
     return args
 
 

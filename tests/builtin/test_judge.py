@@ -15,6 +15,8 @@ from pdesharp.roles import PoolEntry
 from pdesharp.synthesis.patch import apply_patch
 from pdesharp.task import load_task
 
+from builtin_helpers import EXAMPLES
+
 
 def ok(score: float) -> EvalResult:
     return EvalResult(status="ok", split="dev", feedback="nrmse", nrmse=score, solver_seconds=1.0)
@@ -94,6 +96,37 @@ def test_robust_judge_and_debug_after_a_blow_up(burgers):
     assert d["CFL"] == pytest.approx(0.4) and d["LIMITER"] == "minmod"
     prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
     assert read_design(apply_patch(base.candidate.code, prop.patch))["CFL"] < 0.8
+
+
+def test_debug_cures_a_programming_error_by_its_cause_not_by_a_smaller_step(burgers):
+    """Issue 26 item 4: a TypeError in the solver's code (the KS crash, ``float(-c)`` on a list)
+    is not cured by halving CFL. A file that differs from its design's catalogue code gets that
+    code back; the catalogue's own code failing gets a design of another family."""
+    task, analysis = burgers
+    design = FV("muscl", "mc", "rusanov", "ssprk3", 0.4)
+    failed = EvalResult(status="error", split="dev", feedback="nrmse", error_type="TypeError",
+                        message="TypeError during the solver call")
+    edited = entry(task, design, "e")
+    edited.candidate = edited.candidate.model_copy(update={
+        "code": edited.candidate.code.replace("def flux(W, X, t, prm, axis):",
+                                              "def flux(W, X, t, prm, axis):\n    W = -W")})
+    edited.result = failed
+    judge = BuiltinJudge(name="judge-2")
+    asyncio.run(judge.nominate(task, analysis, [edited]))
+    fix = asyncio.run(judge.debug(edited))
+    assert fix.patch is None and fix.code == render(task, design)
+    assert "TypeError" in fix.justification and "programming error" in fix.justification
+    own = entry(task, design, "g")
+    own.result = failed
+    fix = asyncio.run(judge.debug(own))
+    assert fix.code is not None and read_design(fix.code).family != "fv", fix.title
+    # a blow-up of the same design is still the step's: the family's repair
+    own.result = EvalResult(status="error", split="dev", feedback="nrmse",
+                            error_type="FloatingPointError")
+    judge = BuiltinJudge(name="judge-3")
+    asyncio.run(judge.nominate(task, analysis, [own]))
+    fix = asyncio.run(judge.debug(own))
+    assert fix.patch is not None and "CFL" in fix.title
 
 
 def test_hybrid_judge_borrows_from_the_runner_up(burgers):
@@ -246,3 +279,54 @@ def test_a_score_at_round_off_ends_the_search():
         judge = BuiltinJudge(name=f"judge-{i}")
         assert asyncio.run(judge.nominate(task, analysis, pool)).nominee == "g0"
         assert asyncio.run(judge.propose(task, pool[0], pool, "nrmse")).declined
+
+
+def test_evaluations_left_are_spent_on_untried_families_not_on_declines():
+    """Issue 26 item 5: FitzHugh-Nagumo between Neumann walls stopped at 1.2e-5 with 6 of 8
+    evaluations spent ("every judge declined"): the cosine-series designs all measured alike and
+    the method of lines was predicted less accurate (time order 3 against 4), so never run; its
+    order-6 design was the better one. With evaluations left (--max-evals) and the score above
+    the floor, the exploring judges nominate the other family's untried designs; without a
+    limit the predictions decide as before."""
+    from pdesharp.builtin.author import design_facts, problem
+    from pdesharp.builtin.families import candidate_designs
+    from pdesharp.roles import RoundInfo
+
+    task = load_task(EXAMPLES / "allen_cahn_neumann1d.yaml")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (-1.0, 1.0)})).analyse_sync(task)
+    p = problem(task, design_facts(analysis))
+    designs = candidate_designs(p)
+    spectral = [d for d in designs if d.family == "wall_spectral"]
+    mol = [d for d in designs if d.family == "mol"]
+    assert spectral and mol
+    pool = [PoolEntry(candidate=Candidate(id=f"s{i}", code=render(task, d, p), origin="genesis",
+                                          title=f"s{i}"), result=ok(1.96e-5 + 1e-8 * i))
+            for i, d in enumerate(spectral)]
+    pool += [PoolEntry(candidate=Candidate(id=f"m{i}", code=render(task, d, p), origin="genesis",
+                                           title=f"m{i}")) for i, d in enumerate(mol)]
+    left = RoundInfo(cycle=0, round=2, max_rounds=4, cycles=2, best_score=1.96e-5, eval_limit=8,
+                     evals_used=len(spectral))
+    picks = {}
+    for info in (left, left.model_copy(update={"eval_limit": None})):
+        judge = BuiltinJudge(name="judge-2")  # the robust judge explores
+        judge.observe(info)
+        picks[info.eval_limit] = asyncio.run(judge.nominate(task, analysis, pool)).nominee
+    assert picks[8].startswith("m"), picks  # an untried method-of-lines design
+    assert picks[None].startswith("s"), picks  # no limit: the prediction keeps the spectral one
+    # once the pool holds nothing untried, a proposal rewrites to another family instead of
+    # declining (and declines when no evaluation is left)
+    measured = pool[:len(spectral)]
+    judge = BuiltinJudge(name="judge-1")
+    judge.observe(left)
+    asyncio.run(judge.nominate(task, analysis, measured))
+    props = [asyncio.run(judge.propose(task, measured[0], measured, "nrmse")) for _ in range(6)]
+    rewrites = [pr for pr in props if pr.code is not None and not pr.declined]
+    assert rewrites and read_design(rewrites[0].code).family != "wall_spectral", \
+        [pr.title for pr in props]
+    spent = left.model_copy(update={"evals_used": 8})
+    judge = BuiltinJudge(name="judge-1")
+    judge.observe(spent)
+    asyncio.run(judge.nominate(task, analysis, measured))
+    props = [asyncio.run(judge.propose(task, measured[0], measured, "nrmse")) for _ in range(6)]
+    assert not any(pr.code is not None and read_design(pr.code).family != "wall_spectral"
+                   for pr in props), [pr.title for pr in props]

@@ -5,7 +5,10 @@ well-posed cousins of each refused form stay accepted."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import sympy as sp
 import yaml
 
 from pdesharp.builtin.support import support
@@ -63,9 +66,32 @@ def test_check_says_in_one_line_what_a_task_cannot_express(spec, construct, tmp_
 
 def test_a_vector_operator_gets_its_components_not_a_refusal():
     with pytest.raises(TaskError) as err:
-        task_from_dict(_short("dt(u) = nu*laplacian(u)", domain={"x": [0, 1], "y": [0, 1]}))
-    assert "write it in components, e.g. dx(u, 2) + dy(u, 2)" in str(err.value)
+        task_from_dict(_short("dt(u) = nu*lap(u)", domain={"x": [0, 1], "y": [0, 1]}))
+    assert "write laplace(u) or the components (dx(u, 2) + dy(u, 2))" in str(err.value)
     assert "cannot be expressed" not in str(err.value)
+
+
+def test_py_pde_operator_names_are_pdesharps_derivatives():
+    """Issue 26 item 7: laplace, gradient, divergence, gradient_squared and dot as py-pde
+    writes them (and laplacian/grad/div/inner) mean the written-out derivatives."""
+    box = {"x": [0, 1], "y": [0, 1]}
+    written = task_from_dict(_short(
+        "dt(u) = nu*laplace(u) - divergence(u*gradient(u)) + gradient_squared(u)"
+        " - dot(gradient(u), gradient(u)) + d_dx(u) + d2_dy2(u)", domain=box)).system.exprs[0]
+    components = task_from_dict(_short(
+        "dt(u) = nu*(dx(u, 2) + dy(u, 2)) - dx(u*dx(u)) - dy(u*dy(u)) + dx(u)**2 + dy(u)**2"
+        " - dx(u)**2 - dy(u)**2 + dx(u) + dy(u, 2)", domain=box)).system.exprs[0]
+    assert sp.simplify((written - components).doit()) == 0
+    alias = task_from_dict(_short("dt(u) = nu*laplacian(u) - div(grad(u)) + inner(grad(u), grad(u))",
+                                  domain=box)).system.exprs[0]
+    assert sp.simplify((alias - task_from_dict(_short(
+        "dt(u) = nu*(dx(u, 2) + dy(u, 2)) - dx(u, 2) - dy(u, 2) + dx(u)**2 + dy(u)**2",
+        domain=box)).system.exprs[0]).doit()) == 0
+    for bad, said in (("dt(u) = gradient(u)", "each equation is a scalar"),
+                      ("dt(u) = gradient(u) + u", "added to a scalar"),
+                      ("dt(u) = gradient(u)**2", "gradient_squared(u)")):
+        with pytest.raises(TaskError, match=re.escape(said)):
+            task_from_dict(_short(bad, domain=box))
 
 
 def test_the_quoted_construct_is_one_clean_line(tmp_path, capsys):

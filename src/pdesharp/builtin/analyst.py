@@ -11,6 +11,7 @@ import sympy as sp
 
 from pdesharp.equation import ARRAY_MODULES
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.code_names import code_task
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
@@ -97,6 +98,7 @@ class BuiltinAnalyst:
         return self.analyse_sync(task)
 
     def analyse_sync(self, task: Task) -> Analysis:
+        task = code_task(task)  # the names generated code can use (builtin.code_names)
         struct = structure(task)
         names = [struct.name] if isinstance(struct, EllipticProblem) else struct.names
         bounds, notes = self.bounds_for(task, names)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from itertools import product
 
+from pdesharp.builtin.code_names import code_task
 from pdesharp.builtin.design import Design, Problem
 from pdesharp.builtin.families import candidate_designs, design_key, family
 from pdesharp.builtin.families.common import entry_point, header
@@ -27,6 +28,8 @@ def design_facts(analysis: Analysis | None) -> dict:
 
 
 def problem(task: Task, facts: dict | None = None) -> Problem:
+    """The problem the families design for: the task under its code names (:mod:`code_names`)."""
+    task = code_task(task)
     return Problem(task=task, struct=structure(task), facts=dict(facts or {}))
 
 
@@ -43,7 +46,7 @@ def render(task: Task, design: Design, p: Problem | None = None) -> str:
               "(the same computation in NumPy otherwise).\n" if design.get("KERNEL") in ("numba", "auto")
               else "Self-contained: NumPy/SciPy only.\n")
            + '"""\n\nimport numpy as np\n\n')
-    body = header(fam, design, p) + fam.render(design, p) + "\n\n" + entry_point(task, names)
+    body = header(fam, design, p) + fam.render(design, p) + "\n\n" + entry_point(p.task, names)
     if "scipy.special." in body:  # a special function of the equation (physics.npcode)
         doc += "import scipy.special\n\n"
     return doc + body

@@ -78,3 +78,36 @@ def predicted_change(fam: Family, p: Problem, d: Design, axis: str, value,
 def below_resolution(change: float | None, score: float, saturation_factor: float) -> bool:
     """Is a predicted change too small to count as an improvement of ``score``?"""
     return change is not None and change < (1.0 - saturation_factor) * abs(score)
+
+
+def agreement(entries, info) -> str:
+    """Without a reference floor: do designs of two different method families agree on the
+    lowest score within the tie tolerance? Then that score is the reference's own error
+    (two independent discretisations cannot share their errors, only the data's), every
+    change of design is predicted to move the score by less than the tie, and no evaluation
+    is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
+    from pdesharp.builtin.design_header import read_design
+    from pdesharp.synthesis.ranking import Rule
+
+    i = info
+    if i is None or i.rule.reference_floor is not None or i.feedback != "nrmse":
+        return ""
+    scored = {}
+    for e in entries:
+        r = e.result
+        d = read_design(e.candidate.code)
+        if r is None or r.score is None or d is None:
+            continue
+        if d.family not in scored or r.score < scored[d.family][0]:
+            scored[d.family] = (r.score, e.candidate.id)
+    if len(scored) < 2:
+        return ""
+    (low, a), *rest = sorted(scored.values())
+    tie = low * (1 + max(Rule.of(i).tie_tolerance, 0.0))
+    close = [(s, cid) for s, cid in rest if s <= tie]
+    if not close:
+        return ""
+    return (f"{a} ({low:.3e}) and {close[0][1]} ({close[0][0]:.3e}), designs of different "
+            f"method families, agree within the {100 * Rule.of(i).tie_tolerance:g} % tie: "
+            "their common score is the reference's own error, which no change of design "
+            "can be told apart from")

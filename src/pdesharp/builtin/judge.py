@@ -28,9 +28,10 @@ import re
 
 from pdesharp.builtin.author import design_facts, problem, render
 from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.diagnosis import cause, said
 from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
                                             retitle)
-from pdesharp.builtin.evidence import below_resolution, order, predicted_change
+from pdesharp.builtin.evidence import agreement, below_resolution, order, predicted_change
 from pdesharp.builtin.families import candidate_designs, design_key, family, first_family
 from pdesharp.records import Analysis
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
@@ -185,8 +186,15 @@ class BuiltinJudge:
             alive = [o for e in ranked if e.result is None or e.result.ok
                      for o in [self._order_of(e, p)] if o is not None]
             best = max(alive, default=None)
-            others = [e for e in others if best is None
-                      or (self._order_of(e, p) is None or self._order_of(e, p) >= best)]
+            kept = [e for e in others if best is None
+                    or (self._order_of(e, p) is None or self._order_of(e, p) >= best)]
+            # evaluations left and nothing predicted as accurate: a prediction is no
+            # measurement (issue 26): the untried designs of other families first
+            top_d = read_design(top.candidate.code)
+            if not kept and top_d is not None and self._explorable(top, top_d, p):
+                kept = sorted(others, key=lambda e: getattr(read_design(e.candidate.code),
+                                                            "family", None) == top_d.family)
+            others = kept
         exact = measured and measured[0].result.score <= self._floor()
         if self.strategy == "accuracy" or not others or exact:  # nothing left to gain when exact
             pick = top
@@ -298,39 +306,65 @@ class BuiltinJudge:
                             patch=patch, justification=self._why(base, reason))
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
         least = order(fam, d, p) if scored and self._accuracy() else None
-        return self._switch(task, p, base, run_or_tried | seen, least) or self._decline(
-            base, "every move of this solver that could change its score measurably has been "
-                  "tried or is predicted below the saturation factor, and no untried catalogue "
-                  "design is predicted at least as accurate")
+        return self._switch(task, p, base, run_or_tried | seen, least) \
+            or self._explore(task, p, base, d, run_or_tried | seen, blocked, failed) \
+            or self._decline(
+                base, "every move of this solver that could change its score measurably has "
+                      "been tried or is predicted below the saturation factor, and no untried "
+                      "catalogue design is predicted at least as accurate")
+
+    def _budget_left(self) -> bool:
+        """Evaluations the user granted (--max-evals) and not spent yet. Without a limit the
+        predictions decide (the rounds are then the only bound)."""
+        i = self._info
+        return i is not None and i.eval_limit is not None and i.evals_used < i.eval_limit
+
+    def _explorable(self, base: PoolEntry, d: Design, p: Problem) -> bool:
+        """Evaluations left, a measured score above the floor, no time objective met, and a
+        design that is not exact in space and time (nothing beats that)."""
+        r = base.result
+        return (self._budget_left() and r is not None and r.score is not None
+                and r.score > self._floor() and not self._speed(r)
+                and min(family(d.family).orders(d, p)) < 8)
+
+    def _explore(self, task, p, base, d, seen, blocked, failed) -> Proposal | None:
+        """With evaluations left and the score above the floor, predictions do not end the
+        search (issue 26): the best untried design of another family, whatever its predicted
+        order (a formal order is no measurement: an order-6 method of lines beat the cosine
+        series' ETDRK4 on FitzHugh-Nagumo), else the family's own refinements the predictions
+        had set aside."""
+        if not self._explorable(base, d, p):
+            return None
+        others = [o for o in candidate_designs(p) if o.family != d.family
+                  and design_key(o, p) not in seen]
+        if others:
+            new = others[0]
+            self._claim(design_key(new, p))
+            return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],
+                            title=f"rewrite: {family(new.family).title(new, p)}",
+                            code=render(task, new, p), justification=self._why(
+                                base, "no design is predicted more accurate, but a prediction"
+                                      " is not a measurement and evaluations remain: the best"
+                                      " untried design of another family"))
+        fam = family(d.family)
+        present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
+        for axis, value, reason in fam.moves(d, p, "accuracy", failed):
+            new = d.with_(**{axis: value})
+            k = fam.key(new, p)
+            if axis not in present or k in seen or k == fam.key(d, p):
+                continue
+            self._claim(k)
+            return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],
+                            title=f"{axis} -> {value}", patch=constant_patch(
+                                base.candidate.code, {axis: value}) + retitle(
+                                base.candidate.code, fam.title(new, p)),
+                            justification=self._why(base, f"{reason}; predicted below the"
+                                                    " saturation factor, tried since evaluations"
+                                                    " remain"))
+        return None
 
     def _agreement(self, entries: list[PoolEntry]) -> str:
-        """Without a reference floor: do designs of two different method families agree on the
-        lowest score within the tie tolerance? Then that score is the reference's own error
-        (two independent discretisations cannot share their errors, only the data's), every
-        change of design is predicted to move the score by less than the tie, and no evaluation
-        is spent on one. Returns why, or "" when they do not agree (or a floor is known)."""
-        i = self._info
-        if i is None or i.rule.reference_floor is not None or i.feedback != "nrmse":
-            return ""
-        scored = {}
-        for e in entries:
-            r = e.result
-            d = read_design(e.candidate.code)
-            if r is None or r.score is None or d is None:
-                continue
-            if d.family not in scored or r.score < scored[d.family][0]:
-                scored[d.family] = (r.score, e.candidate.id)
-        if len(scored) < 2:
-            return ""
-        (low, a), *rest = sorted(scored.values())
-        tie = low * (1 + max(Rule.of(i).tie_tolerance, 0.0))
-        close = [(s, cid) for s, cid in rest if s <= tie]
-        if not close:
-            return ""
-        return (f"{a} ({low:.3e}) and {close[0][1]} ({close[0][0]:.3e}), designs of different "
-                f"method families, agree within the {100 * Rule.of(i).tie_tolerance:g} % tie: "
-                "their common score is the reference's own error, which no change of design "
-                "can be told apart from")
+        return agreement(entries, self._info)
 
     def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], fam: str) -> set[str]:
         """Axes whose change, measured on a child of ``base``, did not pay off (the child's
@@ -424,15 +458,26 @@ class BuiltinJudge:
         return proposal.model_copy(update={"patch": None, "code": code})
 
     async def debug(self, entry: PoolEntry) -> Proposal:
-        """A failed run: the family's repair (smaller steps, more dissipation, an implicit
-        viscous step after a timeout), on axes the solver has; else another catalogue design."""
+        """A failed run, cured by its cause (:mod:`pdesharp.builtin.diagnosis`): a blow-up or
+        a timeout by the family's repair (smaller steps, more dissipation, an implicit viscous
+        step), a programming error by the catalogue's own code of the design (when the file was
+        edited) or another design; else another catalogue design."""
         d = read_design(entry.candidate.code)
         bid = entry.candidate.id
-        status = entry.result.status if entry.result is not None else "error"
-        msg = entry.result.message if entry.result is not None else ""
+        r = entry.result
+        status = r.status if r is not None else "error"
+        kind = cause(status, r.error_type if r is not None else "")
+        why = said(status, r.error_type if r is not None else "")
         task = self._task
         p = self._try_problem(task) if task is not None else None
-        if d is not None and p is not None:
+        if d is not None and p is not None and kind == "code":
+            own = render(task, d, p)
+            if own != entry.candidate.code:
+                return Proposal(judge=self.name, base=bid, parents=[bid],
+                                title=f"debug: the catalogue's code of {d.family}", code=own,
+                                justification=f"the run failed ({why}); the file differs from"
+                                              " the catalogue's code of its design: that code")
+        if d is not None and p is not None and kind != "code":
             fam = family(d.family)
             present = {m["name"] for m in CONSTANT_LINE.finditer(header(entry.candidate.code))}
             changes = {k: v for k, v in fam.repair(d, p, status).items() if k in present}
@@ -444,16 +489,20 @@ class BuiltinJudge:
                     title="debug: " + ", ".join(f"{k} -> {v}" for k, v in changes.items()),
                     patch=constant_patch(entry.candidate.code, changes) + retitle(
                         entry.candidate.code, fam.title(new, p)),
-                    justification=f"the run failed ({status}: {msg[:200]}); the family's usual"
-                                  " cure for this failure")
+                    justification=f"the run failed ({why}); the family's usual cure for this"
+                                  " failure")
         if p is not None:
-            prop = self._switch(task, p, entry, self._seen([entry], p))
+            seen = self._seen([entry], p)
+            if d is not None and kind == "code":  # the family's code failed: another family
+                seen |= {design_key(o, p) for o in candidate_designs(p) if o.family == d.family}
+            prop = self._switch(task, p, entry, seen) or self._switch(task, p, entry,
+                                                                     self._seen([entry], p))
             if prop is not None:
-                return prop.model_copy(update={"justification": f"the run failed ({status}:"
-                                               f" {msg[:200]}); no axis of this design cures it:"
-                                               " trying another catalogue design"})
+                return prop.model_copy(update={"justification": f"the run failed ({why}); no"
+                                               " axis of this design cures it: trying another"
+                                               " catalogue design"})
         # nothing to change: resubmitting identical code is looked up, not run again
         return Proposal(judge=self.name, base=bid, parents=[bid], title="unchanged",
                         code=entry.candidate.code,
-                        justification=f"the run failed ({status}); the catalogue has nothing"
+                        justification=f"the run failed ({why}); the catalogue has nothing"
                                       " untried to offer")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pdesharp.boundary import BoundaryError, task_boundary
+from pdesharp.boundary import (BoundaryError, IncompleteBoundary, require_complete,
+                               task_boundary)
 
 LLM_HINT = ("use a language model for it, e.g. `pdesharp solve TASK --model openai:gpt-4o`"
             " (see docs/models.md)")
@@ -37,9 +38,13 @@ class UnsupportedTask(ValueError):
 
 
 def boundary_or_refuse(task):
-    """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error."""
+    """The task's boundary spec, or an UnsupportedTask that quotes the boundary and the error
+    (a boundary that says too little or names what the task lacks is the user's to fix: the
+    message says what to write, not to use a language model)."""
     try:
-        return task_boundary(task)
+        spec = task_boundary(task)
+        require_complete(spec, task.system)
+        return spec
     except BoundaryError as exc:
         from pdesharp.expressible import PREAMBLE, inexpressible
         from pdesharp.untrusted import one_line
@@ -48,6 +53,9 @@ def boundary_or_refuse(task):
             a: list(v) for a, v in task.domain.items()}})
         if what is not None:  # an interface, a moving side, a condition at infinity
             raise UnsupportedTask.said(f"{one_line(task.name, 60)}: {what} {PREAMBLE}.") from None
+        if isinstance(exc, IncompleteBoundary):  # grammar, but too little or a wrong name
+            raise UnsupportedTask.said(f"{one_line(task.name, 60)}: the boundary"
+                                       f" {one_line(task.boundary, 120)!r}: {exc}") from None
         raise UnsupportedTask(f"the boundary {task.boundary!r}: {exc}", hint="") from None
 
 

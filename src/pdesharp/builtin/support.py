@@ -95,12 +95,13 @@ def _failed(what: str) -> str:
 def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     from pdesharp.builtin.analyst import BuiltinAnalyst
     from pdesharp.builtin.author import design_facts, problem, render
+    from pdesharp.builtin.code_names import code_task
     from pdesharp.builtin.families import applicable, candidate_designs, family
     from pdesharp.builtin.refusal import UnsupportedTask
     from pdesharp.builtin.structure import EllipticProblem, structure
 
     try:
-        struct = structure(task)
+        struct = structure(code_task(task))
         analysis = BuiltinAnalyst(data_dir=data_dir, dev_data=dev_data).analyse_sync(task)
     except UnsupportedTask as exc:
         return Support(supported=False, reason=str(exc))

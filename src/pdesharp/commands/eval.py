@@ -83,7 +83,7 @@ def run(args) -> int:
         result = ev.evaluate_sync(code, split=args.split, feedback=args.feedback,
                                   label=path.stem, plot_path=Path(args.plot) if args.plot else None,
                                   prediction_path=Path(args.prediction) if args.prediction else None)
-    except (DataNotFound, DataError) as exc:  # missing, or refused (links, declared size)
+    except (DataNotFound, DataError) as exc:  # missing, refused (links, declared size), or made for another task: one line
         fail(str(exc))
     if args.json_out:
         data = result.model_dump(mode="json")

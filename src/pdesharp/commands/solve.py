@@ -238,6 +238,7 @@ def cmd_solve(args) -> int:
     except ValueError as exc:
         fail(str(exc))
     task = load_task(config.task)
+    _data_fits(task, config)
     run_id = args.run_id or new_run_id(task.name)
     try:
         path_component(run_id, "--run-id")
@@ -252,6 +253,24 @@ def cmd_solve(args) -> int:
         shutil.rmtree(Path(config.out) / run_id, ignore_errors=True)
         fail(f"cannot create a run folder under {config.out}: {exc}")
     return run_solve(task, config, store, quiet=args.quiet, fresh=True)
+
+
+def _data_fits(task, config: SolveConfig) -> None:
+    """Data that cannot be this task's (1D arrays for a 2D task, missing keys) refused in one
+    line before a run folder exists or any solver runs; missing data is the run's to report."""
+    from pdesharp.data.paths import DataNotFound, resolve_split
+    from pdesharp.data.reference import DataError, load_reference
+
+    for split, explicit in (("dev", config.dev_data), ("test", config.test_data)):
+        try:
+            path = resolve_split(task, split, data_dir_override=config.data_dir,
+                                 explicit=explicit)
+        except DataNotFound:
+            continue
+        try:
+            load_reference(task, path, limit=1)
+        except DataError as exc:
+            fail(f"the {split} data do not fit task {task.name!r}: {exc}")
 
 
 def _llm_opts(args) -> dict:

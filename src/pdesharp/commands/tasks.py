@@ -162,4 +162,20 @@ def check(task, data_dir=None, dev_data=None) -> int:
         print(f"    - {d}")
     for n in got.notes:
         print(f"  note: {n}")
+    print(f"  reference data: {_generator_word(task)}")
     return 0
+
+
+def _generator_word(task) -> str:
+    """Whether `pdesharp data generate` can make the task's reference data, and why not."""
+    from pdesharp.data.generate import GENERATORS
+    from pdesharp.untrusted import one_line
+
+    if task.name in GENERATORS:
+        return f"`pdesharp data generate {task.name}` makes them (its own generator)"
+    from pdesharp.data.generate.generic import verdict
+
+    why = verdict(task)
+    if why is None:
+        return "`pdesharp data generate TASK.yaml` makes them (generic spectral generator)"
+    return f"`pdesharp data generate` cannot make them: {one_line(why, 400)}"

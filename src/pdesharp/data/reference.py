@@ -61,6 +61,23 @@ def sample_indices(n: int, samples: str | None = None, limit: int | None = None)
     return range(start, stop)
 
 
+def _check_dimensions(task: Task, path: Path, fields: dict, coeffs: dict) -> None:
+    """Data made for another task (1D arrays for a 2D task) refused in one line, before any
+    solver sees it."""
+    axes = task.equation.space
+    lead = ["batch"] if task.steady else ["batch", "frames"]
+    for kind, table, keys, extra in (("field", fields, task.data.fields, len(lead)),
+                                     ("coefficient", coeffs, task.data.coefficients, 1)):
+        for name, arr in table.items():
+            if arr.ndim != extra + len(axes):
+                want = ", ".join((lead if kind == "field" else ["batch"]) + ["N"] * len(axes))
+                raise DataError(
+                    f"{path}: the {kind} {name!r} ({keys[name]!r}) has shape"
+                    f" {list(arr.shape)}, {arr.ndim - extra} space axis{'es' if arr.ndim - extra != 1 else ''}; task {task.name!r} is"
+                    f" {len(axes)}D ({', '.join(axes)}) and needs [{want}]: data made for"
+                    " another task? (`pdesharp data generate TASK.yaml` makes the task's own)")
+
+
 def load_reference(task: Task, path: str | Path, samples: str | None = None,
                    limit: int | None = None) -> ReferenceData:
     """Load ``path`` with the task's HDF5 keys; ``samples`` like "last:50", ``limit`` caps B."""
@@ -89,6 +106,7 @@ def load_reference(task: Task, path: str | Path, samples: str | None = None,
             t = hdf5.read(hdf5.dataset(h5, spec.t_key, path), path=path, key=spec.t_key)
         if spec.x_key and hdf5.has(h5, spec.x_key):
             x = hdf5.read(hdf5.dataset(h5, spec.x_key, path), path=path, key=spec.x_key)
+    _check_dimensions(task, path, fields, coeffs)
     shapes = {k: v.shape for k, v in fields.items()}
     if len({s for s in shapes.values()}) != 1:
         raise DataError(f"{path}: fields have different shapes {shapes}")

@@ -457,6 +457,12 @@ def _prolong_conservative(u, r):
 
 def _init_state(W0, prm):
     r = int(REFINE) if len(W0[0].shape) == 2 else 1
+    if r > 1 and PERIODIC and NODES:
+        # point values at the nodes (not cell averages): band-limited refinement, and the fine
+        # solution sampled back at the nodes at output; averaging fine cells (or a linear
+        # prolongation) would add an O(h^2) error that no refinement removes
+        fine = [_prolong_fourier(np.asarray(w, dtype=float), r) for w in W0]
+        return np.array(to_conservative(fine, prm)), _grid(fine[0].shape[1:], r)
     if r > 1 and not PERIODIC:
         # between walls the conserved quantities are refined conservatively, and averaged back
         # at output: the output cells hold the fine solution's cell averages (a shock inside a
@@ -470,6 +476,8 @@ def _init_state(W0, prm):
 
 def _output(U, grid, prm):
     r = grid["refine"]
+    if r > 1 and PERIODIC and NODES:
+        return [np.asarray(w)[..., ::r] for w in to_primitive(U, prm)]
     if r > 1 and not PERIODIC:
         return list(to_primitive(np.array([_restrict(np.asarray(u), r) for u in U]), prm))
     return [_restrict(np.asarray(w), r) for w in to_primitive(U, prm)]

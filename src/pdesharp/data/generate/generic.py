@@ -392,6 +392,18 @@ def check_task(task: Task) -> None:
     check_supported(task, bounded=_bounded(task))
 
 
+def verdict(task: Task) -> str | None:
+    """Why the generic generators cannot make ``task``'s reference data, or None if they can
+    (what ``pdesharp tasks check`` says before anyone runs ``data generate``)."""
+    try:
+        check_task(task)
+        if not task.steady:
+            compile_system(task, bounded=_bounded(task))
+    except (UnsupportedTask, ValueError) as exc:
+        return str(exc)
+    return None
+
+
 def _bounded(task: Task) -> bool:
     """A time-dependent task whose boundary is not periodic: the Chebyshev generator's."""
     from pdesharp.data.generate.generic_symbolic import _has_walls

@@ -230,10 +230,11 @@ def check_supported(task: Task, bounded: bool = False) -> None:
             "pdesharp.data.generate.steady; the darcy task has its own generator)")
     periodic = task.boundary.strip().lower().startswith("periodic")
     if bounded:
-        from pdesharp.boundary import BoundaryError, task_boundary
+        from pdesharp.boundary import BoundaryError, require_complete, task_boundary
 
         try:
             spec = task_boundary(task)
+            require_complete(spec, task.system)
         except BoundaryError as exc:
             raise UnsupportedTask(f"task {task.name!r}: the boundary {task.boundary!r} cannot be"
                                   f" read: {exc}") from None
@@ -257,6 +258,43 @@ def check_supported(task: Task, bounded: bool = False) -> None:
     if len(eq.equations) != len(eq.unknowns):
         raise UnsupportedTask(
             f"task {task.name!r} has {len(eq.equations)} equations for {len(eq.unknowns)} unknowns")
+    _refuse_what_spectral_cannot_follow(task, bounded)
+
+
+def _refuse_what_spectral_cannot_follow(task: Task, bounded: bool) -> None:
+    """Problems the spectral generators accept and then fail on every draw, refused up front:
+    shocks between walls (a nonlinear flux and no second derivative anywhere: the smooth draws
+    steepen into discontinuities) and third or higher derivatives between walls (the Chebyshev generator
+    needs more conditions per end than a task states)."""
+    from pdesharp.boundary import derivative_orders
+
+    system = task.system
+    orders = derivative_orders(system)
+    funcs = [system.function(u) for u in system.unknowns]
+    # (between walls only: on a periodic box a smooth window before the shock forms is a fair
+    # request, and the draws say when it is not)
+    if bounded and max(orders.values(), default=0) == 1:
+        for e in system.exprs:
+            for term in sp.Add.make_args(sp.expand(e.doit())):
+                d = [f for f in sp.Mul.make_args(term) if isinstance(f, sp.Derivative)
+                     and set(f.variables) <= set(system.coords)]
+                rest = term / d[0] if d else None
+                if rest is not None and rest.has(*funcs):
+                    raise UnsupportedTask(
+                        f"task {task.name!r}: a nonlinear flux and no viscosity (no second"
+                        " derivative): its solutions form shocks, which the spectral generators"
+                        " cannot follow; supply reference data made by a shock-capturing scheme"
+                        " or an exact solution (--dev-data; examples/tasks/make_reference.py"
+                        " shows both)")
+    if bounded:
+        high = sorted({(u, a, k) for (u, a), k in orders.items() if k >= 3})
+        if high:
+            u, a, k = high[0]
+            raise UnsupportedTask(
+                f"task {task.name!r}: d{a}({u}, {k}) between walls: the Chebyshev generator needs"
+                f" {(k + 1) // 2} conditions per end and a task states one; supply reference data"
+                " (e.g. by the even or odd extension to a periodic box, as"
+                " examples/tasks/make_reference.py does)")
 
 
 def _has_walls(task: Task) -> bool:
@@ -311,6 +349,12 @@ def compile_system(task: Task, bounded: bool = False) -> CompiledSystem:
                 continue
             d = tder[0]
             coeff = sp.Mul(*[f for f in factors if f is not d])
+            if len(tder) == 1 and d.variables == (t,) and d.expr.has(sp.Derivative):
+                raise UnsupportedTask(
+                    f"equation {i + 1}: the time derivative of a space derivative (a"
+                    " Sobolev-type term such as BBM's dt(u - dx(u, 2))): the generic generators"
+                    " need dt(q) with q free of space derivatives; supply reference data"
+                    " (--dev-data; examples/tasks/make_reference.py makes the example's)")
             if len(tder) > 1 or d.variables != (t,) or coeff.has(sp.Derivative) \
                     or d.expr.has(sp.Derivative):
                 raise UnsupportedTask(

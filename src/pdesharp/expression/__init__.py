@@ -26,87 +26,20 @@ from collections.abc import Callable, Mapping
 import sympy as sp
 
 from pdesharp.clock import TimeUp, within
+from pdesharp.expression.rules import (  # noqa: F401  (the public names are read here)
+    ALIASES, ARITY, CONSTANTS, ELEMENTARY, EVALUATION_BUDGET, FUNCTIONS, MAX_DEPTH, MAX_DIGITS,
+    MAX_FLOAT, MAX_LENGTH, MAX_NODES, MAX_NUMBER_POWER, MAX_POWER, SPECIAL,
+    SPECIAL_ARGUMENT_LIMIT, TIME_BUDGET, _ARITHMETIC, _COMPARE, _OPERATOR_WORDS, _REFUSED,
+    ExpressionError, UndeclaredNames,
+)
+from pdesharp.expression.source import (_at, _check_brackets, _keywords_as_names,
+                                        _syntax_place, split_equation)  # noqa: F401
 from pdesharp.untrusted import one_line
-
-# --- the allowlists (data) -------------------------------------------------------------------
-# Mathematical functions a formula may call. Elementary functions take any number; "special"
-# ones (SymPy evaluates them on numbers with series that grow with the argument) only numbers
-# up to SPECIAL_ARGUMENT_LIMIT in size. Left out on purpose: functions whose evaluation on an
-# integer grows without bound (factorial, binomial, polygamma, incomplete gamma, Bernoulli...),
-# anything that takes a string (S, Symbol, sympify) and anything that is not a function.
-ELEMENTARY = (
-    "sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "acot", "atan2",
-    "sinh", "cosh", "tanh", "coth", "sech", "csch", "asinh", "acosh", "atanh",
-    "exp", "log", "sqrt", "cbrt", "Abs", "sign", "floor", "ceiling", "Min", "Max",
-    "Heaviside", "Piecewise", "re", "im",
-)
-SPECIAL = (
-    "erf", "erfc", "erfi", "erfinv", "erfcinv", "gamma", "loggamma", "digamma", "beta",
-    "besselj", "bessely", "besseli", "besselk", "airyai", "airybi", "expint", "Ei", "Si", "Ci",
-    "Shi", "Chi", "LambertW", "sinc", "zeta", "dirichlet_eta", "fresnels", "fresnelc",
-    "elliptic_k", "elliptic_e",
-)
-# Python spellings that mean the SymPy function (``abs(u)`` was Python's abs on a SymPy object)
-ALIASES = {"abs": "Abs", "min": "Min", "max": "Max", "ln": "log"}
-# at most this many arguments (zeta(s) only: the Hurwitz form zeta(s, a) is slow on numbers)
-ARITY = {"zeta": 1, "Min": 16, "Max": 16, "Piecewise": 16}
-FUNCTIONS: dict[str, Callable] = {n: getattr(sp, n) for n in ELEMENTARY + SPECIAL}
-FUNCTIONS.update({a: getattr(sp, n) for a, n in ALIASES.items()})
-# Names with a fixed meaning unless the caller declares the name for something else.
-CONSTANTS: dict[str, sp.Basic] = {
-    "pi": sp.pi, "E": sp.E, "I": sp.I, "oo": sp.oo,
-    "EulerGamma": sp.EulerGamma, "GoldenRatio": sp.GoldenRatio, "Catalan": sp.Catalan,
-}
-_ARITHMETIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
-               ast.Pow: "__pow__"}
-_COMPARE = {ast.Lt: sp.Lt, ast.LtE: sp.Le, ast.Gt: sp.Gt, ast.GtE: sp.Ge, ast.Eq: sp.Eq,
-            ast.NotEq: sp.Ne}
-# What a refused construct is called in the error message.
-_REFUSED = {
-    ast.Lambda: "a lambda", ast.IfExp: "a conditional `a if c else b` (use Piecewise)",
-    ast.ListComp: "a comprehension", ast.SetComp: "a comprehension",
-    ast.DictComp: "a comprehension", ast.GeneratorExp: "a comprehension",
-    ast.List: "a list", ast.Set: "a set", ast.Dict: "a dict", ast.Tuple: "a tuple",
-    ast.NamedExpr: "an assignment `:=`", ast.Starred: "a starred argument",
-    ast.JoinedStr: "an f-string", ast.FormattedValue: "an f-string", ast.Await: "await",
-    ast.Yield: "yield", ast.YieldFrom: "yield", ast.Slice: "a slice",
-    ast.BoolOp: "`and`/`or` (use & and | between conditions)",
-}
-_OPERATOR_WORDS = {ast.FloorDiv: "`//`", ast.Mod: "`%`", ast.MatMult: "`@`", ast.LShift: "`<<`",
-                   ast.RShift: "`>>`", ast.BitAnd: "`&`", ast.BitOr: "`|`",
-                   ast.Not: "`not`", ast.Invert: "`~`"}
-
-# --- the bounds ------------------------------------------------------------------------------
-MAX_LENGTH = 2000            # characters of one formula
-MAX_DEPTH = 100              # nesting of the syntax tree (and of parentheses)
-MAX_NODES = 2000             # nodes of the syntax tree
-MAX_DIGITS = 100             # digits of an exact number (integer, numerator or denominator)
-MAX_FLOAT = 1e308            # magnitude of a floating-point number (the double range)
-MAX_POWER = 16               # integer power of anything but a number (u**16; (1 + x)**16)
-MAX_NUMBER_POWER = 400       # power of a number (10**-12, 2**100): its result is bounded too
-SPECIAL_ARGUMENT_LIMIT = 100  # |number| a special function may be evaluated at
-TIME_BUDGET = 10.0           # seconds for building one formula (ms for honest ones)
-EVALUATION_BUDGET = 2.0      # seconds for evaluating one formula at numbers (ms for honest ones)
-
-
-class ExpressionError(ValueError):
-    """A formula was refused or does not parse; the message names the construct and where."""
-
-
-class UndeclaredNames(ExpressionError):
-    """The formula uses names its context does not declare (``names``, sorted)."""
-
-    def __init__(self, names: list[str], where: str):
-        self.names, self.where = names, where
-        super().__init__(f"{where} uses undeclared names {names}")
-
-    def __reduce__(self):  # pickles (a formula built in a child process, pdesharp.clock)
-        return type(self), (self.names, self.where)
 
 
 def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
          operators: Mapping[str, Callable] = {}, free_symbols: bool = False,
-         caret_is_power: bool = False, relations: bool = False) -> sp.Basic:
+         caret_is_power: bool = False, relations: bool = False, column: int = 1) -> sp.Basic:
     """The SymPy expression of ``text``.
 
     ``where`` says what the text is ("equation 1"), for messages. ``names`` are the symbols,
@@ -114,28 +47,36 @@ def read(text: str, *, where: str, names: Mapping[str, sp.Basic] = {},
     callables (``dx(e, 2)``), called with already built SymPy arguments. With ``free_symbols``
     every other bare name is a plain ``Symbol`` (a model's formula in its own notation). With
     ``caret_is_power``, ``^`` means ``**`` (as ``sympify`` read it); otherwise it is refused with
-    a hint. ``relations`` allows comparisons at the top level.
+    a hint. ``relations`` allows comparisons at the top level. ``column`` is where ``text``
+    starts in the caller's own text (one side of an equation), so that the columns messages
+    name are the user's.
     """
     if not isinstance(text, str):
         raise ExpressionError(f"{where}: expected a formula as text, got {type(text).__name__}")
     source = text.strip()
     if not source:
         raise ExpressionError(f"{where} is empty")
+    offset = column - 1 + len(text) - len(text.lstrip())
     if len(source) > MAX_LENGTH:
         raise ExpressionError(f"{where} is {len(source)} characters long; at most {MAX_LENGTH}")
-    _check_brackets(source, where)
+    _check_brackets(source, where, offset)
     if caret_is_power:  # as sympify's convert_xor: the token, so dx^2/2 is (dx**2)/2
         source = source.replace("^", "**")
+    parsed, keywords = _keywords_as_names(source, names)
     try:
         with warnings.catch_warnings():  # "'int' object is not callable" for 2(u): refused below
             warnings.simplefilter("ignore")
-            tree = ast.parse(source, mode="eval")
+            tree = ast.parse(parsed, mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"{where} is not a formula: {exc.msg} ({_at(exc.lineno, exc.offset)})"
-                              ) from None
+        raise ExpressionError(f"{where} is not a formula: {exc.msg}"
+                              f" ({_syntax_place(exc, source, offset)})") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, deep nesting
         raise ExpressionError(f"{where} is not a formula: {exc}") from None
+    for node in ast.walk(tree) if keywords else ():
+        if isinstance(node, ast.Name) and node.id in keywords:
+            node.id = keywords[node.id]
     builder = _Builder(source, where, names, operators, free_symbols, relations)
+    builder.offset = offset
     builder.check(tree.body)
     try:
         return within(TIME_BUDGET, lambda: builder.build(tree.body))
@@ -179,56 +120,19 @@ def evaluate(expr: sp.Basic, values: Mapping, *, where: str,
         raise ExpressionError(f"{where} does not evaluate: {one_line(exc, 160)}") from None
 
 
-def split_equation(text: str) -> list[str]:
-    """``text`` cut at each ``=`` outside brackets that is not part of ``<= >= == !=`` (so a
-    Piecewise condition ``x <= 1`` stays whole): one part for ``expr``, two for ``lhs = rhs``."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "=" and depth == 0 and text[i - 1:i] not in ("<", ">", "=", "!") \
-                and text[i + 1:i + 2] != "=":
-            parts.append(text[start:i])
-            start = i + 1
-    return parts + [text[start:]]
-
-
-def _at(line: int | None, column: int | None) -> str:
-    return f"line {line}, column {column}" if line and line > 1 else f"column {column}"
-
-
-def _check_brackets(source: str, where: str) -> None:
-    """Unbalanced parentheses say so (the parser says "EOF in multi-line statement")."""
-    stack: list[tuple[str, int]] = []
-    pairs = {")": "(", "]": "[", "}": "{"}
-    for i, ch in enumerate(source):
-        if ch in "([{":
-            stack.append((ch, i))
-            if len(stack) > MAX_DEPTH:
-                raise ExpressionError(f"{where} nests brackets more than {MAX_DEPTH} deep")
-        elif ch in pairs:
-            if not stack or stack[-1][0] != pairs[ch]:
-                raise ExpressionError(f"unbalanced parentheses in {where}: an extra '{ch}' at"
-                                      f" column {i + 1}")
-            stack.pop()
-    if stack:
-        ch, i = stack[-1]
-        raise ExpressionError(f"unbalanced parentheses in {where}: the '{ch}' at column {i + 1}"
-                              " is never closed")
-
-
 class _Builder:
     def __init__(self, source, where, names, operators, free_symbols, relations):
         self.source, self.where = source, where
         self.names, self.operators = dict(names), dict(operators)
         self.free, self.relations = free_symbols, relations
+        self.offset = 0  # where the source starts in the caller's text (columns of messages)
 
     # -- checking: every node against the allowlist, before anything is built ---------------
     def refuse(self, node: ast.AST, what: str) -> ExpressionError:
         line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
         if isinstance(node, ast.Attribute) and node.end_col_offset is not None:
             line, col = node.end_lineno, node.end_col_offset - len(node.attr) - 1  # the dot
-        at = f" ({_at(line, col + 1)})" if col is not None else ""
+        at = f" ({_at(line, col + 1, self.offset)})" if col is not None else ""
         return ExpressionError(f"{what} is not allowed in {self.where}{at}")
 
     def segment(self, node: ast.AST) -> str:
@@ -236,6 +140,7 @@ class _Builder:
 
     def check(self, root: ast.AST) -> None:
         undeclared: set[str] = set()
+        self.called: set[str] = set()
         todo = [(root, 0, False)]  # (node, depth, inside a condition)
         count = 0
         while todo:
@@ -247,7 +152,10 @@ class _Builder:
             children = self.check_node(node, cond, undeclared)
             todo.extend((c, depth + 1, cc) for c, cc in reversed(children))
         if undeclared:
-            raise UndeclaredNames(sorted(undeclared), self.where)
+            known = set(self.names) | set(CONSTANTS)
+            functions = set(FUNCTIONS) | set(self.operators)
+            raise UndeclaredNames(sorted(undeclared), self.where, self.called & undeclared,
+                                  known, functions)
 
     def check_node(self, node, cond, undeclared) -> list[tuple[ast.AST, bool]]:
         if isinstance(node, ast.Constant):
@@ -299,6 +207,7 @@ class _Builder:
             if self.free:
                 raise self.refuse(node, f"the function `{one_line(name, 40)}(...)`")
             undeclared.add(name)
+            self.called.add(name)
         elif not (name in self.names or name in CONSTANTS or self.free):  # free: Symbol(name)
             if name in self.operators or name in FUNCTIONS:
                 raise self.refuse(node, f"`{name}` without arguments")
@@ -350,7 +259,7 @@ class _Builder:
                 return (a & b) if op is ast.BitAnd else (a | b)
             if op is ast.Pow:
                 self.check_power(node, a, b)
-            return self.bounded(node, getattr(a, _ARITHMETIC[op])(b))
+            return self.bounded(node, _ARITHMETIC[op](a, b))
         if isinstance(node, ast.Compare):
             left = self.sized(node, "a comparison", self.build(node.left))
             parts = []
