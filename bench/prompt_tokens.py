@@ -4,10 +4,12 @@ Each fixture in tests/fixtures/bridge_* is replayed through the real pipeline wi
 helpers of the test suite (recorded replies by tag, judge and call order; recorded results by
 code sha256), exactly as its regression test does; the prompts the current code sends are
 counted per role: calls, characters sent (every message of every call, as the endpoint receives
-them) and estimated tokens (4 characters per token, the ScriptedModel's estimate). Run it before
-and after a prompt change on the same fixtures; the numbers are deterministic (no timings).
+them), estimated tokens (4 characters per token, the ScriptedModel's estimate) and the tokens
+no provider prefix cache can serve (those past the longest common prefix with any earlier
+request: tests/pipeline/test_prompt_economy.py's measure). Run it before and after a prompt
+change on the same fixtures; the numbers are deterministic (no timings).
 
-    python bench/prompt_tokens.py [--fixture burgers cubic floor objective]
+    python bench/prompt_tokens.py [--fixture burgers burgers_codepde cubic floor]
 """
 
 from __future__ import annotations
@@ -65,19 +67,43 @@ def _floor(tmp):
                                 max_evals=8, max_samples=4, floor_saturation=True)[0]
 
 
-FIXTURES = {"burgers": _burgers, "cubic": _cubic, "floor": _floor}
+def _burgers_codepde(tmp):
+    """The real-reply Burgers run of issue 24 in the paper's set-up (no floor)."""
+    from test_bridge_replay import BridgeReplies, RecordedEvaluator
+    from test_prompt_economy import FIXTURE, paper_setup, run
+
+    from pdesharp.llm.scripted import ScriptedModel
+
+    config, store = paper_setup(tmp)
+    replies = BridgeReplies(FIXTURE)
+    run(config, store, ScriptedModel(replies.answer, name="replay:bridge"),
+        RecordedEvaluator(FIXTURE))
+    return store
 
 
-def measure(name: str) -> dict[str, dict[str, int]]:
+FIXTURES = {"burgers": _burgers, "burgers_codepde": _burgers_codepde, "cubic": _cubic,
+            "floor": _floor}
+
+
+def measure(name: str) -> tuple[dict[str, dict[str, int]], int]:
+    """Per role: calls, characters and tokens no prefix cache serves; and the run's counted
+    evaluations."""
+    from test_prompt_economy import requests, uncacheable
+
     with tempfile.TemporaryDirectory() as tmp:
         store = FIXTURES[name](Path(tmp))
-        out: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "chars": 0})
-        for tag, messages in store.db.execute("SELECT tag, messages FROM model_calls"):
+        out: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "chars": 0, "new": 0})
+        chars = [sum(len(m["content"]) for m in json.loads(messages)) for (messages,) in
+                 store.db.execute("SELECT messages FROM model_calls WHERE error = '' "
+                                  "ORDER BY seq")]
+        for (tag, new), n in zip(uncacheable(requests(store)), chars):
             row = out[_role(tag)]
             row["calls"] += 1
-            row["chars"] += sum(len(m["content"]) for m in json.loads(messages))
+            row["chars"] += n
+            row["new"] += new
+        evaluations = store.n_feedback_evaluations
         store.close()
-    return dict(out)
+    return dict(out), evaluations
 
 
 def main() -> None:
@@ -85,14 +111,18 @@ def main() -> None:
     ap.add_argument("--fixture", nargs="*", default=list(FIXTURES), choices=list(FIXTURES))
     args = ap.parse_args()
     for name in args.fixture:
-        rows = measure(name)
+        rows, evaluations = measure(name)
         total = sum(r["chars"] for r in rows.values())
+        judges = sum(r["new"] for role, r in rows.items() if role.startswith("judge"))
         print(f"\n{name}: {sum(r['calls'] for r in rows.values())} calls, "
-              f"{total:,} characters sent, ~{total // 4:,} tokens")
-        print(f"  {'role':16s} {'calls':>5s} {'chars':>9s} {'~tokens':>8s} {'share':>6s}")
+              f"{total:,} characters sent, ~{total // 4:,} tokens; {evaluations} evaluations; "
+              f"judge tokens no prefix cache serves: {judges:,} "
+              f"({judges / max(evaluations, 1):,.0f} per evaluation)")
+        print(f"  {'role':16s} {'calls':>5s} {'chars':>9s} {'~tokens':>8s} {'share':>6s} "
+              f"{'uncached':>8s}")
         for role, r in sorted(rows.items(), key=lambda kv: -kv[1]["chars"]):
             print(f"  {role:16s} {r['calls']:5d} {r['chars']:9,d} {r['chars'] // 4:8,d} "
-                  f"{r['chars'] / total:6.1%}")
+                  f"{r['chars'] / total:6.1%} {r['new']:8,d}")
 
 
 if __name__ == "__main__":

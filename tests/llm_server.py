@@ -18,6 +18,13 @@ Failure injection for the transport's error paths::
     srv.malformed_next()                # HTTP 200 with a body that is not JSON
     srv.delay_s = 2.0                   # every reply waits 2 s (client timeouts)
 
+A provider's prompt cache, emulated: ``LLMServer(script, prefix_cache=True)`` reports, for a
+chat completion whose script reply leaves usage unset, ``prompt_tokens`` (4 characters a token
+of the request's messages, each as its role then its content) and, as
+``prompt_tokens_details.cached_tokens``, the whole tokens of its longest common prefix with any
+request answered before it arrived (a request in flight serves no other: as at a provider, a
+prefix is cached once a request with it has been processed).
+
 Every request is recorded (``srv.requests``), including the ones answered with an error, so a
 test can count retries and inspect exactly which parameters the client sent.
 
@@ -52,6 +59,7 @@ class ServerReply:
     prompt_tokens: int | None = None  # None: estimated from the request (4 chars/token)
     completion_tokens: int | None = None  # None: estimated from text
     cached_tokens: int | None = None  # reported as usage.prompt_tokens_details.cached_tokens
+    cache_write_tokens: int | None = None  # Anthropic's cache_creation_input_tokens
     reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
     model: str | None = None  # None: echo the requested model
     delay_s: float = 0.0
@@ -76,9 +84,21 @@ def _estimate(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # the longest n with a[:n] == b[:n]
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class LLMServer:
     def __init__(self, script: Sequence[str | ServerReply] | ScriptFn | None = None,
-                 *, models: Sequence[str] = ("test-model",), api_key: str | None = None):
+                 *, models: Sequence[str] = ("test-model",), api_key: str | None = None,
+                 prefix_cache: bool = False):
         self.script = script if callable(script) else list(script or [])
         self.models = list(models)
         self.api_key = api_key  # when set, requests without "Bearer <api_key>" get 401
@@ -86,6 +106,8 @@ class LLMServer:
         self.requests: list[RecordedRequest] = []
         self._failures: list[tuple[int, str]] = []  # (status, body) queued before the script
         self._served = 0  # chat completions answered from the script
+        self.prefix_cache = prefix_cache
+        self._answered: list[str] = []  # requests answered so far, as the cache sees them
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -214,6 +236,16 @@ class LLMServer:
                 time.sleep(self.delay_s)
             return failure
         reply = self._scripted(body, index)
+        text = ""
+        if self.prefix_cache and not anthropic:
+            text = "".join(f"<|{m.get('role')}|>{m.get('content')}"
+                           for m in body.get("messages", []))
+            with self._lock:
+                served = max((_common_prefix(text, a) for a in self._answered), default=0)
+            if reply.prompt_tokens is None:
+                reply.prompt_tokens = _estimate(text)
+            if reply.cached_tokens is None:
+                reply.cached_tokens = served // 4
         delay = reply.delay_s or self.delay_s
         if delay:
             time.sleep(delay)
@@ -222,7 +254,11 @@ class LLMServer:
                                                        "type": "test_error"}})
         if anthropic:
             return 200, json.dumps(self._anthropic_message(body, reply, index))
-        return 200, json.dumps(self._completion(body, reply, index))
+        answer = json.dumps(self._completion(body, reply, index))
+        if text:
+            with self._lock:
+                self._answered.append(text)
+        return 200, answer
 
     def _scripted(self, body: dict, index: int) -> ServerReply:
         if callable(self.script):
@@ -242,6 +278,7 @@ class LLMServer:
             str(m.get("content", "")) for m in body.get("messages", []))
         prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _estimate(prompt_text)
         cached = reply.cached_tokens or 0
+        written = reply.cache_write_tokens or 0
         stop = {"stop": "end_turn", "length": "max_tokens"}.get(reply.finish_reason,
                                                                 reply.finish_reason)
         return {
@@ -250,8 +287,9 @@ class LLMServer:
             "content": [{"type": "text", "text": reply.text}],
             "stop_reason": stop, "stop_sequence": None,
             # Anthropic counts cache reads outside input_tokens.
-            "usage": {"input_tokens": prompt - cached, "cache_read_input_tokens": cached,
-                      "cache_creation_input_tokens": 0,
+            "usage": {"input_tokens": prompt - cached - written,
+                      "cache_read_input_tokens": cached,
+                      "cache_creation_input_tokens": written,
                       "output_tokens": (reply.completion_tokens if reply.completion_tokens
                                         is not None else _estimate(reply.text))},
         }

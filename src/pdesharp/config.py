@@ -66,7 +66,7 @@ class SolveConfig(BaseModel):
     # what CodePDE's prompts give (comparisons with published numbers), "full" = everything.
     task_facts: FactsLevel = "full"
     genesis: GenesisMode = "independent"  # Genesis sampling (pdesharp.genesis)
-    prompt_budget: int = Field(CODE_BUDGET, ge=0)  # characters of solver code per judge prompt
+    prompt_budget: int = Field(CODE_BUDGET, ge=0)  # characters of solver code per judge message
     # Reference audit (pdesharp.audit): "auto" uses a cached audit of the dev data and computes
     # a missing one when it is cheap (pdesharp.audit.cost: a minute or less), "compute" computes
     # one first if none is cached (seconds to minutes), "off" ignores audits.

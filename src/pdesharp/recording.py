@@ -20,7 +20,7 @@ from pdesharp.store import RunStore
 
 
 def request_key(model: str, messages: list[Message], params: ChatParams) -> str:
-    payload = json.dumps({"model": model, "messages": [m.model_dump() for m in messages],
+    payload = json.dumps({"model": model, "messages": [m.record() for m in messages],
                           "params": params.model_dump()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -58,7 +58,9 @@ class RecordingModel:
             row = rows[n]
             reply = Reply(text=row["reply"], model=row["model"], cached=True,
                           usage=Usage(prompt_tokens=row["prompt_tokens"],
-                                      completion_tokens=row["completion_tokens"]))
+                                      completion_tokens=row["completion_tokens"],
+                                      cached_tokens=row["cached_tokens"] or 0,
+                                      cache_write_tokens=row["cache_write_tokens"] or 0))
             self.store.record_model_call(model=self.name, tag=params.tag, messages=messages,
                                          reply=reply, sample_index=params.sample_index,
                                          request_key=key, source="replay")

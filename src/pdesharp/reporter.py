@@ -343,18 +343,21 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
     if calls:
         lines += ["", "## Model calls", "",
                   "Tokens as the endpoint measured them (replayed calls show the tokens of the "
-                  "call they replay).", "",
-                  "| role | calls | prompt tokens (mean / max) | completion tokens (mean) |",
-                  "|---|---|---|---|"]
+                  "call they replay); cached: prompt tokens the provider's prompt cache served "
+                  "(priced at its cached rate).", "",
+                  "| role | calls | prompt tokens (mean / max) | cached (mean) | "
+                  "completion tokens (mean) |", "|---|---|---|---|---|"]
         lines += [f"| {c.tag} | {c.calls}" + (f" ({c.replayed} replayed)" if c.replayed else "")
-                  + f" | {c.prompt_mean:.0f} / {c.prompt_max} | {c.completion_mean:.0f} |"
-                  for c in calls]
+                  + f" | {c.prompt_mean:.0f} / {c.prompt_max} | {c.cached_mean:.0f} | "
+                  f"{c.completion_mean:.0f} |" for c in calls]
     lines += ["", "## Accounting", "",
               f"- Solver evaluations: {acc['evaluations']} ({acc['feedback_evaluations']} on "
               f"the feedback split, {acc['test_evaluations']} final test-split run); "
               f"debugging iterations: {acc['debug_iterations']}",
               f"- Model calls: {acc['model_calls']} paid, {acc['cached_model_calls']} from cache "
-              f"or replay; tokens in/out: {acc['tokens_in']}/{acc['tokens_out']}; "
+              f"or replay; tokens in/out: {acc['tokens_in']}/{acc['tokens_out']} "
+              f"({acc.get('tokens_in_cached', 0)} of the input from the providers' prompt "
+              "caches); "
               f"cost: ${acc['cost_usd']:.4f}",
               f"- Wall time: {acc['wall_seconds']:.1f} s", ""]
 

@@ -116,3 +116,74 @@ def test_real_sdk_over_loopback_http():
         bad = AnthropicModel("claude-sonnet-4", base_url=srv.root_url, api_key="wrong", max_retries=0)
         with pytest.raises(ModelError, match="401"):
             asyncio.run(bad.chat([Message(role="user", content="x")]))
+
+
+# -- prompt caching (issue 24.5) ------------------------------------------------------------
+def test_marked_messages_get_cache_breakpoints_at_most_four():
+    # a judge's later turn: system, Genesis, pool, its name and request, then turns; every
+    # message it sends is marked, the system prompt too
+    turns = [Message(role="system", content="rules", cache=True),
+             Message(role="user", content="genesis", cache=True),
+             Message(role="user", content="pool", cache=True),
+             Message(role="user", content="you are judge-2", cache=True),
+             Message(role="assistant", content="nominee g1"),
+             Message(role="user", content="results", cache=True),
+             Message(role="assistant", content="patch"),
+             Message(role="user", content="round 2", cache=True)]
+    system, msgs = to_anthropic(turns)
+    assert system == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
+    # one user turn of three blocks (the API wants alternating roles), then the replies
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+    assert [b["text"] for b in msgs[0]["content"]] == ["genesis", "pool", "you are judge-2"]
+    marked = [b["text"] for m in msgs for b in m["content"] if "cache_control" in b]
+    # the system prompt and the last three marks: four, the API's limit; the API looks back
+    # from each breakpoint for an earlier cached prefix, so older marks add nothing
+    assert marked == ["you are judge-2", "results", "round 2"]
+    assert "cache_control" not in msgs[1]["content"][0]
+    # nothing marked: plain strings, as before
+    assert to_anthropic([Message(role="user", content="a")]) == (
+        None, [{"role": "user", "content": "a"}])
+
+
+def test_cache_reads_and_writes_are_priced_at_their_rates():
+    messages = FakeMessages(fake_response())  # 100 new, 300 read, 50 written, 20 out
+    prices = PriceTable({"claude-sonnet-4": Price(input=3.0, output=15.0, cached_input=0.3,
+                                                  cache_write=3.75)})
+    model = AnthropicModel("claude-sonnet-4", client=types.SimpleNamespace(messages=messages),
+                           prices=prices)
+    reply = asyncio.run(model.chat([Message(role="system", content="s", cache=True),
+                                    Message(role="user", content="hi", cache=True)]))
+    u = reply.usage
+    assert (u.prompt_tokens, u.cached_tokens, u.cache_write_tokens) == (450, 300, 50)
+    assert reply.cost_usd == pytest.approx((100 * 3.0 + 300 * 0.3 + 50 * 3.75 + 20 * 15.0) / 1e6,
+                                           rel=1e-12)
+    body = messages.calls[0]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_cache_breakpoints_and_cache_usage_over_loopback_http():
+    """Through the installed ``anthropic`` SDK (skipped without the extra): the marks reach
+    the wire as ``cache_control`` blocks, and cache reads and writes come back priced."""
+    pytest.importorskip("anthropic")
+    from llm_server import LLMServer, ServerReply
+
+    with LLMServer([ServerReply("ok", prompt_tokens=1000, cached_tokens=700,
+                                cache_write_tokens=200, completion_tokens=10)]) as srv:
+        prices = PriceTable({"claude-sonnet-4": Price(input=3.0, output=15.0, cached_input=0.3,
+                                                      cache_write=3.75)})
+        model = AnthropicModel("claude-sonnet-4", base_url=srv.root_url, api_key="k",
+                               max_retries=0, prices=prices)
+        reply = asyncio.run(model.chat([Message(role="system", content="S", cache=True),
+                                        Message(role="user", content="pool", cache=True),
+                                        Message(role="user", content="you are judge-2")]))
+        body = srv.chat_requests[0].body
+        assert body["system"] == [{"type": "text", "text": "S",
+                                   "cache_control": {"type": "ephemeral"}}]
+        assert body["messages"] == [{"role": "user", "content": [
+            {"type": "text", "text": "pool", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "you are judge-2"}]}]
+        u = reply.usage
+        assert (u.prompt_tokens, u.cached_tokens, u.cache_write_tokens) == (1000, 700, 200)
+        assert reply.cost_usd == pytest.approx(
+            (100 * 3.0 + 700 * 0.3 + 200 * 3.75 + 10 * 15.0) / 1e6, rel=1e-12)

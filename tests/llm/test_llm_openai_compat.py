@@ -52,7 +52,8 @@ def test_round_trip_messages_params_usage_and_cost(server):
     assert reply.text == "hyperbolic" and reply.finish_reason == "stop"
     assert reply.model == "test-model" and not reply.cached
     assert reply.usage.model_dump() == {"prompt_tokens": 1000, "completion_tokens": 200,
-                                        "cached_tokens": 400, "reasoning_tokens": 50}
+                                        "cached_tokens": 400, "cache_write_tokens": 0,
+                                        "reasoning_tokens": 50}
     # 600 uncached * $2 + 400 cached * $0.5 + 200 out * $10, per million; exact up to float rounding.
     assert reply.cost_usd == pytest.approx((600 * 2 + 400 * 0.5 + 200 * 10) / 1e6, rel=1e-12)
     assert reply.latency_s > 0
@@ -81,6 +82,19 @@ def test_o1_family_merges_system_prompt_into_first_user_message(server):
     msgs = server.chat_requests[0].body["messages"]
     assert [m["role"] for m in msgs] == ["user"]
     assert msgs[0]["content"] == "You are a numerical analyst.\n\nClassify u_t + a u_x = 0."
+
+
+def test_a_turn_of_several_messages_is_sent_as_one_message(server):
+    # a judge's opening turn: what every judge is told, then its own request; some servers'
+    # chat templates refuse two user messages in a row
+    server.script = ["ok"]
+    model = make(server)
+    asyncio.run(model.chat([Message(role="system", content="S", cache=True),
+                            Message(role="user", content="pool", cache=True),
+                            Message(role="user", content="You are judge-2")]))
+    msgs = server.chat_requests[0].body["messages"]
+    assert msgs == [{"role": "system", "content": "S"},
+                    {"role": "user", "content": "pool\n\nYou are judge-2"}]
 
 
 def test_quirks_can_be_declared_for_any_model(server):

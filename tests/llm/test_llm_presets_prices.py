@@ -140,6 +140,24 @@ def test_cost_formula_uses_cached_rate():
     assert Price(input=1.0, output=1.0).cost(Usage(prompt_tokens=10, cached_tokens=10)) == pytest.approx(1e-5)
 
 
+def test_cache_writes_have_their_own_rate_and_anthropics_is_a_quarter_above_input(tmp_path):
+    p = Price(input=3.0, output=15.0, cached_input=0.3, cache_write=3.75)
+    u = Usage(prompt_tokens=3_000_000, cached_tokens=1_000_000, cache_write_tokens=1_000_000)
+    # 1M plain * $3 + 1M read * $0.3 + 1M written * $3.75
+    assert p.cost(u) == pytest.approx(7.05, rel=1e-12)
+    # written tokens are never counted twice: at most what the cache did not serve
+    over = Usage(prompt_tokens=10, cached_tokens=8, cache_write_tokens=5)
+    assert p.cost(over) == pytest.approx((8 * 0.3 + 2 * 3.75) / 1e6, rel=1e-12)
+    shipped = load_prices(use_env=False)
+    for name in ("claude-sonnet-4", "claude-opus-4-1", "claude-3-5-haiku"):
+        price = shipped.lookup(name)
+        assert price.cache_write == pytest.approx(1.25 * price.input, rel=1e-12), name
+    assert shipped.lookup("gpt-4o").cache_write is None  # OpenAI does not charge for writes
+    f = tmp_path / "p.yaml"
+    f.write_text("models:\n  m: {input: 1, output: 2, cached_input: 0.1, cache_write: 1.25}\n")
+    assert load_prices(f, use_env=False).lookup("m").cache_write == 1.25
+
+
 def test_user_price_file_overrides_and_env(tmp_path, monkeypatch):
     f = tmp_path / "p.yaml"
     f.write_text("models:\n  gpt-4o: {input: 1, output: 2}\n  my-model: {input: 0.5, output: 0.5}\n")

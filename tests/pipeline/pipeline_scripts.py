@@ -125,9 +125,29 @@ def calls(store, tag: str) -> list[list[dict]]:
         "SELECT messages FROM model_calls WHERE tag=? ORDER BY seq", (tag,))]
 
 
+def judge_of(messages) -> str:
+    """The judge a call is for: the name that opens its own part of the conversation ("You are
+    judge-N, ..."; what comes before it is the same for every judge)."""
+    for m in messages:
+        role, text = (m["role"], m["content"]) if isinstance(m, dict) else (m.role, m.content)
+        if role == "user" and text.startswith("You are judge-"):
+            return text.removeprefix("You are ").split(",", 1)[0]
+    raise AssertionError("no judge's name in the conversation")
+
+
+def turn(messages) -> str:
+    """The prompt of one call: its user messages since the last reply, joined (a judge
+    conversation opens with what every judge is told alike, then the judge's own request).
+    ``messages``: journal dicts or :class:`~pdesharp.llm.base.Message` objects."""
+    pairs = [(m["role"], m["content"]) if isinstance(m, dict) else (m.role, m.content)
+             for m in messages]
+    last = max((i for i, (role, _) in enumerate(pairs) if role != "user"), default=-1)
+    return "\n\n".join(text for _, text in pairs[last + 1:])
+
+
 def prompts(store, tag: str) -> list[str]:
-    """The last message (the prompt) of every call with ``tag``, in call order."""
-    return [c[-1]["content"] for c in calls(store, tag)]
+    """The prompt (:func:`turn`) of every call with ``tag``, in call order."""
+    return [turn(c) for c in calls(store, tag)]
 
 
 def systems(store, tag: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from pipeline_scripts import MarkerEvaluator, fenced, js, nominate, patch
+from pipeline_scripts import MarkerEvaluator, fenced, js, judge_of, nominate, patch
 
 from pdesharp.baselines.common import BaselineConfig
 from pdesharp.baselines.runner import run_baseline
@@ -34,7 +34,7 @@ def replies_for(task: Task, genesis: list[str] | None = None):
     u = task.equation.unknowns[0]
 
     def answer(messages, params, index) -> str:
-        tag, system = params.tag, messages[0].content
+        tag = params.tag
         if tag == "analysis.classification":
             return "Scripted.\n" + js({"time_order": None if task.steady else 1,
                                        "space_order": 2, "linear": False, "pde_type": "other",
@@ -50,7 +50,7 @@ def replies_for(task: Task, genesis: list[str] | None = None):
             return f"Title: design {params.sample_index + 1}\nScripted.\n\n" + fenced("python",
                                                                                      code)
         if tag.startswith("judge.nominate"):
-            return nominate("g2" if "You are judge-3," in system else "g1")
+            return nominate("g2" if judge_of(messages) == "judge-3" else "g1")
         if tag == "judge.debug":
             return patch('    raise RuntimeError("scripted crash")', "    return None",
                          "no crash", ["g2"])

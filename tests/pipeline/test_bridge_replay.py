@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pipeline_scripts import judge_of
 
 from pdesharp.llm.scripted import ScriptedModel
 from pdesharp.pipeline import SolveConfig, solve
@@ -35,7 +36,8 @@ FASTEST_TIED = "c1r1-j2"  # 2.50280e-4 (0.07 % worse) in 19.7 s
 
 class BridgeReplies:
     """Answers each call with the recorded reply for (tag, judge) in call order; genesis by
-    sample index. Judges are told apart by their system prompt ("You are judge-N")."""
+    sample index. Judges are told apart by the words "You are judge-N," that open their own
+    part of the conversation."""
 
     def __init__(self, fixture: Path = FIXTURE):
         calls = json.loads((fixture / "calls.json").read_text())
@@ -48,8 +50,7 @@ class BridgeReplies:
     def answer(self, messages, params, index) -> str:
         judge = ""
         if params.tag.startswith("judge."):
-            system = messages[0].content
-            judge = system.split("You are ", 1)[1].split(",", 1)[0]
+            judge = judge_of(messages)
         key = (params.tag, params.sample_index if params.tag == "genesis" else judge)
         n = self.used.get(key, 0)
         replies = self.queues.get(key, [])

@@ -64,13 +64,15 @@ def test_every_prompt_states_codepde_facts_only(replayed):
         assert BLOCK_RULE in c[0]["content"]
 
 
-def test_a_base_seen_as_a_diff_is_printed_in_full(replayed):
+def test_a_base_seen_as_a_diff_is_printed_as_a_diff_from_code_shown_in_full(replayed):
     store = replayed[0]
     # round 2: judge-1's base c0r1-j1 was listed as a diff against g1 in its nomination
-    # prompt; the modification prompt prints it in full to be quoted
+    # prompt; the modification prompt puts it in front of the judge to be quoted: the diff
+    # from g1, which the conversation has in full (issue 24.5: not printed again in full)
     propose = [p for p in prompts(store, "judge.propose") if "# Round 2 of cycle 0" in p
                and "## Your base solver\n\nc0r1-j1" in p]
-    assert propose and all("Its full code:" in p and "RegularGridInterpolator((xc, xc), a[b])"
-                           in p for p in propose)
+    assert propose and all("Its code is g1 (shown in full earlier in this conversation) with "
+                           "this change" in p and "```diff\n--- g1.py\n+++ c0r1-j1.py" in p
+                           for p in propose)
     rejudge = [p for p in prompts(store, "judge.nominate") if "cycle 1: nominate" in p]
     assert rejudge and all("nominated it in an earlier cycle" not in p for p in rejudge)

@@ -36,7 +36,6 @@ def reply_for(body: dict, index: int) -> str:
                     ("decomposition", 4), ("stability", 5)):
         if f"step {n} of 5" in last:
             return ANALYSIS[f"analysis.{step}"][0]
-    system = body["messages"][0]["content"]
     if "Write candidate solver #1 " in last:
         return genesis_reply(shift(0.8), "damped shift")
     if "Write candidate solver #2 " in last:
@@ -48,7 +47,9 @@ def reply_for(body: dict, index: int) -> str:
                      "    return np.repeat(u0_batch[:, None, :], len(t_coordinate), axis=1)",
                      "copy the initial state", ["g2"])
     if ": nominate" in last:
-        return nominate("g2" if "You are judge-3," in system else "g1")
+        # the judge's name opens its own part of the request (the transport sends a turn's
+        # messages as one user message)
+        return nominate("g2" if "\nYou are judge-3," in last else "g1")
     if "results and your modification" in last:  # judge-3's base (g2's fix) has no scale:
         if "## Your base solver\n\ng2-d1" in last:  # it borrows g1's design instead
             return "```python\n" + shift(1.0) + "```\n" + js(

@@ -39,7 +39,8 @@ def _flat(text):
 
 def _propose(info):
     return _flat(render("judge_propose", info=info, base_id="W", base_title="", base_code="x",
-                        base_shown=True, base_result="nRMSE 9.9e-4", entries=[]))
+                        base_shown=True, base_against="", base_diff="",
+                        base_result="nRMSE 9.9e-4", entries=[], ranking={"ranked": []}))
 
 
 @pytest.mark.parametrize("best, floor, reached", [
@@ -54,15 +55,16 @@ def test_once_the_floor_is_reached_judges_are_asked_for_speed_not_score():
     assert "The reference floor is reached" in text
     assert "make it faster while its score stays at or below the floor" in text
     assert "expect to improve its score" not in text
-    assert "no modification of W to improve it under this rule" in text
+    assert "the aim is in your instructions" not in text  # this round's aim is the floor's
     state = _flat(render("_state", info=_info(9.70e-4, bar=FLOOR)))
     assert "the lowest score is at or below the reference floor 1.210e-03" in state
     assert "every solver at or below the floor is eligible" in state
     assert "the pick so far: E (1.088e-03, 0.005 s per sample)" in state
     assert "the search ends after this round" in state
-    # above the floor (and without one) the accuracy prompt is as before
+    # above the floor (and without one) the accuracy aim, stated once in the system prompt
     for info in (_info(1.3e-3), _info(9.70e-4, floor=None)):
-        assert "expect to improve its score" in _propose(info)
+        assert "Propose one modification of W (the aim is in your instructions)." \
+            in _propose(info)
         assert "reference floor" not in _flat(render("_state", info=info))
 
 
@@ -99,11 +101,16 @@ def test_the_listing_marks_who_is_eligible_below_the_floor(tmp_path):
     judge = LLMJudge(None, "judge-1")
     judge.observe(info)
     entries = t.ranked([t.entry(c) for c in t.pool])
-    ranks = {e["id"]: e["rank"] for e in judge._entries(entries, full_first=[])}
+    listed, ranking = judge._entries(entries, full_first=[])
+    ranks = {e["id"]: e["rank"] for e in listed}
     # E is 50x faster than W and C: first; F (1.674e-3) is above the floor
     assert ranks == {"E": "rank 1 of 4, eligible", "C": "rank 2 of 4, eligible",
                      "W": "rank 3 of 4, eligible",
                      "F": "rank 4 of 4, not eligible: above the reference floor"}
+    # and the ranking line of every later turn
+    line = _flat(render("_ranking", ranking=ranking))
+    assert "1. E (eligible), 2. C (eligible), 3. W (eligible), 4. F (not eligible: above the " \
+        "reference floor)." in line
     store.close()
 
 
@@ -115,7 +122,9 @@ def test_without_the_floor_in_force_accuracy_listings_carry_no_eligibility(tmp_p
         judge = LLMJudge(None, "judge-1")
         judge.observe(info)
         entries = t.ranked([t.entry(c) for c in t.pool])
-        assert all("eligible" not in e["rank"] for e in judge._entries(entries, full_first=[]))
+        listed, ranking = judge._entries(entries, full_first=[])
+        assert all("eligible" not in e["rank"] for e in listed)
+        assert "eligible" not in render("_ranking", ranking=ranking)
         store.close()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pipeline_scripts import nominate, patch
+from pipeline_scripts import nominate, patch, turn
 
 from pdesharp.facts import TaskFacts, build_facts
 from pdesharp.llm.scripted import ScriptedModel
@@ -44,7 +44,7 @@ def ok(score: float) -> EvalResult:
 
 def cand(cid: str, tag: str, parents=(), origin="genesis", justification="") -> Candidate:
     return Candidate(id=cid, code=code(tag), origin=origin, parents=list(parents),
-                     judge="judge-1" if origin == "patch" else None, title=f"design {cid}",
+                     judge="judge-2" if origin == "patch" else None, title=f"design {cid}",
                      justification=justification or f"why {cid} is good: {tag}")
 
 
@@ -55,53 +55,101 @@ def judge_with(replies: dict, **kw) -> tuple[LLMJudge, ScriptedModel]:
     return judge, model
 
 
-def test_a_base_seen_only_as_a_diff_is_printed_in_full_to_be_patched():
+def test_a_base_seen_only_as_a_diff_is_printed_as_a_diff_from_code_shown_in_full():
     g1, c1 = cand("g1", "g1"), cand("c1", "c1", parents=["g1"], origin="patch")
     pool = [PoolEntry(candidate=g1, result=ok(1e-3)), PoolEntry(candidate=c1, result=ok(2e-3))]
     judge, model = judge_with({"judge.nominate": [nominate("c1")],
                                "judge.propose": [patch("    x3 = 3  # common",
-                                                       "    x3 = 4", "t", ["c1"])] * 2})
+                                                       "    x3 = 4", "t", ["c1"])] * 3})
     asyncio.run(judge.nominate(TASK, None, pool))
-    listed = model.calls[0].messages[-1].content
+    listed = turn(model.calls[0].messages)
     assert "Code: g1 with this change:" in listed and c1.code not in listed  # a diff only
     asyncio.run(judge.propose(TASK, pool[1], pool, "nrmse"))
-    prompt = model.calls[1].messages[-1].content
-    assert "## Your base solver" in prompt and c1.code.strip() in prompt  # in full, to quote
-    assert "shown earlier" not in prompt.split("## Your base solver")[1]
-    assert 'Code: your base solver, below.' not in prompt
+    prompt = turn(model.calls[1].messages).split("## Your base solver")[1]
+    # to be patched, the base is in front of the judge: g1 in full earlier, and the change
+    assert "Its code is g1 (shown in full earlier in this conversation) with this change" \
+        in prompt and "+    x7 = 7  # c1" in prompt and c1.code.strip() not in prompt
     # a base the conversation already showed in full is referred to, not printed again
     asyncio.run(judge.propose(TASK, pool[0], pool, "nrmse"))
-    again = model.calls[2].messages[-1].content
+    again = turn(model.calls[2].messages)
     assert "Its full code was shown earlier in this conversation" in again
     assert g1.code.strip() not in again
 
 
+def test_a_base_far_from_any_code_shown_in_full_is_printed_in_full():
+    g1 = unlike(cand("g1", "g1"))
+    c1 = unlike(cand("c1", "c1", parents=["g1"], origin="patch"))  # a rewrite of g1
+    g2 = cand("g2", "g2")
+    pool = [PoolEntry(candidate=c1, result=ok(1e-3)), PoolEntry(candidate=g1, result=ok(2e-3)),
+            PoolEntry(candidate=g2, result=ok(3e-3))]
+    judge, model = judge_with({"judge.nominate": [nominate("c1")],
+                               "judge.propose": [patch("    x3 = 3", "    x3 = 4", "t",
+                                                       ["c1"])]}, code_budget=1800)
+    asyncio.run(judge.nominate(TASK, None, pool))
+    assert c1.code.strip() not in turn(model.calls[0].messages)  # over the budget
+    asyncio.run(judge.propose(TASK, pool[0], pool, "nrmse"))
+    prompt = turn(model.calls[1].messages).split("## Your base solver")[1]
+    assert "Its full code:" in prompt and c1.code.strip() in prompt
+
+
 def test_a_conversation_does_not_repeat_descriptions_and_says_why_code_is_withheld():
-    pool = [PoolEntry(candidate=unlike(cand(f"g{i}", f"g{i}")), result=ok(i * 1e-3))
-            for i in range(1, 6)]
-    judge, model = judge_with({"judge.nominate": [nominate("g1")],
+    genesis = [PoolEntry(candidate=unlike(cand("g1", "g1")), result=ok(9e-3))]
+    # five patches of g1, each unlike it (no small diff): the 3 best and the leader's parent
+    # (g1, in the Genesis message) are shown in full, the other two are summarised
+    patches = [PoolEntry(candidate=unlike(cand(f"c{i}", f"c{i}", parents=["g1"],
+                                               origin="patch")), result=ok(i * 1e-3))
+               for i in range(1, 6)]
+    pool = patches + genesis
+    judge, model = judge_with({"judge.nominate": [nominate("c1")],
                                "judge.propose": [patch("    x3 = 3  # common", "    x3 = 4",
-                                                       "t", ["g1"])]})
+                                                       "t", ["c1"])]})
     asyncio.run(judge.nominate(TASK, None, pool))
     asyncio.run(judge.propose(TASK, pool[0], pool, "nrmse"))
     conversation = "\n".join(m.content for m in model.calls[-1].messages)
     for e in pool:  # each justification once in the whole conversation
         assert conversation.count(e.candidate.justification) == 1, e.candidate.id
-    propose = model.calls[-1].messages[-1].content
-    assert propose.count("Described earlier in this conversation") == 5
-    nominate_prompt = model.calls[0].messages[-1].content
-    # g4, g5 rank below the 3 shown in full: the listing says so (not "prompt budget")
+    propose = turn(model.calls[-1].messages)
+    # nothing is new since the nomination: no solver is listed again, the ranking line has all
+    assert "### Solver" not in propose
+    assert "1. c1, 2. c2, 3. c3, 4. c4, 5. c5, 6. g1." in propose
+    nominate_prompt = turn(model.calls[0].messages)
+    # c4, c5 rank below the 3 shown in full: the listing says so (not "prompt budget")
     assert "prompt budget" not in nominate_prompt
     assert nominate_prompt.count("Code: not shown: full code goes to the 3 best-ranked "
                                  "solvers and the leader's parents") == 2
 
 
-def test_the_budget_reason_is_given_when_the_budget_is_what_withholds_code():
-    pool = [PoolEntry(candidate=unlike(cand(f"g{i}", f"g{i}")), result=ok(i * 1e-3))
-            for i in range(1, 4)]
-    judge, model = judge_with({"judge.nominate": [nominate("g1")]}, code_budget=2500)
+def test_a_judges_own_patch_is_listed_with_its_result_only():
+    # the judge proposed it in this conversation: its title, justification and SEARCH/REPLACE
+    # blocks are in the judge's own reply; only the result is news
+    g1 = cand("g1", "g1")
+    mine = cand("c1", "c1", parents=["g1"], origin="patch", justification="my reasons")
+    mine.judge = "judge-1"
+    theirs = cand("c2", "c2", parents=["g1"], origin="patch", justification="their reasons")
+    pool = [PoolEntry(candidate=mine, result=ok(1e-3)),
+            PoolEntry(candidate=theirs, result=ok(2e-3)), PoolEntry(candidate=g1, result=ok(3e-3))]
+    judge, model = judge_with({"judge.nominate": [nominate("g1"), nominate("c1")],
+                               "judge.propose": [patch("    x3 = 3  # common", "    x3 = 4",
+                                                       "t", ["g1"])]})
+    asyncio.run(judge.nominate(TASK, None, pool[2:]))
+    asyncio.run(judge.propose(TASK, pool[2], pool[2:], "nrmse"))
+    judge.observe(RoundInfo(cycle=0, round=2, max_rounds=2, cycles=2))
     asyncio.run(judge.nominate(TASK, None, pool))
-    text = model.calls[0].messages[-1].content
+    text = turn(model.calls[2].messages)
+    assert "Origin: your modification of g1 (cycle 0, round 0), as you proposed it." in text
+    assert "my reasons" not in text and "+    x7 = 7  # c1" not in text
+    assert "their reasons" in text and "+    x7 = 7  # c2" in text  # c2: a diff from g1
+    assert "1. c1, 2. c2, 3. g1." in text
+
+
+def test_the_budget_reason_is_given_when_the_budget_is_what_withholds_code():
+    g1 = unlike(cand("g1", "g1"))
+    pool = [PoolEntry(candidate=unlike(cand(f"c{i}", f"c{i}", parents=["g1"], origin="patch")),
+                      result=ok(i * 1e-3)) for i in range(1, 4)]
+    pool.append(PoolEntry(candidate=g1, result=ok(9e-3)))
+    judge, model = judge_with({"judge.nominate": [nominate("c1")]}, code_budget=2500)
+    asyncio.run(judge.nominate(TASK, None, pool))
+    text = turn(model.calls[0].messages)
     assert "this prompt's code budget (2,500 characters) was spent" in text
 
 
@@ -115,25 +163,30 @@ def test_the_leaders_parents_are_readable():
             *(PoolEntry(candidate=p, result=ok(s)) for p, s in zip(parents, (4e-4, 5e-4)))]
     judge, model = judge_with({"judge.nominate": [nominate("h")]})
     asyncio.run(judge.nominate(TASK, None, pool))
-    text = model.calls[0].messages[-1].content
+    text = turn(model.calls[0].messages)
     for p in parents:
         assert p.code.strip() in text, p.id
 
 
-def test_a_rejudging_cycle_withholds_the_code_of_solvers_nobody_nominated():
+def test_every_cycle_opens_with_the_same_genesis_message():
+    # the Genesis solvers as written, no result: the same text in every cycle, so a
+    # provider's prefix cache serves it to every judge after the first request (a solver
+    # nobody nominated is there too: its code costs a cache read, not a withheld listing)
     ran, never = unlike(cand("g1", "g1")), unlike(cand("g2", "g2"))
     pool = [PoolEntry(candidate=ran, result=ok(1e-3)), PoolEntry(candidate=never)]
     judge, model = judge_with({"judge.nominate": [nominate("g1"), nominate("g1")]})
     asyncio.run(judge.nominate(TASK, None, pool))
-    assert never.code.strip() in model.calls[0].messages[-1].content  # cycle 0: in full
     judge.reset()
     judge.observe(RoundInfo(cycle=1, round=1, max_rounds=2, cycles=2))
     asyncio.run(judge.nominate(TASK, None, pool))
-    text = model.calls[1].messages[-1].content
-    assert never.code.strip() not in text and "why g2 is good" in text
-    assert "Code: not shown: it has not run, and no judge nominated it in an earlier " \
-        "cycle." in text
-    assert text.count("nominated it in an earlier cycle") == 1  # not said of g1, which ran
+    first, second = model.calls[0].messages, model.calls[1].messages
+    assert first[:2] == second[:2]
+    genesis = first[1].content
+    assert never.code.strip() in genesis and ran.code.strip() in genesis
+    assert "Result" not in genesis and "1.000e-03" not in genesis
+    # the pool now: g1's result (its code is in the Genesis message), g2 not run yet
+    assert "1.000e-03" in second[2].content and "Not executed yet: g2." in second[2].content
+    assert second[2].content.count(ran.code.strip()) == 0
 
 
 # -- promises that hold ----------------------------------------------------------------------
@@ -180,5 +233,6 @@ def test_wording_fixes():
     info = RoundInfo(cycle=0, round=2, max_rounds=2, cycles=1, ranking_floor=1e-3,
                      best_score=5e-4)
     text = render("judge_propose", info=info, base_id="g1", base_title="t", base_code="x",
-                  base_shown=False, base_listed=True, base_result="r", entries=[])
+                  base_shown=False, base_against="", base_diff="", base_result="r",
+                  entries=[], ranking={"ranked": []})
     assert "A pure speed-up that leaves the output unchanged is welcome" in " ".join(text.split())

@@ -20,7 +20,8 @@ from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import listing
 from pdesharp.task import load_task
 
-from pipeline_scripts import MarkerEvaluator, js, nominate, patch, prompts, shift, systems
+from pipeline_scripts import (MarkerEvaluator, calls, js, nominate, patch, prompts, shift,
+                              systems)
 
 
 def everything(store) -> str:
@@ -188,7 +189,7 @@ def test_judges_are_told_the_rules_budget_and_state(tmp_path):
     # the tie goes to the faster solver in the tournament, in the judges' listing (the old
     # listing sorted by score alone put the slower g1 first) and in the report
     assert res.best_id == "g2"
-    assert propose.index("### Solver g2") < propose.index("### Solver g1")
+    assert "best first; the same for all judges): 1. g2, 2. g1." in propose
     assert "(rank 1 of 2)" in propose.split("### Solver g2")[1].split("###")[0]
     # saturation: all judges declined; the run says why it ended
     assert res.status == "finished" and "every judge declined" in res.stop_reason
@@ -302,10 +303,14 @@ def test_prompt_budget_bounds_judge_prompts_and_tokens_are_reported(tmp_path):
                    rejudge_cycles=1, prompt_budget=budget)
     code_chars = len(big(0.5))
     assert code_chars * 8 > 3 * budget
+    # the budget bounds each message's listing (a conversation's opening turn has two: the
+    # Genesis solvers, the pool now)
+    for c in calls(store, "judge.nominate"):
+        for m in c[1:]:
+            blocks = re.findall(r"```(?:python|diff)\n(.*?)```", m["content"], re.DOTALL)
+            assert sum(len(b) for b in blocks) <= budget + 8 * 4  # fences' newlines
     for p in prompts(store, "judge.nominate"):
-        blocks = re.findall(r"```(?:python|diff)\n(.*?)```", p, re.DOTALL)
-        assert sum(len(b) for b in blocks) <= budget + 8 * 4  # fences' newlines
-        assert "not shown (prompt budget)" in p or "with this change" in p
+        assert "code budget (4,000 characters) was spent" in p or "with this change" in p
     tokens = {r[0]: r[1] for r in store.db.execute(
         "SELECT tag, MAX(prompt_tokens) FROM model_calls GROUP BY tag")}
     report = (store.dir / "report.md").read_text()

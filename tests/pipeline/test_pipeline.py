@@ -117,10 +117,11 @@ def test_numerical_route_full_tournament(tmp_path):
     assert "scale = 0.8" in store.events("patch_failed")[0]["error"]  # nearest lines shown
     assert [e["cycle"] for e in store.events("saturation")] == [0, 1]
     assert len(store.events("rejudge")) == 1
-    # rejudging judges start from a fresh context: their first call has only system + 1 user
+    # rejudging judges start from a fresh context: their first call has no earlier turn, only
+    # the system prompt, the Genesis solvers, the pool now and the judge's own request
     first_c1 = store.db.execute("SELECT messages FROM model_calls WHERE tag='judge.nominate' "
                                 "ORDER BY seq LIMIT 1 OFFSET 6").fetchone()[0]
-    assert len(json.loads(first_c1)) == 2
+    assert [m["role"] for m in json.loads(first_c1)] == ["system", "user", "user", "user"]
     # artefacts
     run_dir = tmp_path / "run"
     best_file = (run_dir / "best_solver.py").read_text()

@@ -131,8 +131,11 @@ def test_the_ancestry_and_the_pool_call_a_rewrite_a_rewrite(rewrite_run):
     assert "g1 — damped shift [2.010e-01] (replaced by a rewrite, not modified)" in report
     later = [json.loads(m)[-1]["content"] for (m,) in store.db.execute(
         "SELECT messages FROM model_calls WHERE tag='judge.nominate' ORDER BY seq")][3:]
-    assert later and all("a new design by judge-1 (cycle 0, round 1) replacing g1" in " ".join(
-        p.split()) for p in later)
+    # the other judges are told whose rewrite it is; its author, that it is its own
+    mine = [p for p in later if "as you proposed it" in p]
+    assert len(mine) == 1 and "your new design (cycle 0, round 1) replacing g1" in mine[0]
+    assert len(later) == 3 and all("a new design by judge-1 (cycle 0, round 1) replacing g1" in
+                                   " ".join(p.split()) for p in later if p not in mine)
 
 
 def test_pruning_removes_only_what_cannot_run():

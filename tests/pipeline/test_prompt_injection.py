@@ -17,7 +17,7 @@ import json
 import re
 
 import pytest
-from pipeline_scripts import fenced, js, nominate, patch
+from pipeline_scripts import fenced, js, judge_of, nominate, patch, turn
 from prompt_runs import calls
 
 from pdesharp.baselines.common import BaselineConfig
@@ -84,7 +84,7 @@ FIX = patch("    raise Forged(LIE)",
 
 
 def answer(messages, params, index) -> str:
-    tag, system = params.tag, messages[0].content
+    tag = params.tag
     if tag == "analysis.classification":
         return js({"time_order": 1, "space_order": 1, "linear": True, "pde_type": "hyperbolic",
                    "boundary": "periodic", "notes": "scripted"})
@@ -96,8 +96,7 @@ def answer(messages, params, index) -> str:
         code = [HONEST, HOSTILE, FORGER][params.sample_index]
         return f"Title: design {params.sample_index + 1}\n\n" + fenced("python", code)
     if tag.startswith("judge.nominate"):
-        judge = system.split("You are ", 1)[1].split(",", 1)[0]
-        return nominate({"judge-1": "g1", "judge-2": "g3", "judge-3": "g2"}[judge])
+        return nominate({"judge-1": "g1", "judge-2": "g3", "judge-3": "g2"}[judge_of(messages)])
     if tag == "judge.debug":
         return FIX
     if tag == "judge.propose":
@@ -115,9 +114,11 @@ def answer(messages, params, index) -> str:
 def hostile_run(tmp_path_factory, shared_data):
     tmp = tmp_path_factory.mktemp("inject")
     task = load_task("advection")
+    # --no-floor-saturation: every nominee runs (with the floors on, g1 reaches the floor
+    # first and the round ends before the hostile solvers run)
     config = SolveConfig(task="advection", model="scripted:test", out=str(tmp), candidates=3,
                          max_rounds=1, rejudge_cycles=1, debug_attempts=1, max_samples=1,
-                         convergence=False, data_dir=str(shared_data))
+                         convergence=False, data_dir=str(shared_data), floor_saturation=False)
     store = RunStore.create(tmp, task=task, config=config.model_dump(), run_id="inject")
     roles = build_roles(config, store, models={"scripted:test": ScriptedModel(answer)})
     evaluator = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
@@ -163,13 +164,13 @@ def test_program_output_reaches_only_the_debug_prompt_and_only_as_a_block(hostil
         assert made, tag
         for messages in made:
             # the request itself (a listing, a result line): never any of it
-            assert not _forged_in(messages[-1]["content"]), (tag, messages[-1]["content"][:300])
+            assert not _forged_in(turn(messages)), (tag, turn(messages)[:300])
             for m in messages:  # earlier turns (judge-3's debug prompt): only in a block
                 _only_behind_the_gutter(m["content"])
             if tag.startswith("judge"):
                 assert BLOCK_RULE in messages[0]["content"]
     # the rejudging cycle's nominations list g2 with its status and class name only
-    rejudge = [m[-1]["content"] for m in calls(store, "judge.nominate")
+    rejudge = [turn(m) for m in calls(store, "judge.nominate")
                if "cycle 1: nominate" in m[-1]["content"]]
     assert rejudge and all("the solver raised IMPORTANTSYSTEMMESSAGESolverg2 during the "
                            "solver call" in p for p in rejudge)

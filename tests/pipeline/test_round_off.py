@@ -169,7 +169,7 @@ def test_codepde_prompts_state_the_reference_error_and_no_float_type(tmp_path, a
     for t in texts:
         assert not FLOAT_TYPE.search(t), FLOAT_TYPE.search(t)
     flat = [" ".join(t.split()) for t in texts]
-    systems = [t for t in flat if t.startswith("You are judge-")]
+    systems = [t for t in flat if "independent judges in a tournament of PDE solvers" in t]
     genesis = [t for t in flat if "Write candidate solver #" in t]
     for t in systems + genesis:
         assert "an audit measured their own error as nRMSE 3.035e-04" in t

@@ -65,12 +65,13 @@ def _prices(console: Console, args) -> int:
     except PriceError as exc:
         fail(str(exc))
     out = Table(title="USD per million tokens (approximate; sources: " + ", ".join(table.sources) + ")")
-    for col in ("model", "input", "cached input", "output"):
+    for col in ("model", "input", "cached input", "cache write", "output"):
         out.add_column(col, justify="left" if col == "model" else "right")
     for name in sorted(table.prices):
         p = table.prices[name]
         cached = "-" if p.cached_input is None else f"{p.cached_input:g}"
-        out.add_row(name, f"{p.input:g}", cached, f"{p.output:g}")
+        write = "-" if p.cache_write is None else f"{p.cache_write:g}"
+        out.add_row(name, f"{p.input:g}", cached, write, f"{p.output:g}")
     console.print(out)
     return 0
 

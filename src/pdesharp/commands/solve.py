@@ -107,8 +107,9 @@ def register(sub) -> None:
                         "default), or diverse: each later candidate is shown the designs already "
                         "written and asked for a different one")
     p.add_argument("--prompt-budget", type=int, default=CODE_BUDGET, metavar="CHARS",
-                   help="characters of solver code a judge prompt may show (full code for its "
-                        "base and the best few, diffs or one-line summaries for the rest; "
+                   help="characters of solver code one judge message may list (the Genesis "
+                        "solvers, the pool, a round's news: full code for the best few, forward "
+                        "diffs or one-line summaries for the rest; "
                         f"default {CODE_BUDGET})")
     p.add_argument("--quiet", action="store_true", help="no live display")
     p.set_defaults(func=cmd_solve)

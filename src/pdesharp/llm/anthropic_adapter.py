@@ -6,8 +6,14 @@ Differences from the OpenAI protocol handled here:
 * the system prompt is a separate ``system`` argument, not a message;
 * consecutive messages of the same role are merged (the API requires alternating roles);
 * ``max_tokens`` is mandatory (default 8192 when ChatParams leaves it unset);
+* prompt caching is explicit: a message marked ``Message.cache`` (a prefix later calls send
+  again: the judges' shared system prompt and pool, a conversation so far) gets a
+  ``cache_control`` breakpoint on its last content block, at most four per request (the system
+  prompt's and the last three marked messages': the API looks back from each breakpoint for an
+  earlier one that hits);
 * usage: ``input_tokens`` excludes cache reads and cache writes, so
-  ``prompt_tokens = input + cache_read + cache_creation`` and ``cached_tokens = cache_read``;
+  ``prompt_tokens = input + cache_read + cache_creation``, ``cached_tokens = cache_read`` and
+  ``cache_write_tokens = cache_creation`` (each priced at its own rate);
 * ``stop_reason`` "end_turn"/"stop_sequence" -> "stop", "max_tokens" -> "length";
 * ``temperature`` is clipped to [0, 1] and sent as a raw JSON field (see ``request_body``).
 
@@ -42,20 +48,42 @@ def _import_anthropic():
     return anthropic
 
 
-def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, str]]]:
-    """(system prompt, alternating user/assistant messages) for the Messages API."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system") or None
-    out: list[dict[str, str]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        if out and out[-1]["role"] == m.role:
-            out[-1]["content"] += "\n\n" + m.content
-        else:
-            out.append({"role": m.role, "content": m.content})
+MAX_BREAKPOINTS = 4  # cache_control blocks the Messages API accepts per request
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def to_anthropic(messages: list[Message]) -> tuple[str | list | None, list[dict]]:
+    """(system prompt, alternating user/assistant messages) for the Messages API. Without a
+    cache mark, plain strings; with one, content blocks, the marked ones (see the module doc)
+    carrying ``cache_control``."""
+    system_msgs = [m for m in messages if m.role == "system"]
+    system_text = "\n\n".join(m.content for m in system_msgs) or None
+    rest = [m for m in messages if m.role != "system"]
+    marked = [i for i, m in enumerate(rest) if m.cache]
+    system_cached = any(m.cache for m in system_msgs)
+    keep = set(marked[-(MAX_BREAKPOINTS - (1 if system_cached else 0)):]) if marked else set()
+    if not keep and not system_cached:
+        out: list[dict] = []
+        for m in rest:
+            if out and out[-1]["role"] == m.role:
+                out[-1]["content"] += "\n\n" + m.content
+            else:
+                out.append({"role": m.role, "content": m.content})
+    else:
+        out = []
+        for i, m in enumerate(rest):
+            block = {"type": "text", "text": m.content}
+            if i in keep:
+                block["cache_control"] = EPHEMERAL
+            if out and out[-1]["role"] == m.role:  # one turn, several blocks
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": m.role, "content": [block]})
     if out and out[0]["role"] != "user":
         # The API wants the conversation to open with a user turn.
         out.insert(0, {"role": "user", "content": "(continue)"})
+    system = ([{"type": "text", "text": system_text, "cache_control": EPHEMERAL}]
+              if system_text and system_cached else system_text)
     return system, out
 
 
@@ -66,6 +94,7 @@ def usage_from_anthropic(u: Any) -> Usage:
         prompt_tokens=int(getattr(u, "input_tokens", 0) or 0) + read + write,
         completion_tokens=int(getattr(u, "output_tokens", 0) or 0),
         cached_tokens=read,
+        cache_write_tokens=write,
     )
 
 

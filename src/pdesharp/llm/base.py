@@ -12,12 +12,25 @@ Role = Literal["system", "user", "assistant"]
 class Message(BaseModel):
     role: Role
     content: str
+    # Later calls re-send the conversation up to and including this message (a judge's shared
+    # system prompt and pool, a conversation so far): transports with explicit prompt-cache
+    # breakpoints (Anthropic's cache_control) mark it; OpenAI-style endpoints cache prefixes
+    # on their own. Not part of what the model reads.
+    cache: bool = False
+
+    def record(self) -> dict:
+        """The message as journals and request keys store it (``cache`` only when set, so
+        keys of unmarked messages are what they always were)."""
+        return self.model_dump(exclude_defaults=True)
 
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # part of prompt_tokens served from the provider's prompt cache
+    # part of prompt_tokens written to the provider's prompt cache (Anthropic's cache writes,
+    # priced above plain input); 0 where writes are not reported or not charged
+    cache_write_tokens: int = 0
     reasoning_tokens: int = 0  # part of completion_tokens spent on hidden reasoning, if reported
 
     def __add__(self, other: "Usage") -> "Usage":
@@ -25,6 +38,7 @@ class Usage(BaseModel):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 

@@ -9,6 +9,11 @@ Covers OpenAI, DeepSeek, OpenRouter, Ollama, vLLM, OptiLLM and other compatible 
   ``max_tokens``: they get ``max_completion_tokens`` and no temperature.
 * Models without a system role (the o1 family, or ``system_role=False``) get the system prompt
   merged into the first user message.
+* Consecutive messages of one role (a judge's turn: what every judge is told, then its own
+  request) are sent as one message, their texts joined by a blank line: some servers' chat
+  templates insist on alternating roles. Prompt caching (OpenAI, DeepSeek, Gemini, vLLM) is
+  by prefix and needs nothing sent: its hits come back as ``prompt_tokens_details.
+  cached_tokens`` (DeepSeek: ``prompt_cache_hit_tokens``) and are priced at the cached rate.
 * One completion per request: we never send ``n > 1`` (Ollama, llama.cpp and others do not
   support it); N samples are N calls distinguished by ``ChatParams.sample_index``.
 """
@@ -57,6 +62,17 @@ def merge_system_into_user(messages: list[Message]) -> list[Message]:
             rest[i] = Message(role="user", content=f"{system}\n\n{m.content}")
             return rest
     return [Message(role="user", content=system), *rest]
+
+
+def merge_turns(messages: list[Message]) -> list[Message]:
+    """Consecutive messages of one role as one message (texts joined by a blank line)."""
+    out: list[Message] = []
+    for m in messages:
+        if out and out[-1].role == m.role:
+            out[-1] = Message(role=m.role, content=f"{out[-1].content}\n\n{m.content}")
+        else:
+            out.append(Message(role=m.role, content=m.content))
+    return out
 
 
 class OpenAICompatModel:
@@ -139,6 +155,7 @@ class OpenAICompatModel:
         """The keyword arguments sent to ``chat.completions.create`` (quirks applied)."""
         if not self.system_role:
             messages = merge_system_into_user(messages)
+        messages = merge_turns(messages)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],

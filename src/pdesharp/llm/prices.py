@@ -40,13 +40,19 @@ class Price:
     input: float
     output: float
     cached_input: float | None = None  # None: cached prompt tokens cost the same as uncached
+    cache_write: float | None = None  # prompt tokens written to the cache; None: as input
 
     def cost(self, usage: Usage) -> float:
+        """Prompt tokens at three rates (read from the cache, written to it, the rest),
+        completion tokens at the output rate."""
         cached = min(usage.cached_tokens, usage.prompt_tokens)
+        written = min(usage.cache_write_tokens, usage.prompt_tokens - cached)
         cached_rate = self.input if self.cached_input is None else self.cached_input
+        write_rate = self.input if self.cache_write is None else self.cache_write
         return (
-            (usage.prompt_tokens - cached) * self.input
+            (usage.prompt_tokens - cached - written) * self.input
             + cached * cached_rate
+            + written * write_rate
             + usage.completion_tokens * self.output
         ) / 1e6
 
@@ -105,25 +111,26 @@ class PriceTable:
 def _parse(data: object, origin: str) -> dict[str, Price]:
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise PriceError(f"{origin}: expected a mapping with a 'models:' section "
-                         "(model id -> {input, output, cached_input})")
+                         "(model id -> {input, output, cached_input, cache_write})")
     out: dict[str, Price] = {}
     for name, entry in data["models"].items():
         if not isinstance(entry, dict) or "input" not in entry or "output" not in entry:
             raise PriceError(f"{origin}: model {name!r} needs 'input' and 'output' "
                              "(USD per million tokens)")
-        unknown = set(entry) - {"input", "output", "cached_input"}
+        unknown = set(entry) - {"input", "output", "cached_input", "cache_write"}
         if unknown:
             raise PriceError(f"{origin}: model {name!r} has unknown fields {sorted(unknown)}; "
-                             "allowed: input, output, cached_input")
+                             "allowed: input, output, cached_input, cache_write")
         try:
             price = Price(
                 input=float(entry["input"]),
                 output=float(entry["output"]),
                 cached_input=None if entry.get("cached_input") is None else float(entry["cached_input"]),
+                cache_write=None if entry.get("cache_write") is None else float(entry["cache_write"]),
             )
         except (TypeError, ValueError) as exc:
             raise PriceError(f"{origin}: model {name!r}: prices must be numbers ({exc})") from None
-        if min(price.input, price.output, price.cached_input or 0.0) < 0:
+        if min(price.input, price.output, price.cached_input or 0.0, price.cache_write or 0.0) < 0:
             raise PriceError(f"{origin}: model {name!r}: prices must be >= 0")
         out[str(name)] = price
     return out

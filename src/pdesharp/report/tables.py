@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from pdesharp.records import Candidate, EvalResult
 from pdesharp.store import parse_retime_id
+from pdesharp.store.schema import has_column
 from pdesharp.synthesis.ranking import Rule, rank
 from pdesharp.synthesis.timing import settled
 
@@ -190,24 +191,27 @@ class CallRow:
     prompt_max: int
     completion_mean: float
     replayed: int = 0
+    cached_mean: float = 0.0  # prompt tokens the provider's prompt cache served, per call
 
 
 def call_rows(db: sqlite3.Connection) -> list[CallRow]:
     """Per role (the call's tag without its ``.reask`` suffix), the tokens each call measured,
     as the endpoint reported them (replayed and cached calls included, with the tokens of the
     call they replay)."""
-    rows = db.execute("SELECT tag, prompt_tokens, completion_tokens, source FROM model_calls "
-                      "WHERE error = '' ORDER BY seq").fetchall()
-    groups: dict[str, list[tuple[int, int, str]]] = {}
-    for tag, pt, ct, source in rows:
-        groups.setdefault(tag, []).append((pt or 0, ct or 0, source or "model"))
+    cached = "cached_tokens" if has_column(db, "model_calls", "cached_tokens") else "0"
+    rows = db.execute(f"SELECT tag, prompt_tokens, completion_tokens, source, {cached} FROM "
+                      "model_calls WHERE error = '' ORDER BY seq").fetchall()
+    groups: dict[str, list[tuple[int, int, str, int]]] = {}
+    for tag, pt, ct, source, hit in rows:
+        groups.setdefault(tag, []).append((pt or 0, ct or 0, source or "model", hit or 0))
     out = []
     for tag, items in groups.items():
-        out.append(CallRow(tag=tag, calls=len(items),
-                           prompt_mean=sum(p for p, _, _ in items) / len(items),
-                           prompt_max=max(p for p, _, _ in items),
-                           completion_mean=sum(c for _, c, _ in items) / len(items),
-                           replayed=sum(s != "model" for _, _, s in items)))
+        n = len(items)
+        out.append(CallRow(tag=tag, calls=n, prompt_mean=sum(i[0] for i in items) / n,
+                           prompt_max=max(i[0] for i in items),
+                           completion_mean=sum(i[1] for i in items) / n,
+                           replayed=sum(i[2] != "model" for i in items),
+                           cached_mean=sum(i[3] for i in items) / n))
     return out
 
 

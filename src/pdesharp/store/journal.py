@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from pdesharp.llm.base import Message, Reply
-from pdesharp.store.schema import now as _now
+from pdesharp.store.schema import has_column, now as _now
 from pdesharp.untrusted import UnsafeFolder, read_text_inside
 
 
@@ -40,12 +40,13 @@ class Journal:
         self.db.execute(
             "INSERT INTO model_calls(ts, model, tag, sample_index, messages, reply, "
             "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, error, request_key, "
-            "source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "source, cached_tokens, cache_write_tokens) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (_now(), reply.model if reply else model, tag, sample_index,
-             json.dumps([m.model_dump() for m in messages]), reply.text if reply else None,
+             json.dumps([m.record() for m in messages]), reply.text if reply else None,
              usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0,
              reply.cost_usd if reply else 0.0, reply.latency_s if reply else 0.0,
-             int(source != "model"), error, request_key, source))
+             int(source != "model"), error, request_key, source,
+             usage.cached_tokens if usage else 0, usage.cache_write_tokens if usage else 0))
         self._flush_wall()
 
     def replayable_calls(self) -> dict[str, list[sqlite3.Row]]:
@@ -79,11 +80,15 @@ class Journal:
         self._session_start = now
 
     def accounting(self) -> dict:
+        # a run written before cached tokens were recorded, opened read-only: none recorded
+        cached = ("COALESCE(SUM(cached_tokens) FILTER (WHERE cached=0), 0)"
+                  if has_column(self.db, "model_calls", "cached_tokens") else "0")
         q = self.db.execute(
             "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), "  # paid calls only
             "COUNT(*) FILTER (WHERE cached=1), COALESCE(SUM(prompt_tokens) FILTER (WHERE cached=0), 0),"
             " COALESCE(SUM(completion_tokens) FILTER (WHERE cached=0), 0), "
-            "COALESCE(SUM(cost_usd) FILTER (WHERE cached=0), 0) FROM model_calls").fetchone()
+            f"COALESCE(SUM(cost_usd) FILTER (WHERE cached=0), 0), {cached} FROM model_calls"
+        ).fetchone()
         self._flush_wall()
         wall = self.db.execute("SELECT wall_seconds FROM runs WHERE id=?",
                                (self.run_id,)).fetchone()[0]
@@ -92,6 +97,8 @@ class Journal:
                 "test_evaluations": n_all - n_feedback,
                 "debug_iterations": self.n_debug_iterations,
                 "model_calls": q[0], "cached_model_calls": q[1], "tokens_in": q[2],
+                # the part of tokens_in the providers served from their prompt caches
+                "tokens_in_cached": q[5],
                 "tokens_out": q[3], "cost_usd": round(q[4], 6), "wall_seconds": round(wall, 2)}
 
     def write_summary(self, **extra: Any) -> dict:

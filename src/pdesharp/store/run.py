@@ -16,7 +16,7 @@ from pdesharp.records import Candidate, EvalResult
 from pdesharp.runlock import RunBusy, claim, lock_owner
 from pdesharp.store.evaluations import EvaluationJournal
 from pdesharp.store.journal import Journal
-from pdesharp.store.schema import SCHEMA, code_sha256, new_run_id, now as _now
+from pdesharp.store.schema import SCHEMA, code_sha256, migrate, new_run_id, now as _now
 from pdesharp.untrusted import one_line, path_component
 
 
@@ -44,6 +44,7 @@ class RunStore(EvaluationJournal, Journal):
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
+            migrate(self.db)
         self._inflight: dict[tuple[str, str, str], asyncio.Future] = {}
         # executions counted at open and run since, by split kind: a floor for the table's counts
         self._floor = {"all": self._count_rows(False), "feedback": self._count_rows(True)}

@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS model_calls (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, model TEXT, tag TEXT, sample_index INTEGER,
     messages TEXT, reply TEXT, prompt_tokens INTEGER, completion_tokens INTEGER,
     cost_usd REAL, latency_s REAL, cached INTEGER, error TEXT DEFAULT '',
-    request_key TEXT DEFAULT '', source TEXT DEFAULT 'model');
+    request_key TEXT DEFAULT '', source TEXT DEFAULT 'model', cached_tokens INTEGER DEFAULT 0,
+    cache_write_tokens INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS candidates (
     id TEXT PRIMARY KEY, seq INTEGER, code TEXT, code_sha256 TEXT, origin TEXT, parents TEXT,
     judge TEXT, round INTEGER, cycle INTEGER, title TEXT, justification TEXT, static_check TEXT);
@@ -28,6 +29,23 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS debug_iterations (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, ts TEXT, candidate_id TEXT, key TEXT UNIQUE);
 """
+
+
+# columns added since the first release: (table, column, declaration), added to an older run's
+# database when it is opened for writing (a resumed run), read as their default when absent
+ADDED_COLUMNS = [("model_calls", "cached_tokens", "INTEGER DEFAULT 0"),
+                 ("model_calls", "cache_write_tokens", "INTEGER DEFAULT 0")]
+
+
+def migrate(db) -> None:
+    """Add the :data:`ADDED_COLUMNS` an older run's database lacks."""
+    for table, column, decl in ADDED_COLUMNS:
+        if not has_column(db, table, column):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+def has_column(db, table: str, column: str) -> bool:
+    return any(row[1] == column for row in db.execute(f"PRAGMA table_info({table})"))
 
 
 def code_sha256(code: str) -> str:

@@ -5,13 +5,16 @@ and which of its ideas failed); :meth:`LLMJudge.reset` starts a fresh context fo
 cycle. The tournament tells it the rules and the state before every step
 (:meth:`LLMJudge.observe`): the budget left, how many solvers run per round, the saturation rule.
 
-Pool listings are ranked by the tournament's own rule and kept within a code budget
-(:func:`listing`): full code for the solvers that matter (the best few, the leader's parents,
-the solvers nobody has run in the first cycle), a diff against a solver already on the page for
-near-copies, and a one-line summary for the rest, saying why its code is not shown; code and
-descriptions already given in the current conversation are not repeated (a solver described
-earlier is one line: its result). The base a judge patches is always in front of it in full:
-printed in the modification prompt unless this conversation already showed it in full.
+The conversation is laid out for a provider's prefix cache (issue 24.5). It opens with what
+every judge is told alike: the system prompt (task, analysis, rules, the answer formats; no
+judge's name in it), the Genesis solvers as written (the same message in every cycle) and the
+pool now; the judge's name and request come after that. Each later round is one more turn
+carrying only what is new to this conversation: new solvers (a patch as a forward diff from a
+parent the judge has, its own patch by its result only: the rest is in its reply), new results,
+and a one-line ranking. Which code a listing shows is :mod:`pdesharp.synthesis.listing`'s rule
+(the best few, the leader's parents, within a code budget; a one-line summary says why the rest
+is not shown). The base a judge patches is always in front of it: shown in full earlier, or
+given as a diff from a solver shown in full, or printed in full.
 
 Pool listings and results carry only what pdesharp measured or wrote (status, the exception's
 class name, scores, times); a solver's own output (stdout, stderr, its exception text) reaches
@@ -24,9 +27,7 @@ the tournament hands back once through :meth:`repair_patch`.
 
 from __future__ import annotations
 
-import difflib
 import re
-from dataclasses import dataclass
 
 from pdesharp.facts import TaskFacts
 from pdesharp.prompting import (analysis_context, ask, clean_title, extract_code, extract_json,
@@ -36,15 +37,13 @@ from pdesharp.records import Analysis, EvalResult, Feedback
 from pdesharp.report.tables import seconds_per_sample
 from pdesharp.roles import Nomination, PoolEntry, Proposal, RoundInfo
 from pdesharp.synthesis.lineage import is_rewrite
+from pdesharp.synthesis.listing import (CODE_BUDGET, DIFF_SHARE, FULL_CODE_TOP,  # noqa: F401
+                                        MAX_CODE_CHARS, NEVER_NOMINATED, capped, diff,
+                                        forward_order, listing, nearest)
 from pdesharp.synthesis.patch import has_blocks
 from pdesharp.synthesis.ranking import Rule, pick_best
 from pdesharp.task import Task
 from pdesharp.untrusted import BLOCK_RULE, one_line, prompt_block
-
-MAX_CODE_CHARS = 16000  # per solver in a listing: one runaway reply must not flood a prompt
-CODE_BUDGET = 20000  # characters of solver code (full or diff) one judge prompt may show
-FULL_CODE_TOP = 3  # the best executed solvers shown in full (budget permitting)
-DIFF_SHARE = 0.5  # a diff is shown instead of the code when it is at most this share of it
 
 FEEDBACK_NOTES = {
     "nrmse": "the nRMSE of each executed solver against the dev-split reference data and its "
@@ -103,90 +102,6 @@ def describe_result(result: EvalResult | None, feedback: Feedback,
     return " | ".join(parts) if parts else result.summary_line()
 
 
-@dataclass
-class Shown:
-    """How one solver appears in a listing."""
-
-    mode: str  # "full", "diff", "earlier", "base", "summary", "none"
-    text: str = ""  # the code or the diff
-    against: str = ""  # the solver a diff is taken against
-    why: str = ""  # "summary": why the code is not shown
-
-
-NEVER_NOMINATED = "not shown: it has not run, and no judge nominated it in an earlier cycle"
-
-
-def budget_reason(budget: int) -> str:
-    return (f"not shown: this prompt's code budget ({budget:,} characters) was spent on the "
-            "solvers above")
-
-
-def _diff(a: str, b: str, a_id: str, b_id: str) -> str:
-    return "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{a_id}.py",
-                                          f"{b_id}.py", n=2, lineterm=""))
-
-
-def _capped(code: str) -> str:
-    if len(code) <= MAX_CODE_CHARS:
-        return code
-    return code[:MAX_CODE_CHARS] + f"\n# ... ({len(code) - MAX_CODE_CHARS} more characters)"
-
-
-def listing(entries: list[PoolEntry], *, known: dict[str, str], budget: int,
-            full_first: list[str], base_id: str | None = None,
-            rest: str = "not shown", why: dict[str, str] | None = None) -> dict[str, Shown]:
-    """Decide how each of ``entries`` (already in the order the prompt lists them) is shown.
-
-    ``known`` maps the ids whose code the reader already has (earlier in the conversation, or
-    the base shown separately) to their code. Solvers in ``full_first`` (in that priority) get
-    their full code while ``budget`` characters last; any other solver (and a prioritised one
-    once the budget is spent) is shown as a diff against the most similar solver whose code the
-    reader has, if that diff is small, else as a summary (title, justification, result) with
-    the reason: the budget, or ``why[id]`` if given, else ``rest`` (the caller's rule for who
-    gets full code)."""
-    out: dict[str, Shown] = {}
-    have = dict(known)
-    left = budget
-    by_id = {e.candidate.id: e.candidate for e in entries}
-    order = [i for i in full_first if i in by_id] + [e.candidate.id for e in entries
-                                                     if e.candidate.id not in full_first]
-    for cid in order:
-        c = by_id[cid]
-        if cid == base_id:
-            out[cid] = Shown("base")
-            continue
-        if cid in known:
-            out[cid] = Shown("earlier")
-            continue
-        if not c.code.strip():
-            out[cid] = Shown("none")
-            continue
-        code = _capped(c.code)
-        near = _nearest(c, have)
-        diff = _diff(have[near], c.code, near, cid) if near else ""
-        if diff and len(diff) <= DIFF_SHARE * len(c.code) and len(diff) <= left:
-            out[cid], left = Shown("diff", diff, near), left - len(diff)
-        elif cid in full_first and len(code) <= left:
-            out[cid], left = Shown("full", code), left - len(code)
-        else:
-            out[cid] = Shown("summary", why=budget_reason(budget) if cid in full_first
-                             else (why or {}).get(cid, rest))
-            continue
-        have[cid] = c.code
-    return out
-
-
-def _nearest(c, have: dict[str, str]) -> str | None:
-    """The solver the reader has that ``c`` is closest to: a parent if one is there, else the
-    most similar code."""
-    for p in c.parents:
-        if p in have:
-            return p
-    if not have:
-        return None
-    return max(have, key=lambda i: difflib.SequenceMatcher(None, have[i], c.code).quick_ratio())
-
-
 class LLMJudge:
     """Implements :class:`pdesharp.roles.Judge` on a ChatModel."""
 
@@ -210,6 +125,8 @@ class LLMJudge:
         self._shown: dict[str, str] = {}  # id -> code the conversation has shown (or diffed)
         self._full: dict[str, str] = {}  # id -> code the conversation has shown in full
         self._described: set[str] = set()  # ids whose title/origin/justification were listed
+        self._told: dict[str, str] = {}  # id -> the result this conversation was told
+        self._written: set[str] = set()  # whole solver files this judge wrote in its replies
         self._task: Task | None = None
         self._analysis: Analysis | None = None
         self._debug_attempts: dict[str, int] = {}
@@ -218,18 +135,20 @@ class LLMJudge:
         self.info = info
 
     def _start(self, task: Task, analysis: Analysis | None) -> None:
+        """The system prompt: the same for every judge and every cycle (no judge's name in
+        it), so a provider's prefix cache serves it to all of them."""
         self._task = task
         self._analysis = analysis or self._analysis
         if self.messages:
             return
         facts = self.facts or TaskFacts.from_spec(task).model_copy(
             update={"convergence": self.convergence})
-        system = render("judge_system", judge=self.name,
+        system = render("judge_system", top_k=self.top_k,
                         **task_context(task, self.feedback, facts),
                         **analysis_context(self._analysis, facts), info=self.info,
                         feedback_note=feedback_note(self.feedback, self._converged()),
                         block_rule=BLOCK_RULE)
-        self.messages.append(Message(role="system", content=system))
+        self.messages.append(Message(role="system", content=system, cache=True))
 
     def _converged(self) -> bool:
         """Results show the distance from the audit's converged solution: the run tells the
@@ -239,41 +158,83 @@ class LLMJudge:
     def _describe(self, result: EvalResult | None, feedback: Feedback | None = None) -> str:
         return describe_result(result, feedback or self.feedback, self._converged())
 
-    async def _ask(self, prompt: str, tag: str) -> str:
-        self.messages.append(Message(role="user", content=prompt))
+    async def _ask(self, prompt: str, tag: str, shared: list[str] | None = None) -> str:
+        """One turn of the conversation. Its first turn opens with ``shared`` (what every judge
+        is told alike: the Genesis solvers, the pool now) and only then the judge's name, so
+        that all judges' first requests share everything up to the name. Every message is a
+        cache point: later requests re-send the conversation up to it."""
+        if not any(m.role == "user" for m in self.messages):
+            for text in shared or []:
+                self.messages.append(Message(role="user", content=text, cache=True))
+            prompt = render("judge_identity", judge=self.name, info=self.info).strip() + "\n\n" \
+                + prompt
+        self.messages.append(Message(role="user", content=prompt, cache=True))
         text = await ask(self.model, self.messages, tag)
         self.messages.append(Message(role="assistant", content=text))
         return text
 
+    def _ranks(self, pool: list[PoolEntry]) -> dict[str, tuple[str, str]]:
+        """Each executed solver's rank in the tournament's order (``pool`` comes ranked) and
+        its eligibility when the round has a bar: id -> ("rank k of n[, note]", note)."""
+        executed = [e for e in pool if e.result is not None and e.result.ok
+                    and e.result.score is not None]
+        out = {}
+        for i, e in enumerate(executed):
+            note = ""
+            if self.info.bar is not None and (self.info.objective_kind != "accuracy"
+                                              or self.info.floor_reached):
+                floor = self.info.rule.bar_is_floor(self.info.best_score)
+                note = "eligible" if e.result.score <= self.info.bar else (
+                    "not eligible: above the reference floor" if floor
+                    else "not eligible: above the bar")
+            out[e.candidate.id] = (f"rank {i + 1} of {len(executed)}"
+                                   + (f", {note}" if note else ""), note)
+        return out
+
+    def _ranking(self, pool: list[PoolEntry], ranks: dict[str, tuple[str, str]]) -> dict:
+        """The ranking line of a turn (_ranking.j2): every executed solver in order."""
+        return {"ranked": [{"id": cid, "note": note} for cid, (_, note) in ranks.items()],
+                "unscored": [e.candidate.id for e in pool if e.result is not None
+                             and e.result.ok and e.result.score is None],
+                "fresh": [e.candidate.id for e in pool if e.result is None],
+                "failed": [e.candidate.id for e in pool if e.result is not None
+                           and not e.result.ok]}
+
     def _entries(self, pool: list[PoolEntry], *, full_first: list[str],
                  rest: str = "not shown", why: dict[str, str] | None = None,
-                 base_id: str | None = None) -> list[dict]:
-        known = dict(self._shown)
-        shown = listing(pool, known=known, budget=self.code_budget, full_first=full_first,
-                        base_id=base_id, rest=rest, why=why)
-        executed = [e.candidate.id for e in pool if e.result is not None and e.result.ok
-                    and e.result.score is not None]
+                 base_id: str | None = None, results: bool = True) -> tuple[list[dict], dict]:
+        """The solvers this turn lists, oldest first, and its ranking line. A solver is listed
+        when something about it is new to this conversation: itself, its result, or its code
+        (shown now because it ranks among those whose code matters); the rest are only in the
+        ranking line. ``results=False`` lists the solvers without their results (the Genesis
+        message, the same in every cycle)."""
+        ordered = forward_order(pool)
+        # the judge's own patches of this cycle are in its replies (its blocks on a base it had)
+        own = {e.candidate.id for e in pool if self._own(e.candidate)}
+        for e in pool:
+            c = e.candidate
+            if c.id in own:
+                self._shown[c.id] = c.code
+                if c.code in self._written:  # a whole file it wrote: it has it in full
+                    self._full[c.id] = c.code
+        shown = listing(ordered, known=dict(self._shown), budget=self.code_budget,
+                        full_first=full_first, base_id=base_id, rest=rest, why=why)
+        ranks = self._ranks(pool)
         codes = {e.candidate.id: e.candidate.code for e in pool}
         out = []
-        for e in pool:
+        for e in ordered:
             c, how = e.candidate, shown[e.candidate.id]
-            if how.mode in ("full", "diff"):
+            result = self._describe(e.result)
+            brief = c.id in self._described
+            new_code = how.mode in ("full", "diff")
+            if brief and self._told.get(c.id) == result and not new_code:
+                continue  # nothing new: the ranking line has it
+            if new_code:
                 self._shown[c.id] = c.code
             if how.mode == "full":
                 self._full[c.id] = c.code
-            # described before in this conversation: its title, origin and justification are
-            # not repeated, only its (possibly new) result and rank
-            brief = c.id in self._described
             self._described.add(c.id)
-            rank = (f"rank {executed.index(c.id) + 1} of {len(executed)}"
-                    if c.id in executed else "")
-            if rank and self.info.bar is not None and (self.info.objective_kind != "accuracy"
-                                                       or self.info.floor_reached):
-                eligible = e.result.score <= self.info.bar  # the objective's bar this round
-                floor = self.info.rule.bar_is_floor(self.info.best_score)
-                rank += ", eligible" if eligible else (
-                    ", not eligible: above the reference floor" if floor
-                    else ", not eligible: above the bar")
+            self._told[c.id] = result
             # a modification that keeps little of its base replaced it (synthesis.lineage)
             rewrite = (c.origin == "patch" and bool(c.parents) and c.parents[0] in codes
                        and self._task is not None
@@ -283,9 +244,15 @@ class LLMJudge:
                         "judge": c.judge, "cycle": c.cycle, "round": c.round,
                         "justification": strip_label(c.justification, "justification"),
                         "static_check": c.static_check, "show": how.mode, "code": how.text,
-                        "against": how.against, "why": how.why, "rank": rank, "brief": brief,
-                        "result": self._describe(e.result)})
-        return out
+                        "against": how.against, "why": how.why,
+                        "rank": ranks.get(c.id, ("", ""))[0], "brief": brief,
+                        "own": c.id in own, "result": result if results else ""})
+        return out, self._ranking(pool, ranks)
+
+    def _own(self, c) -> bool:
+        """A patch or fix this judge proposed in this conversation (one per cycle)."""
+        return (c.judge == self.name and c.cycle == self.info.cycle
+                and c.origin in ("patch", "debug"))
 
     def _full_first(self, pool: list[PoolEntry], *, fresh: bool) -> tuple[list[str], str]:
         """Who gets full code, in priority: the best few executed, the leader's parents (so a
@@ -310,10 +277,24 @@ class LLMJudge:
         first, rest = self._full_first(pool, fresh=self.info.cycle == 0)
         why = {e.candidate.id: NEVER_NOMINATED for e in pool
                if self.info.cycle and e.result is None}
-        prompt = render("judge_nominate", info=self.info, top_k=self.top_k,
-                        entries=self._entries(pool, full_first=first, rest=rest, why=why))
+        opening = not any(m.role == "user" for m in self.messages)
+        shared = []
+        if opening:
+            # a conversation opens with what every judge is told alike, before the judge's
+            # name: the Genesis solvers (the same in every cycle), then the pool now
+            genesis = [PoolEntry(candidate=e.candidate) for e in pool
+                       if e.candidate.origin == "genesis"]
+            listed, _ = self._entries(genesis, full_first=[e.candidate.id for e in genesis],
+                                      results=False)
+            shared.append(render("judge_genesis", entries=listed))
+        entries, ranking = self._entries(pool, full_first=first, rest=rest, why=why)
+        if opening:
+            shared.append(render("judge_pool", info=self.info, entries=entries,
+                                 ranking=ranking))
+        prompt = render("judge_nominate", info=self.info, top_k=self.top_k, first=opening,
+                        entries=entries, ranking=ranking)
         ids = [e.candidate.id for e in pool]
-        facts = extract_json(await self._ask(prompt, "judge.nominate"))
+        facts = extract_json(await self._ask(prompt, "judge.nominate", shared))
         if not _valid_nomination(facts, ids):
             problem = ("no JSON object found" if facts is None else
                        f"'nominee' must be one of the solver ids ({', '.join(ids[:8])}...)")
@@ -340,15 +321,17 @@ class LLMJudge:
         # the base is patched by quoting it: it is printed here unless this conversation
         # already has it in full (a diff or a summary is not enough to quote from)
         base_shown = self._full.get(b.id) == b.code
-        self._shown[b.id] = self._full[b.id] = b.code
+        against, change = ("", "") if base_shown else self._base_diff(b)
+        self._shown[b.id] = b.code
+        if not against:
+            self._full[b.id] = b.code
         first, rest = self._full_first(results, fresh=False)
-        entries = self._entries(results, full_first=first, rest=rest, base_id=b.id)
-        base_listed = any(e["id"] == b.id for e in entries)
+        entries, ranking = self._entries(results, full_first=first, rest=rest, base_id=b.id)
         prompt = render("judge_propose", info=self.info, base_id=b.id, base_title=b.title,
-                        base_code=_capped(b.code), base_shown=base_shown,
-                        base_listed=base_listed,
+                        base_code=capped(b.code), base_shown=base_shown,
+                        base_against=against, base_diff=change,
                         base_result=self._describe(base.result),
-                        entries=entries)
+                        entries=entries, ranking=ranking)
         text = await self._ask(prompt, "judge.propose")
         if _declines(text):
             facts = extract_json(text) or {}
@@ -356,6 +339,16 @@ class LLMJudge:
                             title=NO_CHANGE, justification=strip_label(str(
                                 facts.get("justification") or _prose(text)), "justification"))
         return self._proposal(text, b.id)
+
+    def _base_diff(self, b) -> tuple[str, str]:
+        """The base as a forward diff from the solver this conversation showed in full that it
+        is closest to (an ancestor, as a rule), when that diff is small: (that solver, the
+        diff), else ("", "") and the base is printed in full."""
+        src = nearest(b, {i: code for i, code in self._full.items() if i != b.id})
+        if src is None:
+            return "", ""
+        change = diff(self._full[src], b.code, src, b.id)
+        return (src, change) if change and len(change) <= DIFF_SHARE * len(b.code) else ("", "")
 
     async def repair_patch(self, proposal: Proposal, error: str) -> Proposal:
         text = await self._ask(render("judge_repair", error=error), "judge.repair")
@@ -374,7 +367,7 @@ class LLMJudge:
         prompt = render("judge_debug", cid=c.id, attempt=attempt,
                         max_attempts=max(attempt, self.info.debug_attempts),
                         summary=self._describe(r, "nrmse") if r else "unknown failure",
-                        code=_capped(c.code), output=program_output(c.id, r))
+                        code=capped(c.code), output=program_output(c.id, r))
         self._shown[c.id] = self._full[c.id] = c.code
         text = await self._ask(prompt, "judge.debug")
         return self._proposal(text, c.id, [c.id])
@@ -394,6 +387,7 @@ class LLMJudge:
         if not has_blocks(text):
             code = extract_code(text)
             if code is not None:
+                self._written.add(code)  # the whole file is in this reply: quotable
                 return Proposal(**kw, code=code)
         return Proposal(**kw, patch=text)
 

@@ -392,7 +392,12 @@ class Tournament:
         for j in self.judges:
             j.observe(info)
         visible = self.ranked([self.entry(c) for c in self.pool])
-        noms = await gather_all(j.nominate(self.task, self.analysis, visible) for j in self.judges)
+        # a cycle's opening requests share everything up to the judge's name, and a provider
+        # caches a prefix once a request with it is answered: the first judge goes first
+        lead = 1 if rnd == 1 else 0
+        noms = [await j.nominate(self.task, self.analysis, visible) for j in self.judges[:lead]]
+        noms += await gather_all(j.nominate(self.task, self.analysis, visible)
+                                 for j in self.judges[lead:])
         by_id = {c.id: c for c in self.pool}
         nominators: dict[str, Judge] = {}
         for j, n in zip(self.judges, noms):
