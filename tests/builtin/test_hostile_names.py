@@ -57,18 +57,37 @@ CASES = {
                          "dt({v}) = {c}*dx({u}, 2) - {k}*({u}**2 + {v}**2)*{u}"],
                parameters={"c": 0.5, "k": 1.0}, domain={"x": [0, 1]},
                boundary="dirichlet: {u} = 0; dirichlet: {v} = 0", time_span=[0, 0.02]),
+    # constrained (an elliptic constraint solved each step): the code's NVAR, PARITY, JETS_F
+    "ns": dict(equation={"unknowns": ["{w}", "{psi}"], "space": ["x", "y"], "equations": [
+                   "dt({w}) + dy({psi})*dx({w}) - dx({psi})*dy({w}) = {NVAR}*(dx({w}, 2)"
+                   " + dy({w}, 2))",
+                   "dx({psi}, 2) + dy({psi}, 2) = -{PARITY}*{w}"]},
+               parameters={"NVAR": 0.01, "PARITY": 1.0, "JETS_F": 0.0},
+               domain={"x": [0, 1], "y": [0, 1]}, boundary="periodic", time_span=[0, 0.05]),
+    # collocation_system (a steady system, a condition coupling its unknowns): its residual,
+    # slopes and condition functions
+    "beam": dict(equation={"unknowns": ["{w}", "{theta}"], "time": None, "equations": [
+                     "{slopes}*dx({theta}, 2) + {residual}*(dx({w}) - {theta}) = 0",
+                     "{residual}*dx(dx({w}) - {theta}) + {condition} = 0"]},
+                 parameters={"slopes": 1.0, "residual": 10.0, "condition": 1.0},
+                 domain={"x": [0, 1]}, grid="nodes",
+                 boundary="x = 0: {w} = 0, {theta} = 0; x = 1: dx({theta}) = 0, "
+                          "dx({w}) - {theta} = 0"),
 }
-UNKNOWNS = {"gp": {"u": "np", "v": "lambda"}}
+UNKNOWNS = {"gp": {"u": "np", "v": "lambda"}, "ns": {"w": "c", "psi": "k"},
+            "beam": {"w": "float", "theta": "np"}}
 
 
 def spec(case: str, hostile: bool) -> dict:
     c = {k: v for k, v in CASES[case].items()}
     names = {k: (k if hostile else f"p{i}") for i, k in enumerate(c["parameters"])}
-    names.update(UNKNOWNS.get(case, {}) if hostile else {"u": "u", "v": "v"})
+    names.update(UNKNOWNS.get(case, {}) if hostile else
+                 {u: u for u in ("u", "v", "w", "psi", "theta")})
     fill = lambda s: re.sub(r"\{(\w+)\}", lambda m: names.get(m.group(1), m.group(1)), s)  # noqa
     eq = c["equation"]
     c["equation"] = ([fill(e) for e in eq] if isinstance(eq, list) else fill(eq)
-                     if isinstance(eq, str) else {**eq, "equations": [fill(e) for e in eq["equations"]]})
+                     if isinstance(eq, str) else {**eq, "equations": [fill(e) for e in eq["equations"]],
+                                                  "unknowns": [fill(u) for u in eq["unknowns"]]})
     c["parameters"] = {names[k]: v for k, v in c["parameters"].items()}
     c["boundary"] = fill(c["boundary"])
     c["name"] = f"{case}_{'hostile' if hostile else 'plain'}"
@@ -89,11 +108,14 @@ def first_per_family(p):
 def outputs(task, n: int = 32) -> dict[str, np.ndarray]:
     """Each family's first design run on smooth data at n points: {family: prediction}."""
     p = problem(task)
-    lo, hi = task.domain["x"]
-    x = lo + (hi - lo) * (np.arange(n) + 0.5) / n
-    u0 = 0.5 * np.sin(np.pi * (x - lo) / (hi - lo)) ** 2
+    u0 = 1.0
+    for axis in task.equation.space:  # a product of smooth bumps, one per axis
+        lo, hi = task.domain[axis]
+        x = lo + (hi - lo) * (np.arange(n) + 0.5) / n
+        u0 = np.multiply.outer(u0, 0.5 * np.sin(np.pi * (x - lo) / (hi - lo)) ** 2)
+    shape = np.shape(u0)
     t = None if task.steady else np.linspace(*task.time_span, task.n_frames)
-    ref = {key: np.zeros((1, n)) if task.steady else np.zeros((1, task.n_frames, n))
+    ref = {key: np.zeros((1, *shape)) if task.steady else np.zeros((1, task.n_frames, *shape))
            for key in task.data.fields.values()}
     for arr in ref.values():
         if not task.steady:
