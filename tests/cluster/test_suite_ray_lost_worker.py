@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suite"))
 
-from suite_helpers import import_one_d  # noqa: E402
+from suite_helpers import import_one_d
 
 pytestmark = pytest.mark.slow
 

@@ -115,7 +115,7 @@ def scenario_for(name: str, settings: dict, *, samples: int, scenarios=None):
         if not hasattr(cls, key):
             raise NotMapped(f"the scenario {m.group(2)} has no setting {key}")
         kwargs[key] = value
-    horizon = int(settings.get("test_temporal_horizon", getattr(cls, "test_temporal_horizon")))
+    horizon = int(settings.get("test_temporal_horizon", cls.test_temporal_horizon))
     kwargs.update(num_train_samples=samples, num_test_samples=samples,
                   train_temporal_horizon=horizon, test_temporal_horizon=horizon)
     try:

@@ -39,7 +39,7 @@ import yaml
 
 from pdesharp.expression import ExpressionError, read
 from pdesharp.suite.importers import pdeagent_pde as pde_forms
-from pdesharp.suite.importers.pdeagent_pde import FAMILIES, Refused
+from pdesharp.suite.importers.pdeagent_pde import Refused
 from pdesharp.suite.names import BadName, check_name
 from pdesharp.untrusted import one_line
 

@@ -194,7 +194,7 @@ def boundary(bc: Any, u: sp.Expr, names: dict, space: list[str], box: dict,
     missing = [f"{a} = {box[a][e]:g}" for a in space for e in (0, 1) if (a, e) not in assigned]
     if missing:
         raise Refused(f"no boundary condition on {', '.join(missing)}")
-    if set(k for k, _ in assigned.values()) == {"dirichlet"} and all(
+    if {k for k, _ in assigned.values()} == {"dirichlet"} and all(
             _value(e) == "u" for _, e in assigned.values()):
         return f"dirichlet: u = {sp.sstr(u)}"  # the common case, in one clause
     clauses = []
