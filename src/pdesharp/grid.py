@@ -2,7 +2,10 @@
 of kind ``grid`` receives. One place for the convention (``Task.grid``):
 
 * ``cell_centres``: x_i = lo + (i + 1/2) (hi - lo) / N, i = 0..N-1 (PDEBench's convention);
-* ``nodes``: x_i = lo + i (hi - lo) / (N - 1), both ends included.
+* ``nodes``: x_i = lo + i (hi - lo) / (N - 1), both ends included;
+* ``periodic_nodes``: x_i = lo + i (hi - lo) / N, i = 0..N-1, the right end left out (it is
+  the left end again on a periodic axis): exponax's and APEBench's grid, numpy's
+  ``linspace(lo, hi, N, endpoint=False)``.
 
 A ``grid`` argument is the output grid's coordinates, float64: the array ``x`` [N] in 1D, the
 tuple ``(x, y)`` of the two axes' 1D arrays ([Nx], [Ny]) in 2D, ``(x, y, z)`` in 3D; a solver
@@ -44,6 +47,8 @@ class Convention:
 CONVENTIONS = {
     "cell_centres": Convention("cell_centres", "cell centres", 0.5, "(i + 1/2)", False),
     "nodes": Convention("nodes", "nodes", 0.0, "i", True),
+    "periodic_nodes": Convention("periodic_nodes", "nodes (the right end left out)", 0.0, "i",
+                                 False),
 }
 
 

@@ -10,6 +10,8 @@ The replies in such files are written by us to exercise the pipeline; they are n
 of any real model. The format::
 
     delay_s: 0.0            # optional: wait this long per call (to test killing a run)
+    call_log: /tmp/calls    # optional: append one JSON line per call that reaches this model
+                            # (pid, tag, sample, request hash): counts calls across processes
     rules:                  # the first rule that matches a call answers it
       - tag: judge.nominate # matches this tag and its sub-tags ("judge" matches all judge.*)
         when: ["Round 1 "]  # optional: all substrings must occur in the last message
@@ -47,10 +49,11 @@ class RulesModel:
     run sees the same replies as the killed one."""
 
     def __init__(self, rules: list[dict], name: str = "scripted:rules", delay_s: float = 0.0,
-                 price=None):
+                 price=None, call_log: str | None = None):
         self.rules = rules
         self.name = name
         self.delay_s = delay_s
+        self.call_log = call_log
         self._scripted = ScriptedModel(self._answer, name=name, price=price)
         self._last_rule: dict = {}
 
@@ -60,7 +63,9 @@ class RulesModel:
         data = yaml.safe_load(path.read_text())
         if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
             raise ValueError(f"{path}: a scripted model file needs a top-level 'rules' list")
-        return cls(data["rules"], name=f"scripted:{path.name}", delay_s=float(data.get("delay_s", 0)))
+        log = data.get("call_log")
+        return cls(data["rules"], name=f"scripted:{path.name}", delay_s=float(data.get("delay_s", 0)),
+                   call_log=str(log) if log else None)
 
     def _answer(self, messages: list[Message], params: ChatParams, index: int) -> str:
         prompt = messages[-1].content if messages else ""
@@ -80,11 +85,32 @@ class RulesModel:
         raise LookupError(f"{self.name}: no rule answers a call with tag {params.tag!r}")
 
     async def chat(self, messages: list[Message], params: ChatParams | None = None) -> Reply:
+        if self.call_log:
+            self._log(messages, params or ChatParams())
         reply = await self._scripted.chat(messages, params)
         delay = self.delay_s + self._last_rule.get("delay_s", 0.0)
         if delay:
             await asyncio.sleep(delay)
         return reply
+
+
+    def _log(self, messages: list[Message], params: ChatParams) -> None:
+        import json
+        import os
+
+        line = json.dumps({"pid": os.getpid(), "tag": params.tag, "sample": params.sample_index,
+                           "request": request_hash(messages)})
+        with open(self.call_log, "a") as fh:  # one write per line: whole lines across processes
+            fh.write(line + "\n")
+
+
+def request_hash(messages: list[Message]) -> str:
+    """A call's identity for counting (the roles and contents of its messages)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([[m.role, m.content] for m in messages]).encode()
+                          ).hexdigest()
 
 
 def _all_in(needles, text: str) -> bool:

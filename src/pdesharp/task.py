@@ -171,7 +171,7 @@ class Task(_Model):
     equation: EquationSpec
     parameters: dict[str, float] = Field(default_factory=dict)  # as passed to the solver
     domain: dict[str, tuple[float, float]]  # axis -> (lo, hi)
-    grid: Literal["cell_centres", "nodes"] = "cell_centres"
+    grid: Literal["cell_centres", "nodes", "periodic_nodes"] = "cell_centres"
     boundary: str  # e.g. "periodic", "dirichlet: u = 0"
     time_span: tuple[float, float] | None = None
     n_frames: int | None = None  # stored frames including t = 0

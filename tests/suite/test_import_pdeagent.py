@@ -127,10 +127,96 @@ def test_hostile_records_are_refused_with_reasons(tmp_path):
     assert "not a usable name" in reasons["../escape"] and "not a usable name" in reasons["a..b"]
     assert any(f"longer than {MAX_LINE_BYTES}" in r for r in reasons.values())
     assert any("nested" in r for r in reasons.values())
-    assert "constant kappa" in reasons["piecewise_kappa"]
+    assert "discontinuous kappa" in reasons["piecewise_kappa"]
     assert "not finite" in reasons["nan_grid"]
     assert not (tmp_path / "escape").exists() and not (tmp_path.parent / "escape").exists()
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == \
         ["ok_case", "refused.json", "suite.yaml"]
     assert json.loads((tmp_path / "s" / "refused.json").read_text()) == got.refused
     assert yaml.safe_load((tmp_path / "s" / "suite.yaml").read_text())["name"] == "pdeagent-r"
+
+
+# -- more of PDEAgent-Bench's families (fixtures/pdeagent_records_v2.jsonl, written by us) ----
+@pytest.fixture(scope="module")
+def imported_v2(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pdeagent2") / "suite"
+    return import_jsonl(FIXTURES / "pdeagent_records_v2.jsonl", out), out
+
+
+def test_more_families_import_and_the_rest_is_refused_with_one_line_each(imported_v2):
+    got, _ = imported_v2
+    assert got.written == ["poisson_varkappa", "heat_rect_tbc", "reaction_logistic_mixed",
+                           "helmholtz_k2", "poisson_cube"]
+    reasons = {r["name"]: r["reason"] for r in got.refused}
+    assert "initial velocity" in reasons["wave_basic"]
+    assert "two boundary conditions per side" in reasons["biharmonic_basic"]
+    assert "disagree with the manufactured solution" in reasons["poisson_wrong_bc"]
+    assert "no manufactured solution" in reasons["poisson_no_exact"]
+    assert "no boundary condition on y = 1" in reasons["poisson_open_side"]
+    assert all("\n" not in r for r in reasons.values())
+
+
+def _rhs_at(task, **point) -> float:
+    import sympy as sp
+
+    rhs = sp.sympify(task.equation.equations[0].split("=", 1)[1])
+    values = {sp.Symbol(k): v for k, v in {**task.parameters, **point}.items()}
+    return float(rhs.subs(values))
+
+
+def test_variable_coefficient_source_by_hand(imported_v2):
+    _, out = imported_v2
+    task = load_task_file(out / "poisson_varkappa" / "task.yaml")
+    # u = sin(pi x) sin(pi y), kappa = 1 + x/2: -div(kappa grad u) = -kappa_x u_x - kappa lap u
+    x, y = 0.3, 0.6
+    kappa, u = 1 + 0.5 * x, np.sin(np.pi * x) * np.sin(np.pi * y)
+    expected = -0.5 * np.pi * np.cos(np.pi * x) * np.sin(np.pi * y) + kappa * 2 * np.pi**2 * u
+    assert _rhs_at(task, x=x, y=y) == pytest.approx(expected, rel=1e-12)
+    assert "(0.5*x + 1)*dx(u)" in task.equation.equations[0]
+
+
+def test_rectangle_with_time_dependent_boundary_data(imported_v2):
+    _, out = imported_v2
+    task = load_task_file(out / "heat_rect_tbc" / "task.yaml")
+    assert task.domain == {"x": (0.0, 2.0), "y": (-1.0, 1.0)}
+    assert "x = 2.0: u = (y + 4.0)*exp(-t)" in task.boundary
+    with h5py.File(out / "heat_rect_tbc" / "test.hdf5") as f:
+        u, t = f["tensor"][0, -1], f["t-coordinate"][-1]
+        xs, ys = np.linspace(0, 2, 9), np.linspace(-1, 1, 9)
+    np.testing.assert_allclose(u, np.exp(-t) * (xs[:, None] ** 2 + ys[None, :]),
+                               atol=F32 * 5)  # values up to 5: float32 rounding relative
+
+
+def test_mixed_neumann_robin_sides_and_a_nonlinear_reaction(imported_v2):
+    from pdesharp.boundary import parse_boundary
+
+    _, out = imported_v2
+    task = load_task_file(out / "reaction_logistic_mixed" / "task.yaml")
+    # u = 1/2 + x^2 y / 4: at x = 0 the outward derivative -u_x = 0; at y = 0 the Robin data
+    # -u_y + 2 u = -x^2/4 + 1; Dirichlet at x = 1 and y = 1
+    assert task.boundary == ("x = 0.0: dn(u) = 0; x = 1.0: u = 0.25*y + 0.5; "
+                             "y = 0.0: dn(u) + 2.0*u = 1.0 - 0.25*x**2; "
+                             "y = 1.0: u = 0.25*x**2 + 0.5")
+    parsed = parse_boundary(task.boundary, unknowns=["u"], space=["x", "y"],
+                            domain=task.domain, names=list(task.parameters))
+    assert parsed is not None
+    # u_t - eps lap u + rho u (1 - u) = f, at a point, by hand (u_t = 0, lap u = y / 2)
+    x, y = 0.4, 0.7
+    u = 0.5 + 0.25 * x**2 * y
+    assert _rhs_at(task, x=x, y=y, t=0.05) == \
+        pytest.approx(-0.1 * 0.5 * y + 2.0 * u * (1 - u), rel=1e-12)
+
+
+def test_helmholtz_and_a_cube(imported_v2):
+    _, out = imported_v2
+    task = load_task_file(out / "helmholtz_k2" / "task.yaml")
+    x, y = 0.2, 0.9
+    u = np.sin(np.pi * x) * np.sin(np.pi * y)
+    assert _rhs_at(task, x=x, y=y) == pytest.approx((2 * np.pi**2 - 4) * u, rel=1e-12)
+    cube = load_task_file(out / "poisson_cube" / "task.yaml")
+    assert cube.equation.space == ["x", "y", "z"]
+    with h5py.File(out / "poisson_cube" / "test.hdf5") as f:
+        u = f["sol"][0]
+    g = np.linspace(0, 1, 5)
+    np.testing.assert_allclose(u, g[:, None, None] * g[None, :, None] * g[None, None, :],
+                               atol=F32)

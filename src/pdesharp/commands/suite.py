@@ -96,6 +96,11 @@ def register(sub) -> None:
     imp.add_argument("--force", action="store_true", help="rewrite existing case folders")
     imp.add_argument("--samples", type=int, default=4,
                      help="apebench: samples per split (4)")
+    imp.add_argument("--set", dest="settings", action="append", default=None,
+                     metavar="NAME=VALUE",
+                     help="apebench: override a scenario setting as APEBench's own keyword "
+                          "arguments do (num_points, num_substeps, test_temporal_horizon, "
+                          "train_seed, test_seed, ...); named in the case")
     imp.set_defaults(func=cmd_import)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -210,8 +215,9 @@ def cmd_import(args) -> int:
         from pdesharp.suite.importers.apebench import ApebenchUnavailable, import_apebench
 
         try:
-            got = import_apebench(out, names=args.ids, samples=args.samples, force=args.force)
-        except ApebenchUnavailable as exc:
+            got = import_apebench(out, names=args.ids, samples=args.samples, force=args.force,
+                                  settings=args.settings, note=lambda s: print(terminal(s)))
+        except (ApebenchUnavailable, ValueError) as exc:
             fail(str(exc))
     del importers
     print(f"{len(got.written)} case(s) written to {out}"

@@ -118,7 +118,9 @@ def _x_range(spec: ChildSpec, inputs: dict):
         return inputs["x"][0], inputs["x"][-1]
     lo, hi = spec.domain[spec.space[0]]
     n = next(v for k, v in inputs.items() if k.startswith("initial:")).shape[-1]
-    xc = cell_centres(lo, hi, n) if spec.grid == "cell_centres" else np.linspace(lo, hi, n)
+    from pdesharp.grid import axis_points
+
+    xc = axis_points(lo, hi, n, spec.grid)
     return xc[0], xc[-1]
 
 

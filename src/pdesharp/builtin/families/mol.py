@@ -44,7 +44,8 @@ from pdesharp.builtin.families.mol_block import MOL_BLOCK
 from pdesharp.builtin.jets import almost_everywhere as ae
 from pdesharp.builtin.physics import boundary_source, coords_line, npcode, params_lines, unpack
 
-FINER = {"cell_centres": {1: 3, 3: 5, 5: 7, 7: 9}, "nodes": {1: 2, 2: 4, 4: 8}}
+FINER = {"cell_centres": {1: 3, 3: 5, 5: 7, 7: 9}, "nodes": {1: 2, 2: 4, 4: 8},
+         "periodic_nodes": {1: 2, 2: 4, 4: 8}}
 
 
 def _second(law: BalanceLaw) -> list[list[sp.Symbol]]:

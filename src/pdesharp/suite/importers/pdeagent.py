@@ -18,11 +18,9 @@ PDEAgent-Bench scores it; a steady case's nRMSE is PDEAgent-Bench's relative L2 
 Both splits hold the one manufactured problem: test on the record's grid (the number the table
 reports), dev on the nested grid with half the spacing count (what a search sees).
 
-Supported families: ``poisson`` (-div(kappa grad u) = f), ``heat`` (u_t - div(kappa grad u) =
-f), ``convection_diffusion`` (-epsilon lap u + beta . grad u = f, and its transient form), with
-constant coefficients, on the unit interval or square (or the output box), Dirichlet data on the
-whole boundary. Any other record is refused with the reason (listed in ``refused.json`` and in
-the suite's table), never guessed at.
+Families, coefficients and boundary data (Dirichlet, Neumann, Robin, side by side, derived from
+u): :mod:`.pdeagent_pde`. Any other record is refused with the reason (listed in
+``refused.json`` and in the suite's table), never guessed at.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ import json
 import math
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,8 @@ import sympy as sp
 import yaml
 
 from pdesharp.expression import ExpressionError, read
+from pdesharp.suite.importers import pdeagent_pde as pde_forms
+from pdesharp.suite.importers.pdeagent_pde import Refused
 from pdesharp.suite.names import BadName, check_name
 from pdesharp.untrusted import task_name_for
 from pdesharp.untrusted import one_line
@@ -49,12 +49,9 @@ MAX_RECORDS = 5000  # PDEAgent-Bench v2 has 645
 MAX_DEPTH = 16  # nesting of a record (a real one has 5)
 MAX_POINTS = 1025  # grid points per axis
 MAX_FRAMES = 2001
+MAX_VALUES = 5 * 10**7  # values of one split (points x frames)
 STORAGE_BOUND = 2.0**-24  # float32's relative rounding: an exact reference's own error
-FAMILIES = ("poisson", "heat", "convection_diffusion")
-
-
-class RecordRefused(ValueError):
-    """This record cannot be imported; the message says why."""
+RecordRefused = Refused  # this record cannot be imported; the message says why
 
 
 @dataclass
@@ -126,12 +123,7 @@ def _get(data: Any, *keys: str, kind: type | tuple = dict, required: bool = True
     return data
 
 
-def _number(value: Any, what: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise RecordRefused(f"{what} must be a finite number")
-    if positive and value <= 0:
-        raise RecordRefused(f"{what} must be positive")
-    return float(value)
+_number = pde_forms.number
 
 
 # -- one record -> a task spec and its reference ----------------------------------------------
@@ -147,6 +139,9 @@ class Problem:
     time: tuple[float, float, int] | None  # (t0, t_end, frames)
     timeout: float
     note: str
+    fields: dict = field(default_factory=dict)  # coefficients given as expressions of x, y, z
+    reaction: str | None = None  # reaction_diffusion's R(u)
+    boundary: str = ""  # the task's boundary clauses (derived from u)
 
 
 def problem(rec: Any) -> Problem:
@@ -160,79 +155,64 @@ def problem(rec: Any) -> Problem:
     oracle = _get(rec, "oracle_config")
     pde = _get(oracle, "pde")
     family = _get(pde, "type", kind=str)
-    if family not in FAMILIES:
-        raise RecordRefused(f"the PDE family {one_line(family, 40)!r} is not imported (supported:"
-                            f" {', '.join(FAMILIES)})")
+    pde_forms.check_family(family)
     manufactured = _get(pde, "manufactured_solution", required=False)
     if not manufactured or not isinstance(manufactured.get("u"), str):
         raise RecordRefused("no manufactured solution u: its reference is PDEAgent-Bench's "
                             "oracle (a finite-element solve), which is not reproduced here")
     grid = _get(oracle, "output", "grid")
     bbox = _get(grid, "bbox", kind=list)
-    space = ["x", "y"][: len(bbox) // 2]
-    if len(bbox) not in (2, 4):
-        raise RecordRefused("output.grid.bbox must be [x0, x1] or [x0, x1, y0, y1]")
+    if len(bbox) not in (2, 4, 6):
+        raise RecordRefused("output.grid.bbox must be [x0, x1], [x0, x1, y0, y1] or "
+                            "[x0, x1, y0, y1, z0, z1]")
+    space = ["x", "y", "z"][: len(bbox) // 2]
     box = {a: (_number(bbox[2 * i], "bbox"), _number(bbox[2 * i + 1], "bbox"))
            for i, a in enumerate(space)}
     domain_type = _get(oracle, "domain", "type", kind=str)
-    if domain_type in ("unit_square", "unit_interval"):
-        want = {a: (0.0, 1.0) for a in space}
-        if domain_type == "unit_square" and len(space) != 2 or \
-                domain_type == "unit_interval" and len(space) != 1:
+    units = {"unit_interval": 1, "unit_square": 2, "unit_cube": 3}
+    if domain_type in units:
+        if units[domain_type] != len(space):
             raise RecordRefused(f"the domain {domain_type} and the output box disagree in "
                                 "dimension")
-        if box != want:
+        if box != {a: (0.0, 1.0) for a in space}:
             raise RecordRefused("an output box other than the whole domain is not imported")
     elif domain_type not in ("rectangle", "box", "interval"):
-        raise RecordRefused(f"the domain type {one_line(domain_type, 40)!r} is not imported")
+        raise RecordRefused(f"the domain type {one_line(domain_type, 40)!r} is not imported "
+                            "(a box: unit_interval/square/cube, interval, rectangle, box)")
     for a, (lo, hi) in box.items():
         if not lo < hi:
             raise RecordRefused(f"the output box along {a} is empty")
     points = {}
-    for a, key in zip(space, ("nx", "ny")):
+    for a, key in zip(space, ("nx", "ny", "nz")):
         n = _get(grid, key, kind=int)
         if not 3 <= n <= MAX_POINTS:
             raise RecordRefused(f"output.grid.{key} must be between 3 and {MAX_POINTS}")
         points[a] = n
-    params = _parameters(pde, family, len(space))
     t = sp.Symbol("t", real=True)
     timing = _get(pde, "time", required=False)
-    if family == "heat" and timing is None:
-        raise RecordRefused("a heat record needs pde.time (t0, t_end, dt)")
+    if family in pde_forms.TRANSIENT_ONLY and timing is None:
+        raise RecordRefused(f"a {family} record needs pde.time (t0, t_end, dt)")
     time = _time(timing) if timing is not None else None
+    if math.prod(points.values()) * (time[2] if time else 1) > MAX_VALUES:
+        raise RecordRefused(f"more than {MAX_VALUES:.0e} reference values")
     names = {a: sp.Symbol(a, real=True) for a in space}
     if time is not None:
         names["t"] = t
+    params, fields = pde_forms.coefficients(pde, family, space, names)
+    reaction = params.pop("_reaction", None)
     try:
         u = read(manufactured["u"], where=f"the manufactured solution of {name}", names=names)
     except ExpressionError as exc:
         raise RecordRefused(str(exc)) from None
-    _check_bc(oracle, names)
+    bounds = (time[0], time[1]) if time else None
+    bc = pde_forms.boundary(_get(oracle, "bc", required=False), u, names, space, box, bounds)
     timeout = _get(rec, "evaluation_config", "timeout_sec", kind=(int, float), required=False)
     timeout = min(max(_number(timeout, "timeout_sec", positive=True), 10.0), 3600.0) \
         if timeout is not None else 600.0
     note = one_line(_get(pde, "description", kind=str, required=False) or "", 300)
     return Problem(name=name, family=family, space=space, domain=box, points=points,
-                   params=params, u=u, time=time, timeout=timeout, note=note)
-
-
-def _parameters(pde: dict, family: str, dim: int) -> dict[str, float]:
-    if family in ("poisson", "heat"):
-        coeffs = _get(pde, "coefficients", required=False) or {}
-        kappa = coeffs.get("kappa", {"type": "constant", "value": 1.0})
-        if not isinstance(kappa, dict) or kappa.get("type") != "constant":
-            raise RecordRefused("only a constant kappa is imported (a variable or piecewise "
-                                "coefficient is not)")
-        return {"kappa": _number(kappa.get("value"), "kappa", positive=True)}
-    params = _get(pde, "pde_params")
-    eps = _number(params.get("epsilon"), "epsilon", positive=True)
-    beta = params.get("beta")
-    if not isinstance(beta, list) or len(beta) != dim:
-        raise RecordRefused(f"beta must be a list of {dim} numbers")
-    out = {"epsilon": eps}
-    for a, b in zip("xy", beta):
-        out[f"beta_{a}"] = _number(b, "beta")
-    return out
+                   params=params, u=u, time=time, timeout=timeout, note=note, fields=fields,
+                   reaction=reaction, boundary=bc)
 
 
 def _time(timing: Any) -> tuple[float, float, int]:
@@ -250,41 +230,18 @@ def _time(timing: Any) -> tuple[float, float, int]:
     return t0, t1, frames
 
 
-def _check_bc(oracle: dict, names: dict) -> None:
-    bc = _get(oracle, "bc", required=False)
-    if bc is None:
-        return
-    if set(bc) - {"dirichlet"}:
-        raise RecordRefused(f"boundary conditions {sorted(map(str, bc))} are not imported (only "
-                            "Dirichlet data on the whole boundary)")
-    d = bc.get("dirichlet")
-    if not isinstance(d, dict) or d.get("on", "all") != "all" or d.get("value", "u") != "u":
-        raise RecordRefused("only Dirichlet data equal to the manufactured solution on the "
-                            "whole boundary is imported")
-
-
 def source(p: Problem) -> sp.Expr:
-    """f = L(u), with the coefficients as symbols (the task's parameters)."""
+    """f = L(u) (+ u_t), with the coefficients as symbols (the task's parameters)."""
     X = [sp.Symbol(a, real=True) for a in p.space]
     P = {k: sp.Symbol(k, real=True) for k in p.params}
-    lap = sum(sp.diff(p.u, x, 2) for x in X)
-    if p.family in ("poisson", "heat"):
-        f = -P["kappa"] * lap
-    else:
-        f = -P["epsilon"] * lap + sum(P[f"beta_{a}"] * sp.diff(p.u, x)
-                                      for a, x in zip(p.space, X))
+    f = pde_forms.operator(p.family, p.u, X, P, p.fields, p.reaction)
     if p.time is not None:
         f = sp.diff(p.u, sp.Symbol("t", real=True)) + f
     return f
 
 
 def operator_text(p: Problem) -> str:
-    lap = " + ".join(f"d{a}(u, 2)" for a in p.space)
-    if p.family in ("poisson", "heat"):
-        text = f"-kappa*({lap})"
-    else:
-        adv = " + ".join(f"beta_{a}*d{a}(u)" for a in p.space)
-        text = f"-epsilon*({lap}) + {adv}"
+    text = pde_forms.operator_text(p.family, p.space, p.fields, p.reaction)
     return ("dt(u) " + ("+ " + text if not text.startswith("-") else "- " + text[1:])
             if p.time is not None else text)
 
@@ -294,7 +251,8 @@ def spec(p: Problem) -> dict:
     f = source(p)
     u_text = sp.sstr(p.u)
     what = {"poisson": "Poisson", "heat": "heat", "convection_diffusion":
-            "convection-diffusion"}[p.family]
+            "convection-diffusion", "reaction_diffusion": "reaction-diffusion",
+            "helmholtz": "Helmholtz"}[p.family]
     out: dict[str, Any] = {
         "name": task_name_for(p.name),
         "title": f"PDEAgent-Bench {p.name}: {what} problem with a manufactured solution",
@@ -302,7 +260,7 @@ def spec(p: Problem) -> dict:
         "parameters": dict(p.params),
         "domain": {a: list(v) for a, v in p.domain.items()},
         "grid": "nodes",
-        "boundary": f"dirichlet: u = {u_text}",
+        "boundary": p.boundary or f"dirichlet: u = {u_text}",
         "reference": (f"Exact: the manufactured solution u = {u_text} evaluated at the output "
                       "nodes in float64, stored as float32 (relative rounding at most 6e-8)."),
         "evaluation": {"timeout": p.timeout, "convergence": {"kind": "none"}, "plot_sample": 0},
