@@ -14,6 +14,10 @@ never part of the narrative prompt: no model ever sees it.
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from pdesharp.genesis import GENESIS_TEMPERATURE
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
@@ -38,10 +42,25 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _cell(text: str, limit: int = 70) -> str:
+def _cell(text: str, limit: int = tables.TITLE_CHARS) -> str:
     """A model- or solver-written string for a Markdown table cell or list item: one line,
     shortened, HTML and pipes escaped (report.md is rendered by viewers that run HTML)."""
-    return markdown_text(shorten(str(text), limit))
+    return tables.cell_text(text, limit)
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~/-])/(?:[^\s`'\"()|<>\[\]/]+/)+([^\s`'\"()|<>\[\]/;,]+)")
+
+
+def portable(text: str, run_dir) -> str:
+    """``text`` without the absolute paths of the machine it ran on: files of the run folder
+    relative to it (report.md sits there), the home folder as ``~``, any other path (the data
+    file, an audit in a cache) by its file name. summary.json keeps the full paths."""
+    run = str(Path(run_dir).resolve())
+    text = text.replace(run + os.sep, "").replace(run, ".")
+    home = str(Path.home())
+    if len(home) > 1:
+        text = re.sub(re.escape(home) + r"(?=/)", "~", text)
+    return _ABSOLUTE.sub(lambda m: m.group(1), text)
 
 
 def _line(text, limit: int = 80) -> str:
@@ -178,7 +197,10 @@ def analysis_lines(analysis: Analysis) -> list[str]:
     for b in analysis.stability:
         lines.append(f"- Stability ({_cell(b.scheme)}): dt ≤ {markdown_span(b.expression)}"
                      + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
-    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts]
+    # a key fact restating a bound above ("scheme: dt <= value") is not printed again
+    stated = tuple(f"{b.scheme}: dt <=" for b in analysis.stability)
+    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts
+              if not (stated and str(f).startswith(stated))]
     return lines
 
 
@@ -328,7 +350,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"cost: ${acc['cost_usd']:.4f}",
               f"- Wall time: {acc['wall_seconds']:.1f} s", ""]
 
-    text = "\n".join(lines) + "\n"
+    text = portable("\n".join(lines) + "\n", store.dir)
     (store.dir / "report.md").write_text(text)
     return text
 
