@@ -51,16 +51,28 @@ def _cell(text: str, limit: int = tables.TITLE_CHARS) -> str:
 _ABSOLUTE = re.compile(r"(?<![\w.~/-])/(?:[^\s`'\"()|<>\[\]/]+/)+([^\s`'\"()|<>\[\]/;,]+)")
 
 
+_COMMAND = re.compile(r"(`+)(pdesharp .*?)\1")  # a suggested command, in its code span
+
+
 def portable(text: str, run_dir) -> str:
     """``text`` without the absolute paths of the machine it ran on: files of the run folder
     relative to it (report.md sits there), the home folder as ``~``, any other path (the data
-    file, an audit in a cache) by its file name. summary.json keeps the full paths."""
+    file, an audit in a cache) by its file name. A suggested ``pdesharp`` command keeps its
+    paths, so that it runs as written from any folder; summary.json keeps every full path."""
     run = str(Path(run_dir).resolve())
-    text = text.replace(run + os.sep, "").replace(run, ".")
     home = str(Path.home())
-    if len(home) > 1:
-        text = re.sub(re.escape(home) + r"(?=/)", "~", text)
-    return _ABSOLUTE.sub(lambda m: m.group(1), text)
+
+    def prose(part: str) -> str:
+        part = part.replace(run + os.sep, "").replace(run, ".")
+        if len(home) > 1:
+            part = re.sub(re.escape(home) + r"(?=/)", "~", part)
+        return _ABSOLUTE.sub(lambda m: m.group(1), part)
+
+    out, at = [], 0
+    for m in _COMMAND.finditer(text):
+        out += [prose(text[at:m.start()]), m.group(0)]
+        at = m.end()
+    return "".join(out + [prose(text[at:])])
 
 
 def _line(text, limit: int = 80) -> str:

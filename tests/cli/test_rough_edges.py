@@ -66,9 +66,13 @@ def _report(tmp_path: Path) -> str:
 
 def test_report_md_is_portable_plain_and_says_each_thing_once(tmp_path):
     text = _report(tmp_path)
-    # no path of the machine it ran on: the solver beside report.md, the data by file name
-    assert str(tmp_path) not in text and str(Path.home()) not in text
+    # no path of the machine it ran on: the solver beside report.md, the data by file name;
+    # a suggested command keeps its paths, to run as written from any folder (issue 20.6)
+    commands = re.findall(r"`(pdesharp [^`]*)`", text)
+    prose = re.sub(r"`pdesharp [^`]*`", "", text)
+    assert str(tmp_path) not in prose and str(Path.home()) not in prose
     assert "(`best_solver.py`)" in text and "no audit of burgers_dev.hdf5 is cached" in text
+    assert f"pdesharp data audit burgers --data-dir {tmp_path}" in commands[0]
     # no HTML entities for the arrows and comparisons the designs and facts are written with
     assert not re.search(r"&(gt|lt|amp);", text)
     assert "CFL → 0.6" in text

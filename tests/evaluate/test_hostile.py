@@ -614,7 +614,10 @@ def test_solver_cannot_forge_its_time_or_order(shared_data):
 
     slow, fast = asyncio.run(both())
     assert slow.status == fast.status == "ok"
-    assert slow.solver_seconds >= 2.0 and fast.solver_seconds < 1.0
+    # the forger's 2 s (a wall-clock wait) is its own: at least 2 s on its clock, and the honest
+    # solver running beside it is not charged with it. Relative, not fast < 1 s: on a loaded
+    # machine both imports slow down alike (the margin: 1 s of the 2 s difference)
+    assert slow.solver_seconds >= 2.0 and fast.solver_seconds < slow.solver_seconds - 1.0
     ref = ev.reference("dev")
     expect, _ = convergence_order(ChildSpec.from_task(task),
                                   lambda u0, t, beta: np.repeat(u0[:, None], len(t), axis=1),
