@@ -14,6 +14,10 @@ never part of the narrative prompt: no model ever sees it.
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from pdesharp.genesis import GENESIS_TEMPERATURE
 from pdesharp.audit.runs import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
@@ -39,10 +43,37 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _cell(text: str, limit: int = 70) -> str:
+def _cell(text: str, limit: int = tables.TITLE_CHARS) -> str:
     """A model- or solver-written string for a Markdown table cell or list item: one line,
     shortened, HTML and pipes escaped (report.md is rendered by viewers that run HTML)."""
-    return markdown_text(shorten(str(text), limit))
+    return tables.cell_text(text, limit)
+
+
+_ABSOLUTE = re.compile(r"(?<![\w.~/-])/(?:[^\s`'\"()|<>\[\]/]+/)+([^\s`'\"()|<>\[\]/;,]+)")
+
+
+_COMMAND = re.compile(r"(`+)(pdesharp .*?)\1")  # a suggested command, in its code span
+
+
+def portable(text: str, run_dir) -> str:
+    """``text`` without the absolute paths of the machine it ran on: files of the run folder
+    relative to it (report.md sits there), the home folder as ``~``, any other path (the data
+    file, an audit in a cache) by its file name. A suggested ``pdesharp`` command keeps its
+    paths, so that it runs as written from any folder; summary.json keeps every full path."""
+    run = str(Path(run_dir).resolve())
+    home = str(Path.home())
+
+    def prose(part: str) -> str:
+        part = part.replace(run + os.sep, "").replace(run, ".")
+        if len(home) > 1:
+            part = re.sub(re.escape(home) + r"(?=/)", "~", part)
+        return _ABSOLUTE.sub(lambda m: m.group(1), part)
+
+    out, at = [], 0
+    for m in _COMMAND.finditer(text):
+        out += [prose(text[at:m.start()]), m.group(0)]
+        at = m.end()
+    return "".join(out + [prose(text[at:])])
 
 
 def _line(text, limit: int = 80) -> str:
@@ -206,7 +237,10 @@ def analysis_lines(analysis: Analysis) -> list[str]:
     for b in analysis.stability:
         lines.append(f"- Stability ({_cell(b.scheme)}): dt ≤ {markdown_span(b.expression)}"
                      + (f" ≈ {b.value:.3g} on the reference grid" if b.value is not None else ""))
-    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts]
+    # a key fact restating a bound above ("scheme: dt <= value") is not printed again
+    stated = tuple(f"{b.scheme}: dt <=" for b in analysis.stability)
+    lines += [f"- {_cell(f, 500)}" for f in analysis.key_facts
+              if not (stated and str(f).startswith(stated))]
     return lines
 
 
@@ -361,7 +395,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               f"cost: ${acc['cost_usd']:.4f}",
               f"- Wall time: {acc['wall_seconds']:.1f} s", ""]
 
-    text = "\n".join(lines) + "\n"
+    text = portable("\n".join(lines) + "\n", store.dir)
     (store.dir / "report.md").write_text(text)
     return text
 

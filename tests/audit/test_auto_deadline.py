@@ -19,19 +19,22 @@ DATA = Path(__file__).resolve().parents[1] / "builtin" / "data" / "burgers2d" / 
 
 def test_an_audit_over_its_budget_is_stopped_and_stores_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("PDESHARP_AUDIT_DIR", str(tmp_path / "audits"))
-    monkeypatch.setenv(cost.AUTO_SECONDS_ENV, "2")  # deadline 4 s
+    # deadline 24 s: the child's spawn and imports (~2 s on a quiet machine, over 10 s at load
+    # 8 on 2 cores) fit for its first step to come through; the audit itself takes about a
+    # minute on a quiet machine (2.5x the deadline) and slows as much under load
+    monkeypatch.setenv(cost.AUTO_SECONDS_ENV, "12")
     task = load_task(example_path("burgers2d"))
     ev = Evaluator(task, dev_data=DATA, max_samples=2, convergence=False)
     estimate = cost.estimate_seconds(task, DATA, 2)
-    assert estimate is not None and estimate <= 2  # the estimate says: cheap
+    assert estimate is not None and estimate <= 12  # the estimate says: cheap (1.8 s)
     steps: list[str] = []
     start = time.monotonic()
     audit, reason = runs.find(task, ev, "auto", steps.append)
     took = time.monotonic() - start
     assert audit is None
-    assert reason.startswith("no audit of") and "stopped after 4 s" in reason, reason
-    # 4 s plus the child's start (spawn imports NumPy/SciPy) and its stop; far from a minute
-    assert took < 25, took
+    assert reason.startswith("no audit of") and "stopped after 24 s" in reason, reason
+    # 24 s plus the child's stop (at most 2 x 5 s of joins), short of the whole audit
+    assert took < 45, took
     assert not any(p.name == "pdesharp-audit" for p in mp.active_children())
     assert not list((tmp_path / "audits").rglob("*.json"))  # nothing a later run could take
     assert steps and steps[0].startswith("converged solution")  # the child's steps came through

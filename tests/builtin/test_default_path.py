@@ -59,8 +59,10 @@ def short_copy(src: Path, dst: Path, task: str, frames: int, samples: int = 1) -
 
 # tolerance per built-in task on its window, with the reason (measured values in comments)
 BUILTIN = {
-    # exact shift 1.1e-3 against PDEBench's MUSCL reference, the MUSCL design 5e-6 (full window)
-    "advection": ([], 2e-3),
+    # exact shift 1.1e-3 against PDEBench's MUSCL reference, the MUSCL design 5e-6 (full window);
+    # both at or below the reference floor, so the faster wins and timing picks which (the
+    # winner measured 1.60e-3 on the first sample); 3e-3 bounds either with a 1.9x margin
+    "advection": ([], 3e-3),
     # 21 frames: pseudo-spectral 2.1e-4, MUSCL-mc 1.8e-5; the published best is 1.05e-4 on 201
     "burgers": (["FRAMES", 21], 1e-3),
     # full window: pseudo-spectral/exact-split designs 1e-5 to 1e-4; the published best is 2.3e-3

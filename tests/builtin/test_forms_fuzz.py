@@ -117,19 +117,21 @@ SEEDS = range(48)
 def test_every_form_gets_a_verdict_fast():
     """48 seeded forms: each an acceptance whose first designs render, or a one-line refusal
     naming the reason. Measured: ~0.3 s per form on a quiet machine, the slowest ~3 s (SymPy on a
-    system); the bounds below (20 s per form, 4 min in all) leave room for a loaded machine
-    while still catching the 30 s dsolve of a cubic source the analysis used to spend."""
-    verdicts, slow, t_all = {}, [], time.perf_counter()
+    system); the bounds below (20 s per form, 4 min in all) still catch the 30 s dsolve of a
+    cubic source the analysis used to spend. CPU time of this process, where the analysis runs
+    (its clocks are timers in this process), not wall time: a loaded machine (load 13, 2 cores:
+    11.6 s wall for the slowest form) slows the wall clock, not the work."""
+    verdicts, slow, t_all = {}, [], time.process_time()
     for seed in SEEDS:
         spec = sample(seed)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             task = task_from_dict(spec, f"fuzz {seed}")
         except TaskError as exc:  # the reader refused it: also a verdict, with the reason
             verdicts[seed] = ("spec", str(exc))
             continue
         got = support(task)  # must not raise
-        took = time.perf_counter() - t0
+        took = time.process_time() - t0
         slow.append((took, seed))
         if got.supported:
             assert got.families and got.designs, spec
@@ -139,7 +141,7 @@ def test_every_form_gets_a_verdict_fast():
             assert reason and "\n" not in reason, (spec, reason)
             assert "its analysis failed" not in reason, (spec, reason)  # a defect, not a verdict
             verdicts[seed] = ("refused", reason)
-    total = time.perf_counter() - t_all
+    total = time.process_time() - t_all
     worst = max(slow)
     assert worst[0] < 20.0, f"tasks check took {worst[0]:.1f} s on {sample(worst[1])}"
     assert total < 240.0

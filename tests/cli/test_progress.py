@@ -28,7 +28,11 @@ def test_log_mode_is_never_silent(monkeypatch):
     out = io.StringIO()
     with Progress("data audit", unit="samples", total=5, stream=out, heartbeat=0.2) as p:
         p.step("sample 0", done=1)
-        time.sleep(5.6)  # the heartbeat thread wakes every min(heartbeat, 5) s
+        # the heartbeat thread wakes every min(heartbeat, 5) s: wait for its line (the
+        # deadline only stops a broken heartbeat; a loaded machine may delay the thread)
+        deadline = time.monotonic() + 60
+        while "still working" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
     text = out.getvalue()
     assert "still working" in text and "samples 1/5" in text.splitlines()[-1]
 

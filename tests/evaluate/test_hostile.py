@@ -614,7 +614,10 @@ def test_solver_cannot_forge_its_time_or_order(shared_data):
 
     slow, fast = asyncio.run(both())
     assert slow.status == fast.status == "ok"
-    assert slow.solver_seconds >= 2.0 and fast.solver_seconds < 1.0
+    # the forger's 2 s (a wall-clock wait) is its own: at least 2 s on its clock, and the honest
+    # solver running beside it is not charged with it. Relative, not fast < 1 s: on a loaded
+    # machine both imports slow down alike (the margin: 1 s of the 2 s difference)
+    assert slow.solver_seconds >= 2.0 and fast.solver_seconds < slow.solver_seconds - 1.0
     ref = ev.reference("dev")
     expect, _ = convergence_order(ChildSpec.from_task(task),
                                   lambda u0, t, beta: np.repeat(u0[:, None], len(t), axis=1),
@@ -640,11 +643,18 @@ def _cli(tmp_path, shared_data, mark: str, timeout: int, out: Path) -> subproces
     solver.write_text(SLEEPER.replace("MARK", mark))
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmpdir")}
     (tmp_path / "tmpdir").mkdir(exist_ok=True)
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "pdesharp.cli", "eval", str(solver), "--task", "advection",
          "--data-dir", str(shared_data), "--max-samples", "1", "--no-convergence",
          "--no-residual", "--timeout", str(timeout), "--json", str(out)],
         env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "stderr.txt", "wb"))
+    proc.tmp_path = tmp_path  # where _stderr finds what it said
+    return proc
+
+
+def _stderr(tmp_path) -> str:
+    """The end of what the CLI of :func:`_cli` said on stderr (for a failure's message)."""
+    return (tmp_path / "stderr.txt").read_text(errors="replace")[-2000:]
 
 
 def _wait_until(condition, proc: subprocess.Popen, what: str, cap: float = 600.0) -> None:
@@ -654,7 +664,8 @@ def _wait_until(condition, proc: subprocess.Popen, what: str, cap: float = 600.0
     end = time.monotonic() + cap
     while not condition():
         if proc.poll() is not None:
-            pytest.fail(f"pdesharp eval exited ({proc.returncode}) before {what}")
+            pytest.fail(f"pdesharp eval exited ({proc.returncode}) before {what}; stderr: "
+                        + _stderr(proc.tmp_path))
         if time.monotonic() > end:
             pytest.fail(f"{what}: not within {cap:g} s")
         time.sleep(0.05)
@@ -681,6 +692,7 @@ def test_stopped_parent_cannot_let_a_long_solve_pass(shared_data, tmp_path):
     finally:
         proc.kill()
     assert gone_while_stopped
+    assert out.exists(), (proc.returncode, _stderr(tmp_path))  # why no result was written
     result = json.loads(out.read_text())
     assert result["status"] == "timeout" and "3-second timeout" in result["message"]
 
@@ -703,8 +715,11 @@ def test_killed_parent_leaves_nothing(shared_data, tmp_path):
         time.sleep(0.05)
     assert _alive_with(sleeper) == []
     assert not out.exists()
-    # no scratch folder left on the host
-    assert [p for p in (tmp_path / "tmpdir").iterdir() if p.name.startswith("pdesharp")] == []
+    # no scratch folder left on the host: under bubblewrap (the default here) nothing of an
+    # evaluation is ever on the host's disk, so one here means the CLI ran under another
+    # mechanism (its stderr says why: bubblewrap failed to start on a loaded machine)
+    left = [p.name for p in (tmp_path / "tmpdir").iterdir() if p.name.startswith("pdesharp")]
+    assert left == [], (left, probe().mechanism, _stderr(tmp_path))
     cgroups.remove_stale()  # what the next evaluation does first
     for h in cgroups.hierarchies():
         base = h.mount / ("pdesharp" if h.version == 2 else h.own.lstrip("/"))

@@ -119,3 +119,13 @@ def test_eval_exits_non_zero_when_the_asked_plot_is_not_written(tmp_path, capsys
                  "--plot", str(png)])
     captured = capsys.readouterr()
     assert code == 1 and "was not written" in captured.err
+
+
+def test_eval_plot_without_a_name_writes_it_beside_the_solver(tmp_path, capsys, heat2d_dev):
+    """Issue 28: `--plot` alone is not an error: SOLVER_plot.png next to the solver file."""
+    solver = tmp_path / "heat2d_solver.py"
+    solver.write_text(HEAT2D)
+    assert main(["eval", str(solver), "--task", "heat2d", "--dev-data", str(heat2d_dev),
+                 "--max-samples", "1", "--no-convergence", "--no-residual", "--plot"]) == 0
+    png = tmp_path / "heat2d_solver_plot.png"
+    assert png.is_file() and mpimg.imread(png).shape[0] == round(3.2 * 3 * DPI)

@@ -92,7 +92,9 @@ NOT_CACHED = "no audit of {path} is cached"  # attach() adds the command that co
 def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
     """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit and
     computes (and caches) a missing one when it is cheap (:mod:`pdesharp.audit.cost`),
-    "compute" computes one if none is cached, "off" ignores audits."""
+    "compute" computes one if none is cached, "off" ignores audits. ``progress(text)`` gets the
+    audit's steps, and its ``note(text)``, if it has one, is told at once when ``auto`` stops an
+    audit at its budget."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
     path, indices = dev_indices(task, evaluator)
@@ -113,6 +115,10 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
                 compute_within(task, path, samples=samples, limit=limit, seconds=2 * budget,
                                progress=progress)
             except AuditOverBudget as exc:
+                note = getattr(progress, "note", None)  # attach's: a line that stays
+                if note is not None:
+                    note(f"reference audit {exc}: the run goes on without the reference floor "
+                         "(`pdesharp data audit` computes it once, for later runs)")
                 return None, NOT_CACHED.format(path=path) + f" (computing it was {exc})"
             result = cached_audit(task, path, indices)
     if result is None and mode == "compute":
@@ -254,6 +260,9 @@ async def attach(task: Task, config, evaluator, store, progress=None
 
             def step(message: str) -> None:  # from the audit's thread: handed to the loop's
                 loop.call_soon_threadsafe(lambda: progress(stage=f"reference audit: {message}"))
+
+            # a line that stays (terminal and log), when auto stops the audit at its budget
+            step.note = lambda text: loop.call_soon_threadsafe(lambda: progress(note=text))
         audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, step)
         if audit is None and reason.startswith("no audit of"):
             # the command names the task as the run does (a user's YAML by its path)

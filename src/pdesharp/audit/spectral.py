@@ -40,6 +40,7 @@ from pdesharp.grid import axis_points, refined_points
 from pdesharp.task import Task
 
 CHUNK_BYTES = 256 * 2**20  # internal-grid frames held at once (samples are run in batches)
+PROGRESS_BATCHES = 4  # batches at least, each reported as it starts ("samples 3-4 of 8")
 HOPF_COLE_FRAMES = 5
 
 
@@ -87,7 +88,9 @@ def _run(task: Task, initial: dict[str, np.ndarray], times: np.ndarray, plan: Pl
     n_unknowns = len(initial)
     fine_points = int(np.prod(spatial)) * plan.oversample ** len(spatial)
     per_sample = 8 * len(times) * n_unknowns * fine_points
-    batch = max(1, min(b, CHUNK_BYTES // max(per_sample, 1)))
+    # at least PROGRESS_BATCHES batches, so that k of N moves while the audit works (the
+    # work per step is array work beyond a sample or two: smaller batches cost little)
+    batch = max(1, min(b, CHUNK_BYTES // max(per_sample, 1), -(-b // PROGRESS_BATCHES)))
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, b, batch):
         stop = min(b, start + batch)

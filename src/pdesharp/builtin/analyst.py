@@ -85,8 +85,15 @@ class BuiltinAnalyst:
                 notes.append(f"could not read data bounds ({exc}); assumed defaults")
         b = b or DataBounds()
         fields = dict(b.fields)
+        given = task.generator.ranges if task.generator else {}
         for u in names if not task.steady else ():  # a steady analysis uses no field range
-            if u not in fields:
+            if u in fields:
+                continue
+            if u in given:  # the task's own statement of its data's range
+                fields[u] = tuple(map(float, given[u]))
+                notes.append(f"range of {u} from the task's generator.ranges: "
+                             f"[{fields[u][0]:g}, {fields[u][1]:g}]")
+            else:
                 fields[u] = (-1.0, 1.0)
                 notes.append(f"range of {u} assumed to be [-1, 1]")
         n = dict(b.n)

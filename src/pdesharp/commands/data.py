@@ -421,9 +421,10 @@ _OF = re.compile(r"(\d+)(?:-(\d+))? of (\d+)")
 
 
 def _audit_step(shown, message: str) -> None:
-    """An audit stage's message ("...: samples 3-4 of 20") as a progress step with k of N."""
+    """An audit stage's message as a progress step with k of N: the message names the samples
+    being computed ("...: samples 3-4 of 20", "sample 3 of 20"), so k is those before them."""
     m = _OF.search(message)
-    counts = {"done": int(m.group(2) or m.group(1)), "total": int(m.group(3))} if m else {}
+    counts = {"done": int(m.group(1)) - 1, "total": int(m.group(3))} if m else {}
     shown.step(message, stage=message, **counts)
 
 
@@ -459,6 +460,8 @@ def run_audit(args) -> int:
                                       frames=args.frames, force=args.force,
                                       store=not args.no_store,
                                       progress=lambda m: _audit_step(shown, m))
+            if shown.total is not None:
+                shown.step("done", done=shown.total)
     except (DataError, ValueError) as exc:
         fail(f"cannot audit {path}: {exc}")
     except MemoryError:

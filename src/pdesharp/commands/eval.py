@@ -29,7 +29,9 @@ def register(sub) -> None:
     p.add_argument("--feedback", choices=["nrmse", "residual", "none"], default="nrmse",
                    help="which score drives selection (recorded in the result)")
     p.add_argument("--json", dest="json_out", default=None, help="write the full result as JSON")
-    p.add_argument("--plot", default=None, help="write a prediction/reference/error PNG")
+    p.add_argument("--plot", nargs="?", const="", default=None, metavar="PNG",
+                   help="write a prediction/reference/error PNG (without a name: SOLVER_plot.png "
+                        "beside the solver file)")
     p.add_argument("--prediction", default=None, help="save the prediction as .npz")
     p.add_argument("--timeout", type=float, default=None, help="seconds (default: the task's)")
     p.add_argument("--memory-mb", type=int, default=None, help="address-space limit of the child")
@@ -51,6 +53,9 @@ def register(sub) -> None:
 def run_and_check_plot(args) -> int:
     """:func:`run`, and a non-zero exit when ``--plot`` was asked for but no figure was written
     (the table's message row says why), so a script notices."""
+    if args.plot == "":  # --plot without a name: a default beside the solver
+        solver = Path(args.solver)
+        args.plot = str(solver.with_name(f"{solver.stem}_plot.png"))
     code = run(args)
     if code == 0 and args.plot and not Path(args.plot).is_file():
         print(f"pdesharp: error: the plot {args.plot} was not written (see the message row)",

@@ -50,6 +50,14 @@ def sandbox_or_exit(make):
         fail(str(exc))
     if ev.isolation["unsafe"]:
         print(UNSAFE_WARNING, file=sys.stderr)
+    policy = ev.policy
+    failed = [r for r in getattr(policy, "reasons", []) if "cannot create the sandbox" in r]
+    if policy is not None and policy.mechanism != "bwrap" and failed:
+        # said at once, on stderr: a weaker sandbox than the machine has is no silent choice,
+        # and a run killed before its result table would not say it otherwise
+        print(f"pdesharp: note: bubblewrap could not run here ({failed[-1]}); solvers are "
+              f"sealed by {policy.mechanism} (`pdesharp sandbox` says what it does not cover)",
+              file=sys.stderr)
     return ev
 
 

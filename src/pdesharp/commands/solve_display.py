@@ -75,6 +75,10 @@ class Display:
             acc = store.accounting()  # on the event-loop thread, where the store lives
             self.state.update(tokens=f"{acc['tokens_in']}/{acc['tokens_out']}",
                               cost=f"${acc['cost_usd']:.4f}", evaluations=acc["evaluations"])
+            if info.get("note"):  # a line that stays: above the panel, or in the log
+                self.state["note"] = info["note"]
+                if self.log is not None:
+                    self.log.note(info["note"])
             if self.log is not None:
                 if info.get("stage") and info["stage"] != stage_before:
                     self.log.step(self._stage_words(), **self._counts())
@@ -122,7 +126,7 @@ class Display:
     def __rich__(self) -> Table:
         t = Table(show_header=False, title="pdesharp solve", box=None)
         s = self.state
-        rows = [("run", s.get("run")), ("stage", s.get("stage")),
+        rows = [("run", s.get("run")), ("stage", s.get("stage")), ("note", s.get("note")),
                 ("elapsed", clock(time.monotonic() - self.start)),
                 ("candidates", s.get("written", s.get("candidates"))),
                 ("round", f"cycle {s['cycle']}, round {s['round']}" if "round" in s else None),

@@ -103,7 +103,7 @@ def run_solve(task, config: SolveConfig, store: RunStore, *, quiet: bool = False
                               unsafe_no_isolation=config.unsafe_no_isolation,
                               executor=config.executor, ray_address=config.ray_address,
                               hidden=[store.dir])  # the run folder and store: never in reach
-        evaluator.data_path("dev")
+        evaluator.reference("dev")  # read now: a file that cannot be used stops nothing begun
         roles = build_roles(config, store, task=task)
         if on_start is not None:
             on_start()  # a resume's changed limits and options, recorded now it is going
@@ -174,10 +174,19 @@ def _run(task, config, store, roles, evaluator, lock, console, *, quiet, fresh) 
         console.print(f"interrupted; {hint}", markup=False, highlight=False)
         return 130
     except Exception as exc:  # a bug or an unexpected failure: keep the traceback, stay resumable
+        from pdesharp.data.paths import DataNotFound
+        from pdesharp.data.reference import DataError
+
         broken = storage_error(exc)
         if broken:
             _quietly(lambda: store.set_status("interrupted", f"cannot write: {broken}"[:300]))
             print(f"pdesharp: error: {storage_advice(store.dir, broken)}", file=sys.stderr)
+            return 1
+        if isinstance(exc, (DataError, DataNotFound)):  # resuming on the same file fails again
+            _quietly(lambda: store.set_status("failed", f"data: {exc}"[:300]))
+            console.print(f"the run failed: the data cannot be used: {one_line(exc, 500)}; fix "
+                          f"the file, or resume with other data: pdesharp resume {store.dir} "
+                          "--dev-data FILE", markup=False, highlight=False)
             return 1
         import traceback
 

@@ -354,6 +354,9 @@ def _probe_bwrap(policy: SandboxPolicy, reasons: list[str]) -> bool:
     for bw in found:
         policy.bwrap = bw
         ok, why = _try_policy(policy)
+        if not ok:  # once more: a child killed or starved on a loaded machine is no verdict,
+            ok, again = _try_policy(policy)  # and must not drop the run to a weaker sandbox
+            why = why if ok or again == why else f"{why}; tried again: {again}"
         if ok:
             reasons.append(f"bwrap {bw.version} from {bw.source} ({bw.path}): user, mount, PID, "
                            "network, IPC, UTS and cgroup namespaces work"

@@ -10,7 +10,7 @@ cannot be placed and are only counted.
 
 from __future__ import annotations
 
-from pdesharp.untrusted import markdown_text
+from pdesharp.report.tables import cell_text
 
 from dataclasses import dataclass
 
@@ -97,7 +97,7 @@ def markdown(view: ParetoView, metric: str, figure: str | None = None) -> list[s
     lines += [f"| solver | design | {metric} | s/sample | Pareto front | winner |",
               "|---|---|---|---|---|---|"]
     for p in view.points:
-        title = markdown_text(" ".join(p.title.split())[:70])  # model-written: inert
+        title = cell_text(p.title)  # model-written: inert
         median = f" (median of {p.timings})" if p.timings > 1 else ""
         lines.append(f"| `{p.id}` | {title} | {p.score:.3e} | {p.per_sample:.3g} s{median} | "
                      f"{'yes' if p.front else ''} | {'**winner**' if p.winner else ''} |")

@@ -25,6 +25,25 @@ from pdesharp.synthesis.ranking import Rule, rank
 from pdesharp.synthesis.timing import settled
 
 
+# ASCII arrows and comparisons in titles ("CFL -> 0.6", "dt <= 1e-3") as the characters they
+# stand for: Markdown-escaped they would read "-&gt;" in report.md's source
+_SIGNS = (("<=", "≤"), (">=", "≥"), ("->", "→"), ("<-", "←"))
+TITLE_CHARS = 200  # a design name is shown whole (the built-in ones are under 120 characters)
+
+
+def cell_text(text: object, limit: int = TITLE_CHARS) -> str:
+    """A model- or solver-written string (a design name, a reason) for a report.md table cell:
+    one line, inert (:func:`pdesharp.untrusted.markdown_text`), cut at a word only beyond
+    ``limit`` characters."""
+    from pdesharp.prompting import shorten
+    from pdesharp.untrusted import markdown_text
+
+    text = str(text)
+    for ascii_, sign in _SIGNS:
+        text = text.replace(ascii_, sign)
+    return markdown_text(shorten(text, limit))
+
+
 def seconds_per_sample(result: EvalResult | None) -> float | None:
     """Solver wall time per sample of a result, as the evaluator measured it (None if absent)."""
     return None if result is None else result.seconds_per_sample
