@@ -189,9 +189,13 @@ class BuiltinJudge(Exploration):
             kept = [e for e in others if best is None
                     or (self._order_of(e, p) is None or self._order_of(e, p) >= best)]
             # evaluations left and nothing predicted as accurate: a prediction is no
-            # measurement (issue 26): the untried designs of other families first
+            # measurement (issue 26): the untried designs of other families first -- with the
+            # round's patches paid for, or once the patches stopped improving (Sod: the cell
+            # refinement that halves the error each round is not starved by exploration)
             top_d = read_design(top.candidate.code)
-            if not kept and top_d is not None and self._explorable(top, top_d, p):
+            i = self._info
+            surplus = i is not None and (i.stale_rounds > 0 or (i.evals_left or 0) > i.judges)
+            if not kept and top_d is not None and surplus and self._explorable(top, top_d, p):
                 kept = sorted(others, key=lambda e: getattr(read_design(e.candidate.code),
                                                             "family", None) == top_d.family)
             others = kept

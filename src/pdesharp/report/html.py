@@ -144,7 +144,8 @@ def render_bench(bench_dir: str | Path) -> str:
     per_task = []
     for task in cfg.names:
         curves, cells = {}, []
-        for row in [r for r in rows if r["task"] == task]:
+        # derived rows (CodePDE best-of-N) have no run folder of their own
+        for row in [r for r in rows if r["task"] == task and r["method"] in cfg.methods]:
             for k in range(cfg.repeats):
                 d = cell_dir(bench_dir, task, row["method"], k)
                 if not (d / "summary.json").is_file():
