@@ -264,6 +264,8 @@ def run_case(case: Case, args, key: str) -> dict:
         warm = statistics.median(m["warm"] for m in ok)
         cold = statistics.median(m["cold"] for m in ok)
         best = fw[-1]["nrmse"] if fw else math.nan
+        export_front(case, d / "runs" / ("accuracy" if obj == "accuracy" else "fastest"),
+                     points, {"nrmse": err, "warm": warm, "cold": cold})
         if not reached and fw:  # the other way round: pdesharp at the library's best accuracy
             rows.append(at_library_best(case, d, obj, fw[-1], call, args.repeat))
         rows.append({"objective": obj, "nrmse": err, "warm": warm, "cold": cold,
@@ -276,6 +278,32 @@ def run_case(case: Case, args, key: str) -> dict:
                      "ratio_cold": cold / lib_c, "runs": len(ok)})
     return {"case": case.name, "library": case.library, "title": case.title,
             "reference": ref_meta, "points": points, "rows": rows}
+
+
+def setting_text(p: dict) -> str:
+    c = dict(p["config"])
+    grid = f", grid x{p['refine']}" if p.get("refine", 1) != 1 else ""
+    if "substeps" in c:
+        prec = "float64" if c.get("x64") else "float32"
+        order = f", ETDRK{c['order']}" if "order" in c else ""
+        return f"{c['substeps']} substeps/frame{order}, {prec}{grid}"
+    return f"{c.get('solver')} tol {c.get('tol', c.get('dt'))}{grid}"
+
+
+def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> None:
+    """The library's points and the winner's into the run folder; report.md gets the section
+    (pdesharp.report.library_front)."""
+    from pdesharp.report.library_front import FILE, update_report
+
+    pts = [{"setting": setting_text(p), "nrmse": max(p["nrmse"], 1e-300), "warm": p["warm"],
+            "cold": p["cold"]} for p in points
+           if not p.get("failed") and math.isfinite(p["nrmse"]) and p["warm"] > 0]
+    if not pts:
+        return
+    (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
+        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}}},
+        indent=1))
+    update_report(run)
 
 
 def at_library_best(case, d, obj, best, call, repeat) -> dict:
@@ -387,6 +415,9 @@ def main() -> None:
     ap.add_argument("--resolve", action="store_true", help="re-run pdesharp solve")
     ap.add_argument("--keep-winners", action="store_true",
                     help="reuse stored winners even if the pdesharp sources changed since")
+    ap.add_argument("--report-only", action="store_true",
+                    help="print the table and plot of the last results.json, and put each"
+                         " winner's front into its run folder's report.md")
     ap.add_argument("--prepare", action="store_true",
                     help="only make the data and pdesharp's winners (no timing)")
     args = ap.parse_args()
@@ -394,6 +425,17 @@ def main() -> None:
     names = args.cases.split(",") if args.cases else (QUICK if args.quick else
                                                      [c.name for c in CASES])
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.report_only:  # the table, plot and run-folder fronts of the last results.json
+        results = json.loads((args.work / "results.json").read_text())
+        for r in results:
+            case, d = BY_NAME[r["case"]], args.work / r["case"]
+            for row in r["rows"]:
+                if not row.get("failed") and "lib_at" not in row:
+                    export_front(case, d / "runs" / ("accuracy" if row["objective"] == "accuracy"
+                                                     else "fastest"), r["points"], row)
+        print(table(results))
+        plot(results, args.work / "fronts.png")
+        return
     key = source_key()
     results = []
     for name in names:
