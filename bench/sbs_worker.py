@@ -166,14 +166,15 @@ def one(job, case, base_import: float | None) -> dict:
     t1 = time.perf_counter()
     first = solve()
     t2 = time.perf_counter()
-    warm = []
+    warm, cpu = [], []
     repeat, least = job.get("repeat", 3), job.get("min_seconds", 0.5)
     most = job.get("max_seconds", 20)
     while not warm or (len(warm) < repeat and sum(warm) < most) or (sum(warm) < least
                                                                     and len(warm) < 200):
-        s = time.perf_counter()
+        s, c = time.perf_counter(), time.process_time()
         solve()
         warm.append(time.perf_counter() - s)
+        cpu.append(time.process_time() - c)  # every thread's CPU: robust to a loaded machine
     batch = w0.shape[1]
     # a finer solve grid: the data points are every stride-th, from offset
     stride, offset = job.get("stride", 1), job.get("offset", 0)
@@ -185,6 +186,7 @@ def one(job, case, base_import: float | None) -> dict:
     imp = t_import if base_import is None else base_import
     return {"cold": imp + (t2 - t1) + (t1 - t0 - t_import), "import": imp, "first": t2 - t1,
             "warm": float(np.median(warm)) / batch, "warm_runs": len(warm), "batch": batch,
+            "warm_cpu": float(np.median(cpu)) / batch,
             "nrmse": nrmse(pred, ref) if ok else float("inf"), "shape_ok": pred.shape == ref.shape,
             "fresh_process": base_import is None}
 
