@@ -309,7 +309,7 @@ def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> Non
     pts = [{"setting": setting_text(p), "nrmse": max(p["nrmse"], 1e-300), "warm": p["warm"],
             "cold": p["cold"]} for p in points
            if not p.get("failed") and math.isfinite(p["nrmse"]) and p["warm"] > 0]
-    if not pts:
+    if not pts or not run.is_dir():
         return
     (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
         "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}}},

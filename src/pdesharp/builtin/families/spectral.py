@@ -441,25 +441,44 @@ INTEGRATOR_BLOCK = '''
 # ---- block: exponential integrator, equal steps between output times ----
 
 
+# Coefficient sets by (operator, step), kept across calls: a later call of the solver (the next
+# batch) reuses them, as a compiled library reuses its stepper. At most _PLAN_SETS sets are kept.
+_PLANS = {}
+_PLAN_SETS = 16
+
+
 def _coefficients(grid, h):
     """exp(hL), exp(hL/2) and the ETDRK4 weights (contour integral over a circle of radius 1
-    around each hL, which avoids the cancellation of their closed forms for small |hL|)."""
+    around each hL, which avoids the cancellation of their closed forms for small |hL|). The
+    contour sums run over the distinct values of hL only: an isotropic operator repeats each
+    value many times over a 2D or 3D grid (|k|^2 is shared by every mode on a circle)."""
     key = round(h, 14)
     if key in grid["cache"]:
         return grid["cache"][key]
-    z = grid["L"] * h
+    L = grid["L"]
+    plan = (hash(L.tobytes()), L.shape, key, INTEGRATOR)
+    if plan in _PLANS:
+        grid["cache"][key] = _PLANS[plan]
+        return _PLANS[plan]
+    z = L * h
     e, e2 = np.exp(z), np.exp(z / 2)
     if INTEGRATOR != "etdrk4":
-        grid["cache"][key] = (e, e2)
-        return e, e2
-    r = np.exp(2j * np.pi * (np.arange(32) + 0.5) / 32)
-    lr = z[..., None] + r
-    q = h * np.mean((np.exp(lr / 2) - 1.0) / lr, axis=-1)
-    f1 = h * np.mean((-4.0 - lr + np.exp(lr) * (4.0 - 3.0 * lr + lr**2)) / lr**3, axis=-1)
-    f2 = 2.0 * h * np.mean((2.0 + lr + np.exp(lr) * (lr - 2.0)) / lr**3, axis=-1)  # x2: b's
-    f3 = h * np.mean((-4.0 - 3.0 * lr - lr**2 + np.exp(lr) * (4.0 - lr)) / lr**3, axis=-1)
-    grid["cache"][key] = (e, e2, q, f1, f2, f3)
-    return grid["cache"][key]
+        out = (e, e2)
+    else:
+        zu, back = np.unique(z.ravel(), return_inverse=True)
+        r = np.exp(2j * np.pi * (np.arange(32) + 0.5) / 32)
+        lr = zu[:, None] + r
+        el = np.exp(lr)
+        mean = lambda f: (h * np.mean(f, axis=-1))[back].reshape(z.shape)  # noqa: E731
+        q = mean((np.exp(lr / 2) - 1.0) / lr)
+        f1 = mean((-4.0 - lr + el * (4.0 - 3.0 * lr + lr**2)) / lr**3)
+        f2 = 2.0 * mean((2.0 + lr + el * (lr - 2.0)) / lr**3)  # x2: the b stage's weight
+        f3 = mean((-4.0 - 3.0 * lr - lr**2 + el * (4.0 - lr)) / lr**3)
+        out = (e, e2, q, f1, f2, f3)
+    if len(_PLANS) >= _PLAN_SETS:
+        _PLANS.clear()
+    _PLANS[plan] = grid["cache"][key] = out
+    return out
 
 
 def _step(vh, t, h, grid, prm):
