@@ -343,8 +343,10 @@ def _output(vh, grid, prm):
     for a, (ni, nd) in enumerate(zip(inner, data)):  # trigonometric interpolation at the points
         m = np.fft.fftfreq(ni, 1.0 / ni)  # (an even grid's Nyquist term: its real part, cos)
         E = np.exp(2j * np.pi * np.outer(np.arange(nd) * ni / nd, m) / ni) / ni
-        F = np.fft.fft(W, axis=2 + a)
-        W = np.moveaxis(np.real(np.moveaxis(F, 2 + a, -1) @ E.T), -1, 2 + a)
+        F = np.ascontiguousarray(np.moveaxis(np.fft.fft(W, axis=2 + a), 2 + a, -1))
+        # one 2D product (a stacked one loops in NumPy: 15x slower on [1, 8, 96, 96])
+        V = (F.reshape(-1, ni) @ E.T).real.reshape(F.shape[:-1] + (nd,))
+        W = np.moveaxis(V, -1, 2 + a)
     return list(W)
 
 
