@@ -1,8 +1,13 @@
 """pdesharp's winners beside exponax and py-pde, at equal accuracy, warm and cold (issue 27).
 
     pip install -e ".[bench]"            # jax, jaxlib (CPU), exponax, py-pde
-    python bench/side_by_side.py         # the whole suite (~1 h on a quiet 2-core machine)
-    python bench/side_by_side.py --quick # six cases, fewer sweep points and repeats (~15 min)
+    python bench/side_by_side.py         # the whole suite (hours: Gray-Scott alone is long)
+    python bench/side_by_side.py --quick # six cases, short sweeps, 4 samples (py-pde: 2)
+    python bench/side_by_side.py --report-only   # the last results again, fronts into reports
+
+The work folder (``--work``, default ``$XDG_CACHE_HOME/pdesharp-bench/side_by_side``) keeps the
+data, references and winners; a winner is solved again when the pdesharp sources change
+(``--keep-winners`` keeps it, ``--resolve`` forces a new one).
 
 For every case of the suite (bench/sbs_cases.py: APEBench's physical scenarios with exponax's
 initial-condition generators, py-pde's examples on boxes with walls):
