@@ -190,8 +190,11 @@ def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
     # and accuracy on those), and only on the data grid (a 3x finer 2D grid costs ~80x)
     tols = (1e-3, 1e-4, 1e-6) if quick else (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
     few = {"max_samples": 2} if quick else {}
-    return [({"solver": "runge-kutta", "adaptive": True, "tol": tol, **few}, r)
-            for r in ((1,) if quick else (1, 3)) for tol in tols]
+    rk = [({"solver": "runge-kutta", "adaptive": True, "tol": tol, **few}, r)
+          for r in ((1,) if quick else (1, 3)) for tol in tols]
+    # the examples' own fixed-step explicit Euler, at a few steps per frame
+    euler = [({"solver": "euler", "dt": case.dt_frame / m}, 1) for m in (10, 100, 1000)]
+    return rk if quick else rk + euler
 
 
 # ---- 4. fronts, interpolation, pairing -----------------------------------------------------
