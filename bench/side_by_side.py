@@ -385,8 +385,8 @@ def table(results: list[dict]) -> str:
             lines.append(
                 f"| {r['case']} | {row['objective']} | {row['nrmse']:.2e} | {row['warm']:.2e} |"
                 f" {row['cold']:.2f} | {row['lib_warm']:.2e} | {row['lib_cold']:.2f} |"
-                f" {row['ratio_warm']:.2f} | {row.get('ratio_warm_cpu', math.nan):.2f} |"
-                f" {row['ratio_cold']:.2f} | {note} |")
+                f" {row['ratio_warm']:.3g} | {row.get('ratio_warm_cpu', math.nan):.3g} |"
+                f" {row['ratio_cold']:.3g} | {note} |")
     return "\n".join(lines)
 
 
