@@ -24,7 +24,7 @@ from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
-from pdesharp.report import pareto, tables
+from pdesharp.report import library_front, pareto, tables
 from pdesharp.store import RunStore, retime_id
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.lineage import is_rewrite
@@ -346,6 +346,7 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                   f"{r.so_far_id or '–'} ({_fmt(r.so_far)}) |" for r in rounds]
         lines.append("")
     lines += pareto_section(store, cands, results, final, rule, metric, task)
+    lines += library_front.section(store.dir)  # a bench's measurement of another library, if any
     for kind in ("saturation", "patch_failed", "patch_abandoned", "no_change", "invalid_parents",
                  "budget_stop"):
         n = len(store.events(kind))

@@ -307,8 +307,22 @@ def _init_state(W0, prm):
     return vh, grid
 
 
+def _forward(f, grid):
+    """rfftn over the space axes; in 1D rfft, which skips rfftn's argument handling (half the
+    cost of a call on the small arrays a 1D step transforms eight times)."""
+    if len(grid["shape"]) == 1:
+        return np.fft.rfft(f, axis=-1)
+    return np.fft.rfftn(f, axes=grid["axes"])
+
+
+def _inverse(vh, grid):
+    if len(grid["shape"]) == 1:
+        return np.fft.irfft(vh, n=grid["shape"][0], axis=-1)
+    return np.fft.irfftn(vh, s=grid["shape"], axes=grid["axes"])
+
+
 def _physical(vh, grid):
-    return np.fft.irfftn(vh * grid["mask"], s=grid["shape"], axes=grid["axes"])
+    return _inverse(vh * grid["mask"], grid)
 
 
 def _output(vh, grid, prm):
@@ -329,8 +343,10 @@ def _output(vh, grid, prm):
     for a, (ni, nd) in enumerate(zip(inner, data)):  # trigonometric interpolation at the points
         m = np.fft.fftfreq(ni, 1.0 / ni)  # (an even grid's Nyquist term: its real part, cos)
         E = np.exp(2j * np.pi * np.outer(np.arange(nd) * ni / nd, m) / ni) / ni
-        F = np.fft.fft(W, axis=2 + a)
-        W = np.moveaxis(np.real(np.moveaxis(F, 2 + a, -1) @ E.T), -1, 2 + a)
+        F = np.ascontiguousarray(np.moveaxis(np.fft.fft(W, axis=2 + a), 2 + a, -1))
+        # one 2D product (a stacked one loops in NumPy: 15x slower on [1, 8, 96, 96])
+        V = (F.reshape(-1, ni) @ E.T).real.reshape(F.shape[:-1] + (nd,))
+        W = np.moveaxis(V, -1, 2 + a)
     return list(W)
 
 
@@ -350,18 +366,24 @@ CONSERVATIVE_RHS = '''
 
 
 def _nonlinear(vh, t, grid, prm):
-    """Fourier transform of dt w minus its exactly integrated linear part L w."""
+    """Fourier transform of dt w minus its exactly integrated linear part L w (no zero-filled
+    accumulator, no subtraction of a linear part that is zero: a stage is a handful of
+    operations on small arrays, where each call's overhead counts)."""
     W = _physical(vh, grid)
     A, D, c = grid["lin"]
-    out = np.zeros_like(vh)
-    fft = lambda f: np.fft.rfftn(f, axes=grid["axes"])  # noqa: E731
     shape = (-1,) + (1,) * (W.ndim - 1)
-    for a, k in enumerate(grid["k"]):
-        if HAS_FLUX:
-            F = np.array(flux(W, grid["X"], t, prm, a)) - A[a].reshape(shape) * W
-            out -= 1j * k * fft(F)
+    out = 0.0
+    if HAS_FLUX:
+        for a, k in enumerate(grid["k"]):
+            F = np.array(flux(W, grid["X"], t, prm, a))
+            if np.any(A[a]):
+                F = F - A[a].reshape(shape) * W
+            out = out - 1j * k * _forward(F, grid)
     if HAS_SOURCE:
-        out += fft(np.array(source(W, grid["X"], t, prm)) - c.reshape(shape) * W)
+        S = np.array(source(W, grid["X"], t, prm))
+        if np.any(c):
+            S = S - c.reshape(shape) * W
+        out = out + _forward(S, grid)
     return out * grid["mask"]
 
 
@@ -421,39 +443,57 @@ INTEGRATOR_BLOCK = '''
 # ---- block: exponential integrator, equal steps between output times ----
 
 
+# Coefficient sets by (operator, step), kept across calls: a later call of the solver (the next
+# batch) reuses them, as a compiled library reuses its stepper. At most _PLAN_SETS sets are kept.
+_PLANS = {}
+_PLAN_SETS = 16
+
+
 def _coefficients(grid, h):
     """exp(hL), exp(hL/2) and the ETDRK4 weights (contour integral over a circle of radius 1
-    around each hL, which avoids the cancellation of their closed forms for small |hL|)."""
+    around each hL, which avoids the cancellation of their closed forms for small |hL|). The
+    contour sums run over the distinct values of hL only: an isotropic operator repeats each
+    value many times over a 2D or 3D grid (|k|^2 is shared by every mode on a circle)."""
     key = round(h, 14)
     if key in grid["cache"]:
         return grid["cache"][key]
-    z = grid["L"] * h
+    L = grid["L"]
+    plan = (hash(L.tobytes()), L.shape, key, INTEGRATOR)
+    if plan in _PLANS:
+        grid["cache"][key] = _PLANS[plan]
+        return _PLANS[plan]
+    z = L * h
     e, e2 = np.exp(z), np.exp(z / 2)
     if INTEGRATOR != "etdrk4":
-        grid["cache"][key] = (e, e2)
-        return e, e2
-    r = np.exp(2j * np.pi * (np.arange(32) + 0.5) / 32)
-    lr = z[..., None] + r
-    q = h * np.mean((np.exp(lr / 2) - 1.0) / lr, axis=-1)
-    f1 = h * np.mean((-4.0 - lr + np.exp(lr) * (4.0 - 3.0 * lr + lr**2)) / lr**3, axis=-1)
-    f2 = h * np.mean((2.0 + lr + np.exp(lr) * (lr - 2.0)) / lr**3, axis=-1)
-    f3 = h * np.mean((-4.0 - 3.0 * lr - lr**2 + np.exp(lr) * (4.0 - lr)) / lr**3, axis=-1)
-    grid["cache"][key] = (e, e2, q, f1, f2, f3)
-    return grid["cache"][key]
+        out = (e, e2)
+    else:
+        zu, back = np.unique(z.ravel(), return_inverse=True)
+        r = np.exp(2j * np.pi * (np.arange(32) + 0.5) / 32)
+        lr = zu[:, None] + r
+        el = np.exp(lr)
+        mean = lambda f: (h * np.mean(f, axis=-1))[back].reshape(z.shape)  # noqa: E731
+        q = mean((np.exp(lr / 2) - 1.0) / lr)
+        f1 = mean((-4.0 - lr + el * (4.0 - 3.0 * lr + lr**2)) / lr**3)
+        f2 = 2.0 * mean((2.0 + lr + el * (lr - 2.0)) / lr**3)  # x2: the b stage's weight
+        f3 = mean((-4.0 - 3.0 * lr - lr**2 + el * (4.0 - lr)) / lr**3)
+        out = (e, e2, q, f1, f2, f3)
+    if len(_PLANS) >= _PLAN_SETS:
+        _PLANS.clear()
+    _PLANS[plan] = grid["cache"][key] = out
+    return out
 
 
 def _step(vh, t, h, grid, prm):
     N = lambda v, s: _nonlinear(v, t + s * h, grid, prm)  # noqa: E731
     if INTEGRATOR == "etdrk4":
         e, e2, q, f1, f2, f3 = _coefficients(grid, h)
+        half = e2 * vh  # shared by the first two stages
         nv = N(vh, 0.0)
-        a = e2 * vh + q * nv
+        a = half + q * nv
         na = N(a, 0.5)
-        b = e2 * vh + q * na
-        nb = N(b, 0.5)
-        c = e2 * a + q * (2.0 * nb - nv)
-        nc = N(c, 1.0)
-        return e * vh + f1 * nv + 2.0 * f2 * (na + nb) + f3 * nc
+        nb = N(half + q * na, 0.5)
+        nc = N(e2 * a + q * (2.0 * nb - nv), 1.0)
+        return e * vh + f1 * nv + f2 * (na + nb) + f3 * nc
     e, e2 = _coefficients(grid, h)
     a = N(vh, 0.0)
     b = N(e2 * (vh + 0.5 * h * a), 0.5)

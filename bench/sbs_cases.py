@@ -1,0 +1,188 @@
+"""The side-by-side suite: APEBench's physical scenarios (exponax) and py-pde's examples with walls.
+
+Each case is one PDE with its grid, output times and initial-condition generator, written three
+ways: the pdesharp task (short form, as a user writes it), the library's own set-up (in
+sbs_worker.py, keyed by ``library`` and ``name``) and the reference engine's linear symbol and
+nonlinearity (sbs_reference.py). Parameters follow the sources:
+
+- APEBench (apebench 0.1.1, ``scenarios/physical``): 160 points in 1D, 51 frames (50 steps of
+  the scenario's dt), its initial conditions (``fourier;5;true;true``: a truncated Fourier series of
+  5 modes, zero mean, max |u| = 1; Fisher-KPP clamps a non-zero-mean one to [0, 1]; Gray-Scott
+  draws Gaussian blobs). 2D on 64^2 points as the issue measured. exponax's conventions: a linear
+  coefficient a_j multiplies d^j/dx^j; the convection coefficient b_1 gives b_1/2 dx(u^2).
+  Kuramoto-Sivashinsky is left out: exponax's gradient-norm term subtracts its own mean (a
+  non-local term no task can state).
+- py-pde (its examples ``simple``, ``pde_brusselator_expression``, ``pde_coupled``
+  (FitzHugh-Nagumo), ``pde_custom_expression`` (Kuramoto-Sivashinsky), ``AllenCahnPDE``), on
+  boxes with Neumann walls (py-pde's default on a non-periodic grid), initial data from
+  ``ScalarField.random_harmonic`` (a product of cosines: smooth and compatible with the walls),
+  so that a converged solution exists (the examples' white noise has none). Boxes are chosen so
+  that the data grid resolves the solution (Brusselator on [0, 32]^2 with 64 cells: the
+  example's h = 1 leaves the v-field's length sqrt(0.1) under one cell).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    library: str  # "exponax" | "py-pde"
+    title: str
+    equations: tuple[str, ...]  # pdesharp notation (residual form)
+    fields: tuple[str, ...]
+    lengths: tuple[float, ...]  # box [0, L] per axis
+    n: int  # points per axis
+    dt_frame: float
+    frames: int  # stored frames including t = 0
+    walls: bool  # Neumann walls (else periodic)
+    samples: int = 8
+    tol: float = 1e-6  # the fastest-below target of item 3
+    ref_substeps: int = 64  # reference ETDRK4 steps per frame
+    ref_refine: int = 3
+    params: dict = field(default_factory=dict)
+
+    @property
+    def dim(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def times(self) -> np.ndarray:
+        return np.arange(self.frames) * self.dt_frame
+
+    def task_yaml(self) -> dict:
+        space = ["x", "y", "z"][:self.dim]
+        bc = "neumann: " + ", ".join(f"dn({f}) = 0" for f in self.fields) if self.walls \
+            else "periodic"
+        if self.walls and self.dim == 1:
+            bc = "neumann: " + ", ".join(f"dx({f}) = 0" for f in self.fields)
+        eqs = list(self.equations)
+        return {"name": self.name, "title": self.title,
+                "equation": eqs[0] if len(eqs) == 1 else eqs,
+                "parameters": {}, "domain": {a: [0.0, float(L)] for a, L in zip(space, self.lengths)},
+                "grid": "cell_centres", "boundary": bc,
+                "time_span": [0.0, float(self.times[-1])], "n_frames": self.frames,
+                "initial_condition": f"{self.library} initial conditions (see bench/sbs_cases.py)",
+                "data": {"fields": {f: ("tensor" if len(self.fields) == 1 else f)
+                                    for f in self.fields},
+                         "dev": {"files": [f"{self.name}/dev.hdf5"]},
+                         "test": {"files": [f"{self.name}/dev.hdf5"]}},
+                "evaluation": {"timeout": 900, "convergence": {"kind": "none"}}}
+
+    # -- the reference engine's view: symbols [var, *kshape] and N(w) in physical space --
+    def symbol(self, ks):
+        k2 = sum(k**2 for k in ks)
+        p = self.params
+        kind = p["kind"]
+        if kind == "linear":
+            kx = ks[0]
+            return [sum(a * (1j * kx) ** j for j, a in enumerate(p["a"])) + 0 * k2]
+        if kind == "kdv":
+            kx = ks[0]
+            return [-(1j * kx) ** 3 - 0.125 * (1j * kx) ** 4 + 0 * k2]
+        if kind == "fisher":
+            return [20.0 - 0.004 * k2]
+        if kind == "sh":
+            return [0.7 - (1.0 - k2) ** 2]
+        if kind == "gs":
+            return [-2e-5 * k2 - 0.04, -1e-5 * k2 - 0.1]
+        if kind == "heat":
+            return [-0.1 * k2]
+        if kind == "allen_cahn":
+            return [-p["gamma"] * k2 + 1.0]
+        if kind == "brusselator":
+            return [-1.0 * k2 - 4.0, -0.1 * k2]
+        if kind == "fhn":
+            return [-k2 + 1.0, 0 * k2]
+        if kind == "ks":
+            return [k2 - k2**2]
+        raise KeyError(kind)
+
+    def nonlinear(self, W, ks, vm):
+        kind = self.params["kind"]
+        u = W[0]
+        if kind in ("linear", "heat"):
+            return np.zeros_like(W)
+        if kind == "kdv":  # -3 dx(u^2): the derivative taken spectrally
+            axes = tuple(range(1, u.ndim))
+            sq = np.fft.rfftn(u**2, axes=axes)
+            return np.array([-3.0 * np.fft.irfftn(1j * ks[0] * sq, s=u.shape[1:], axes=axes)])
+        if kind == "fisher":
+            return np.array([-20.0 * u**2])
+        if kind == "sh":
+            return np.array([u**2 - u**3])
+        if kind == "gs":
+            v = W[1]
+            return np.array([0.04 - u * v**2, u * v**2])
+        if kind == "allen_cahn":
+            return np.array([-u**3])
+        if kind == "brusselator":
+            v = W[1]
+            return np.array([1.0 + u**2 * v, 3.0 * u - u**2 * v])
+        if kind == "fhn":
+            w = W[1]
+            return np.array([-u**3 / 3.0 - w + 0.5, u / 10.0])
+        if kind == "ks":  # -|grad u|^2 / 2
+            axes = tuple(range(2, vm.ndim + 0))
+            g2 = 0.0
+            for k in ks:
+                g2 = g2 + np.fft.irfftn(1j * k * vm[0:1], s=u.shape[1:], axes=axes)[0] ** 2
+            return np.array([-0.5 * g2])
+        raise KeyError(kind)
+
+
+def _lin(name, title, eq, a, dt, **kw):
+    return Case(name, "exponax", title, (eq,), ("u",), (1.0,), 160, dt, 51, False,
+                params={"kind": "linear", "a": a}, **kw)
+
+
+CASES: list[Case] = [
+    _lin("ape_adv1d", "APEBench 1D advection (a1 = -0.25)", "dt(u) + 0.25*dx(u)",
+         (0.0, -0.25), 0.1, ref_substeps=1),
+    _lin("ape_diff1d", "APEBench 1D diffusion (a2 = 0.008)", "dt(u) - 0.008*dx(u, 2)",
+         (0.0, 0.0, 0.008), 0.1, ref_substeps=1),
+    _lin("ape_disp1d", "APEBench 1D dispersion (a3 = 0.00025)", "dt(u) - 0.00025*dx(u, 3)",
+         (0.0, 0.0, 0.0, 0.00025), 0.001, ref_substeps=1),
+    _lin("ape_hyp1d", "APEBench 1D hyper-diffusion (a4 = -7.5e-5)", "dt(u) + 7.5e-5*dx(u, 4)",
+         (0.0, 0.0, 0.0, 0.0, -0.000075), 0.00001, ref_substeps=1),
+    Case("ape_kdv1d", "exponax", "APEBench 1D Korteweg-de Vries (L = 50)",
+         ("dt(u) + dx(3*u**2) + dx(u, 3) + 0.125*dx(u, 4)",), ("u",), (50.0,), 160, 0.1, 51,
+         False, params={"kind": "kdv"}, ref_substeps=64),
+    Case("ape_fisher1d", "exponax", "APEBench 1D Fisher-KPP (r = 20, nu = 0.004)",
+         ("dt(u) - 0.004*dx(u, 2) - 20*u*(1 - u)",), ("u",), (1.0,), 160, 0.001, 51, False,
+         params={"kind": "fisher"}, ref_substeps=32),
+    Case("ape_sh2d", "exponax", "APEBench 2D Swift-Hohenberg (r = 0.7, k = 1)",
+         ("dt(u) + 0.3*u + 2*(dx(u, 2) + dy(u, 2)) + dx(u, 4) + 2*dx(dy(u, 2), 2) + dy(u, 4)"
+          " - u**2 + u**3",), ("u",), (10 * math.pi, 10 * math.pi), 64, 0.1, 51, False,
+         params={"kind": "sh"}, ref_substeps=32, ref_refine=2),
+    Case("ape_gs2d", "exponax", "APEBench 2D Gray-Scott (f = 0.04, k = 0.06)",
+         ("dt(u) - 2e-5*(dx(u, 2) + dy(u, 2)) - 0.04*(1 - u) + u*v**2",
+          "dt(v) - 1e-5*(dx(v, 2) + dy(v, 2)) + 0.1*v - u*v**2"), ("u", "v"), (1.0, 1.0), 64,
+         10.0, 51, False, params={"kind": "gs"}, ref_substeps=100, ref_refine=2),
+    Case("pp_heat2d", "py-pde", "py-pde 2D diffusion (D = 0.1) with Neumann walls",
+         ("dt(u) - 0.1*(dx(u, 2) + dy(u, 2))",), ("u",), (64.0, 64.0), 64, 1.0, 11, True,
+         params={"kind": "heat"}, ref_substeps=1, ref_refine=1),
+    Case("pp_allen_cahn2d", "py-pde", "py-pde 2D Allen-Cahn (gamma = 0.0025) with Neumann walls",
+         ("dt(u) - 0.0025*(dx(u, 2) + dy(u, 2)) - u + u**3",), ("u",), (1.0, 1.0), 48, 0.05,
+         11, True, params={"kind": "allen_cahn", "gamma": 0.0025}, ref_substeps=32, ref_refine=2),
+    Case("pp_brusselator2d", "py-pde", "py-pde 2D Brusselator (a = 1, b = 3) with Neumann walls",
+         ("dt(u) - (dx(u, 2) + dy(u, 2)) - 1 + 4*u - u**2*v",
+          "dt(v) - 0.1*(dx(v, 2) + dy(v, 2)) - 3*u + u**2*v"), ("u", "v"), (32.0, 32.0), 64, 1.0,
+         11, True, params={"kind": "brusselator"}, ref_substeps=64, ref_refine=2),
+    Case("pp_fhn2d", "py-pde", "py-pde 2D FitzHugh-Nagumo with Neumann walls",
+         ("dt(u) - (dx(u, 2) + dy(u, 2)) - u + u**3/3 + w - 0.5", "dt(w) - u/10"), ("u", "w"),
+         (32.0, 32.0), 32, 2.0, 11, True, params={"kind": "fhn"}, ref_substeps=64,
+         ref_refine=2),
+    Case("pp_ks2d", "py-pde", "py-pde 2D Kuramoto-Sivashinsky with Neumann walls",
+         ("dt(u) + (dx(u)**2 + dy(u)**2)/2 + dx(u, 2) + dy(u, 2) + dx(u, 4)"
+          " + 2*dx(dy(u, 2), 2) + dy(u, 4)",), ("u",), (32.0, 32.0), 32, 1.0, 11, True,
+         params={"kind": "ks"}, ref_substeps=64, ref_refine=2),
+]
+
+BY_NAME = {c.name: c for c in CASES}
+QUICK = ("ape_adv1d", "ape_kdv1d", "ape_fisher1d", "ape_sh2d", "pp_heat2d", "pp_allen_cahn2d")

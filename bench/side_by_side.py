@@ -1,0 +1,484 @@
+"""pdesharp's winners beside exponax and py-pde, at equal accuracy, warm and cold (issue 27).
+
+    pip install -e ".[bench]"            # jax, jaxlib (CPU), exponax, py-pde
+    python bench/side_by_side.py         # the whole suite (hours: Gray-Scott alone is long)
+    python bench/side_by_side.py --quick # six cases, short sweeps, 4 samples (py-pde: 2)
+    python bench/side_by_side.py --report-only   # the last results again, fronts into reports
+
+The work folder (``--work``, default ``$XDG_CACHE_HOME/pdesharp-bench/side_by_side``) keeps the
+data, references and winners; a winner is solved again when the pdesharp sources change
+(``--keep-winners`` keeps it, ``--resolve`` forces a new one).
+
+For every case of the suite (bench/sbs_cases.py: APEBench's physical scenarios with exponax's
+initial-condition generators, py-pde's examples on boxes with walls):
+
+1. data: the library's initial conditions and a converged reference (bench/sbs_reference.py:
+   ETDRK4 pseudo-spectral on a finer grid, its error bounded by the run with half the steps);
+2. pdesharp's winner: ``pdesharp solve task.yaml --dev-data dev.hdf5`` with the built-in analyst
+   (no model), once per objective (``accuracy``, and ``fastest-below:TOL`` with the case's TOL),
+   kept in the work folder and reused while the pdesharp sources are unchanged;
+3. the library's accuracy-time curve: a sweep of its step count (exponax: substeps per frame,
+   ETDRK order 2 and 4, float32 and float64; py-pde: explicit Runge-Kutta with an adaptive
+   tolerance, on the data grid and on a 3x finer one) against the reference, each point a fresh
+   process (bench/sbs_worker.py: cold = library import + set-up + first batch; warm = per sample
+   of the batch solved again, median);
+4. pairing: the winner and the library points that bracket its accuracy are run again in turns,
+   ``--repeat`` times, and the medians of those runs give the ratios.
+
+Warm times are wall-clock; the table also gives the ratio of warm CPU seconds (every thread's),
+which a loaded machine disturbs less (a multi-threaded library's CPU time exceeds its wall time
+on a quiet machine, so on one that ratio flatters pdesharp's single-threaded NumPy).
+
+Per case it prints pdesharp's accuracy and warm/cold times, the library's time at that accuracy
+(log-log interpolation along its front; at its best accuracy when it cannot reach pdesharp's, and
+by how much it misses), and the ratios pdesharp / library. It writes ``results.json`` and
+``fronts.png`` into the work folder. Absolute times are context; the ratios are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from sbs_cases import BY_NAME, CASES, QUICK, Case  # noqa: E402
+from sbs_reference import upsample  # noqa: E402
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---- 1. data and 2. winners ----------------------------------------------------------------
+def ensure_data(case: Case, work: Path, samples: int) -> Path:
+    d = work / case.name
+    meta = d / "reference.json"
+    if meta.exists() and json.loads(meta.read_text()).get("samples") == samples:
+        return d
+    log(f"{case.name}: initial data and converged reference ({samples} samples)")
+    subprocess.run([sys.executable, str(HERE / "sbs_data.py"), case.name, str(d),
+                    "--samples", str(samples)], check=True, stdout=subprocess.DEVNULL)
+    return d
+
+
+def source_key() -> str:
+    """The pdesharp sources a winner depends on: a change re-runs the solve."""
+    h = hashlib.sha256()
+    for p in sorted((REPO / "src" / "pdesharp").rglob("*")):
+        if p.suffix in (".py", ".j2", ".yaml") and p.is_file():
+            h.update(p.relative_to(REPO).as_posix().encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def ensure_winner(case: Case, d: Path, objective: str, key: str, force: bool,
+                  keep: bool = False) -> dict | None:
+    tag = "accuracy" if objective == "accuracy" else "fastest"
+    run = d / "runs" / tag
+    stamp = run / "bench_key.json"
+    want = {"key": key, "objective": objective}
+    same = stamp.exists() and (json.loads(stamp.read_text()) == want or (
+        keep and json.loads(stamp.read_text())["objective"] == objective))
+    if not force and same and (run / "best_solver.py").exists():
+        return json.loads((run / "summary.json").read_text())
+    log(f"{case.name}: pdesharp solve --objective {objective}")
+    if run.exists():
+        import shutil
+
+        shutil.rmtree(run)
+    t0 = time.perf_counter()
+    p = subprocess.run(["pdesharp", "solve", str(d / "task.yaml"), "--dev-data",
+                        str(d / "dev.hdf5"), "--out", str(d / "runs"), "--run-id", tag,
+                        "--audit", "off", "--objective", objective, "--quiet"],
+                       capture_output=True, text=True)
+    if not (run / "best_solver.py").exists():
+        log(f"{case.name}: no winner ({p.returncode}): {p.stderr.strip()[-400:]}")
+        return None
+    summary = json.loads((run / "summary.json").read_text())
+    summary["bench_solve_seconds"] = time.perf_counter() - t0
+    (run / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    stamp.write_text(json.dumps(want))
+    return summary
+
+
+def call_spec(task_path: Path) -> list:
+    from pdesharp.task import load_task
+
+    task = load_task(str(task_path))
+    fields = list(task.equation.unknowns)
+    out = []
+    for a in task.solver.args:
+        if a.kind == "initial":
+            out.append(["initial", fields.index(a.field)])
+        elif a.kind == "time":
+            out.append(["time", None])
+        else:
+            out.append(["scalar", float(task.parameters[a.field or a.name])])
+    return out
+
+
+# ---- 3. the worker processes -------------------------------------------------------------------
+def inputs(case: Case, d: Path, refine: int) -> tuple[Path, int, int]:
+    """The worker's inputs at an r times finer grid: (npz, stride, offset)."""
+    path = d / f"inputs_r{refine}.npz"
+    import h5py
+
+    with h5py.File(d / "dev.hdf5", "r") as h5:
+        keys = ["tensor"] if len(case.fields) == 1 else list(case.fields)
+        ref = np.array([h5[k][()] for k in keys])  # [var, B, T, N...]
+        t = h5["t-coordinate"][()]
+    w0, offset = upsample(ref[:, :, 0], refine, case.walls)
+    if not path.exists():
+        np.savez(path, w0=w0, t=t, ref=ref)
+    return path, refine, offset
+
+
+def work_jobs(case, d, kind, settings, repeat=3, solver=None, call=None) -> list[dict]:
+    """Run ``settings`` [(config, refine)] in one fresh worker process, in order: the first's
+    cold time is a fresh process's; the later ones' add the process's import time to their own
+    set-up and first batch (their compilation is their own: a new stepper compiles anew)."""
+    items = []
+    for config, refine in settings:
+        npz, stride, offset = inputs(case, d, refine)
+        items.append({"config": config, "inputs": str(npz), "stride": stride, "offset": offset})
+    job = {"case": case.name, "solver_kind": kind, "repeat": repeat, "solver": solver,
+           "call": call, "items": items}
+    path = d / f"job_{os.getpid()}.json"
+    path.write_text(json.dumps(job))
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    p = subprocess.run([sys.executable, str(HERE / "sbs_worker.py"), str(path)],
+                       capture_output=True, text=True, env=env, timeout=3600)
+    lines = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0:
+        log(f"  {kind} {settings[len(lines)][0] if len(lines) < len(settings) else ''}: failed:"
+            f" {p.stderr.strip()[-300:]}")
+    out = []
+    for i, (config, refine) in enumerate(settings):
+        r = lines[i] if i < len(lines) else {"failed": True}
+        r.update(config=config, refine=refine)
+        out.append(r)
+    return out
+
+
+def work_job(case, d, kind, config, refine=1, repeat=3, solver=None, call=None) -> dict:
+    """One setting in a fresh process (its cold time is a fresh process's)."""
+    return work_jobs(case, d, kind, [(config, refine)], repeat, solver, call)[0]
+
+
+def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
+    """The library's settings, coarse to fine: (config, grid refinement)."""
+    if case.library == "exponax":
+        if case.params["kind"] == "linear":  # exact in time: one step per frame
+            return [({"substeps": 1, "x64": x}, 1) for x in (False, True)]
+        subs = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32, 64)
+        out = [({"substeps": s, "order": o, "x64": x}, 1)
+               for x in (False, True) for o in (2, 4) for s in subs]
+        # a twice finer grid (the data's modes all kept under the 2/3 rule), at its best settings
+        return out + [({"substeps": s, "order": 4, "x64": True}, 2) for s in subs]
+    # py-pde solves one sample at a time: --quick times it on two of them (per-sample times
+    # and accuracy on those), and only on the data grid (a 3x finer 2D grid costs ~80x)
+    tols = (1e-3, 1e-4, 1e-6) if quick else (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+    few = {"max_samples": 2} if quick else {}
+    rk = [({"solver": "runge-kutta", "adaptive": True, "tol": tol, **few}, r)
+          for r in ((1,) if quick else (1, 3)) for tol in tols]
+    # the examples' own fixed-step explicit Euler, at a few steps per frame
+    euler = [({"solver": "euler", "dt": case.dt_frame / m}, 1) for m in (10, 100, 1000)]
+    return rk if quick else rk + euler
+
+
+# ---- 4. fronts, interpolation, pairing -----------------------------------------------------
+def front(points: list[dict], key: str) -> list[dict]:
+    """The Pareto front (faster and more accurate) by time ``key``, fastest first."""
+    ok = [p for p in points if not p.get("failed") and math.isfinite(p["nrmse"])]
+    out: list[dict] = []
+    for p in sorted(ok, key=lambda p: (p[key], p["nrmse"])):
+        if not out or p["nrmse"] < out[-1]["nrmse"]:
+            out.append(p)
+    return out
+
+
+def at_accuracy(fr: list[dict], err: float, key: str):
+    """The library's time at accuracy ``err`` along its front (log-log linear between the two
+    points that bracket it): (time, bracketing points, reached). Not reached: its most accurate
+    point's time, reached False."""
+    if not fr:
+        return math.nan, [], False
+    best = fr[-1]
+    if err < best["nrmse"]:  # round-off levels (below 1e-13) count as equal accuracy
+        return best[key], [best], best["nrmse"] < 1e-13
+    for a, b in zip(fr, fr[1:]):
+        if b["nrmse"] <= err <= a["nrmse"]:
+            s = (math.log(err) - math.log(a["nrmse"])) / (math.log(b["nrmse"]) - math.log(a["nrmse"]))
+            return math.exp(math.log(a[key]) + s * (math.log(b[key]) - math.log(a[key]))), [a, b], True
+    return fr[0][key], [fr[0]], True  # less accurate than the fastest point: its time
+
+
+def run_case(case: Case, args, key: str) -> dict:
+    d = ensure_data(case, args.work, args.samples or (4 if args.quick else case.samples))
+    ref_meta = json.loads((d / "reference.json").read_text())
+    call = call_spec(d / "task.yaml")
+    objectives = ["accuracy", f"fastest-below:{case.tol:g}"]
+    winners = {}
+    for obj in objectives:
+        s = ensure_winner(case, d, obj, key, args.resolve, args.keep_winners)
+        if s is not None:
+            winners[obj] = s
+    if args.prepare:
+        return {"case": case.name, "library": case.library, "title": case.title,
+                "reference": ref_meta, "points": [], "rows": [], "winners": winners}
+    log(f"{case.name}: {case.library} sweep")
+    points = []
+    groups: dict[str, list] = {}
+    for config, refine in sweep(case, args.quick):  # one process per precision
+        groups.setdefault(str(config.get("x64")), []).append((config, refine))
+    for settings in groups.values():
+        for p in work_jobs(case, d, case.library, settings, repeat=3):
+            points.append(p)
+            if not p.get("failed"):
+                log(f"  {p['config']} r{p['refine']}: nRMSE {p['nrmse']:.2e} warm"
+                    f" {p['warm']:.2e} s/sample cold {p['cold']:.2f} s")
+    rows = []
+    for obj in objectives:
+        if obj not in winners:
+            continue
+        solver = str(d / "runs" / ("accuracy" if obj == "accuracy" else "fastest") /
+                     "best_solver.py")
+        fw, fc = front(points, "warm"), front(points, "cold")
+        mine = [work_job(case, d, "pdesharp", {}, 1, 3, solver, call)]
+        if mine[0].get("failed"):
+            rows.append({"objective": obj, "failed": True})
+            continue
+        err = mine[0]["nrmse"]
+        _, bw, _ = at_accuracy(fw, err, "warm")
+        _, bc, _ = at_accuracy(fc, err, "cold")
+        bracket = {json.dumps([p["config"], p["refine"]], sort_keys=True): p for p in bw + bc}
+        again = {k: [] for k in bracket}
+        for _ in range(args.repeat - 1):  # pairs: pdesharp, then each bracketing library point
+            mine.append(work_job(case, d, "pdesharp", {}, 1, 3, solver, call))
+            for k, p in bracket.items():
+                again[k].append(work_job(case, d, case.library, p["config"], p["refine"], 3))
+        for k, p in bracket.items():  # medians over the sweep's run and the paired ones
+            runs = [p] + [q for q in again[k] if not q.get("failed")]
+            p["warm"] = statistics.median(q["warm"] for q in runs)
+            p["cold"] = statistics.median(q["cold"] for q in runs)
+            p["warm_cpu"] = statistics.median(q["warm_cpu"] for q in runs)
+        fw, fc = front(points, "warm"), front(points, "cold")
+        lib_w, _, reached = at_accuracy(fw, err, "warm")
+        lib_c, _, _ = at_accuracy(fc, err, "cold")
+        lib_cpu, _, _ = at_accuracy(front(points, "warm_cpu"), err, "warm_cpu")
+        ok = [m for m in mine if not m.get("failed")]
+        warm = statistics.median(m["warm"] for m in ok)
+        cold = statistics.median(m["cold"] for m in ok)
+        best = fw[-1]["nrmse"] if fw else math.nan
+        export_front(case, d / "runs" / ("accuracy" if obj == "accuracy" else "fastest"),
+                     points, {"nrmse": err, "warm": warm, "cold": cold})
+        if not reached and fw:  # the other way round: pdesharp at the library's best accuracy
+            rows.append(at_library_best(case, d, obj, fw[-1], call, args.repeat))
+        cpu = statistics.median(m["warm_cpu"] for m in ok)
+        rows.append({"objective": obj, "nrmse": err, "warm": warm, "cold": cold,
+                     "warm_cpu": cpu, "lib_warm_cpu": lib_cpu, "ratio_warm_cpu": cpu / lib_cpu,
+                     "import": statistics.median(m["import"] for m in ok),
+                     "evaluator_per_sample": winners[obj].get("winner_time", {}).get("per_sample"),
+                     "title": winners[obj].get("winner", {}).get("title")
+                     if isinstance(winners[obj].get("winner"), dict) else None,
+                     "lib_warm": lib_w, "lib_cold": lib_c, "lib_reaches": reached,
+                     "lib_best_nrmse": best, "ratio_warm": warm / lib_w,
+                     "ratio_cold": cold / lib_c, "runs": len(ok)})
+    return {"case": case.name, "library": case.library, "title": case.title,
+            "reference": ref_meta, "points": points, "rows": rows}
+
+
+def setting_text(p: dict) -> str:
+    c = dict(p["config"])
+    grid = f", grid x{p['refine']}" if p.get("refine", 1) != 1 else ""
+    if "substeps" in c:
+        prec = "float64" if c.get("x64") else "float32"
+        order = f", ETDRK{c['order']}" if "order" in c else ""
+        return f"{c['substeps']} substeps/frame{order}, {prec}{grid}"
+    return f"{c.get('solver')} tol {c.get('tol', c.get('dt'))}{grid}"
+
+
+def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> None:
+    """The library's points and the winner's into the run folder; report.md gets the section
+    (pdesharp.report.library_front)."""
+    from pdesharp.report.library_front import FILE, update_report
+
+    pts = [{"setting": setting_text(p), "nrmse": max(p["nrmse"], 1e-300), "warm": p["warm"],
+            "cold": p["cold"]} for p in points
+           if not p.get("failed") and math.isfinite(p["nrmse"]) and p["warm"] > 0]
+    if not pts or not run.is_dir():
+        return
+    (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
+        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}}},
+        indent=1))
+    update_report(run)
+
+
+def at_library_best(case, d, obj, best, call, repeat) -> dict:
+    """Where the library cannot reach pdesharp's accuracy: the fastest solver of pdesharp's run
+    (by its evaluator time) whose dev score is at most the library's best nRMSE, timed like the
+    winner, beside that best library point."""
+    import sqlite3
+
+    run = d / "runs" / ("accuracy" if obj == "accuracy" else "fastest")
+    con = sqlite3.connect(run / "run.sqlite")
+    rows = con.execute("select c.code, e.score, e.result from evaluations e join candidates c"
+                       " on c.id = e.candidate_id where e.status = 'ok' and e.split = 'dev'"
+                       " and e.score <= ?", (best["nrmse"],)).fetchall()
+    con.close()
+    if not rows:
+        return {"objective": obj + " @library-best", "failed": True}
+
+    def per_sample(res):
+        try:
+            r = json.loads(res)
+            return r["solver_seconds"] / max(r.get("n_samples") or 1, 1)
+        except (TypeError, ValueError, KeyError):
+            return math.inf
+    code = min(rows, key=lambda r: per_sample(r[2]))[0]
+    path = run / "at_library_best.py"
+    path.write_text(code)
+    mine = [work_job(case, d, "pdesharp", {}, 1, 3, str(path), call) for _ in range(repeat)]
+    ok = [m for m in mine if not m.get("failed")]
+    if not ok:
+        return {"objective": obj + " @library-best", "failed": True}
+    warm = statistics.median(m["warm"] for m in ok)
+    cold = statistics.median(m["cold"] for m in ok)
+    cpu = statistics.median(m["warm_cpu"] for m in ok)
+    return {"objective": obj.split(":")[0] + " run @library-best", "nrmse": ok[0]["nrmse"],
+            "warm_cpu": cpu, "ratio_warm_cpu": cpu / best["warm_cpu"],
+            "warm": warm, "cold": cold, "import": statistics.median(m["import"] for m in ok),
+            "lib_warm": best["warm"], "lib_cold": best["cold"], "lib_reaches": True,
+            "lib_best_nrmse": best["nrmse"], "ratio_warm": warm / best["warm"],
+            "ratio_cold": cold / best["cold"], "runs": len(ok),
+            "lib_at": best["nrmse"]}
+
+
+def table(results: list[dict]) -> str:
+    head = ("| case | objective | pdesharp nRMSE | warm s/sample | cold s (batch) | library"
+            " warm at that nRMSE | library cold | warm ratio | warm CPU ratio | cold ratio |"
+            " note |\n|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in results:
+        for row in r["rows"]:
+            if row.get("failed"):
+                lines.append(f"| {r['case']} | {row['objective']} | failed | | | | | | | | |")
+                continue
+            note = "" if row["lib_reaches"] else \
+                (f"{r['library']} reaches only {row['lib_best_nrmse']:.1e} "
+                 f"({row['lib_best_nrmse'] / row['nrmse']:.0f}x pdesharp's error)")
+            if "lib_at" in row:
+                note = f"{r['library']}'s most accurate point ({row['lib_at']:.1e}) beside it"
+            if row.get("evaluator_per_sample"):
+                note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
+            lines.append(
+                f"| {r['case']} | {row['objective']} | {row['nrmse']:.2e} | {row['warm']:.2e} |"
+                f" {row['cold']:.2f} | {row['lib_warm']:.2e} | {row['lib_cold']:.2f} |"
+                f" {row['ratio_warm']:.3g} | {row.get('ratio_warm_cpu', math.nan):.3g} |"
+                f" {row['ratio_cold']:.3g} | {note} |")
+    return "\n".join(lines)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(results)
+    cols = min(n, 4)
+    rows = -(-n // cols)
+    fig, axs = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax, r in zip(axs.flat, results):
+        for key, style in (("warm", "-o"), ("cold", "--s")):
+            fr = front(r["points"], key)
+            pts = [p for p in r["points"] if not p.get("failed") and math.isfinite(p["nrmse"])]
+            ax.loglog([p[key] for p in pts], [p["nrmse"] for p in pts], ".", color="0.7")
+            ax.loglog([p[key] for p in fr], [p["nrmse"] for p in fr], style, ms=3,
+                      label=f"{r['library']} {key}")
+        for row in r["rows"]:
+            if row.get("failed"):
+                continue
+            m = "*" if row["objective"] == "accuracy" else "D"
+            ax.loglog([row["warm"]], [row["nrmse"]], m, color="C3", ms=9,
+                      label=f"pdesharp {row['objective'].split(':')[0]} warm")
+            ax.loglog([row["cold"]], [row["nrmse"]], m, color="C2", ms=9, mfc="none",
+                      label=f"pdesharp {row['objective'].split(':')[0]} cold")
+        ax.set_title(r["case"], fontsize=9)
+        ax.set_xlabel("seconds (warm: per sample; cold: batch)", fontsize=7)
+        ax.set_ylabel("nRMSE vs converged", fontsize=7)
+        ax.tick_params(labelsize=7)
+    axs.flat[0].legend(fontsize=6)
+    for ax in list(axs.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="six cases, short sweeps, 3 pairs")
+    ap.add_argument("--cases", help="comma-separated case names (default: all, or --quick's)")
+    ap.add_argument("--samples", type=int, help="samples per case (default 8; --quick 4)")
+    ap.add_argument("--repeat", type=int, help="paired runs per winner (default 5; --quick 3)")
+    ap.add_argument("--work", type=Path, default=Path(os.environ.get(
+        "XDG_CACHE_HOME", Path.home() / ".cache")) / "pdesharp-bench" / "side_by_side")
+    ap.add_argument("--resolve", action="store_true", help="re-run pdesharp solve")
+    ap.add_argument("--keep-winners", action="store_true",
+                    help="reuse stored winners even if the pdesharp sources changed since")
+    ap.add_argument("--report-only", action="store_true",
+                    help="print the table and plot of the last results.json, and put each"
+                         " winner's front into its run folder's report.md")
+    ap.add_argument("--prepare", action="store_true",
+                    help="only make the data and pdesharp's winners (no timing)")
+    args = ap.parse_args()
+    args.repeat = args.repeat or (3 if args.quick else 5)
+    names = args.cases.split(",") if args.cases else (QUICK if args.quick else
+                                                     [c.name for c in CASES])
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.report_only:  # the table, plot and run-folder fronts of the last results.json
+        results = json.loads((args.work / "results.json").read_text())
+        for r in results:
+            case, d = BY_NAME[r["case"]], args.work / r["case"]
+            for row in r["rows"]:
+                if not row.get("failed") and "lib_at" not in row:
+                    export_front(case, d / "runs" / ("accuracy" if row["objective"] == "accuracy"
+                                                     else "fastest"), r["points"], row)
+        print(table(results))
+        plot(results, args.work / "fronts.png")
+        return
+    key = source_key()
+    results = []
+    store = args.work / "results.json"
+    for name in names:
+        results.append(run_case(BY_NAME[name], args, key))
+        # this run's cases replace their earlier entries; other cases' stay (a later
+        # --report-only shows them all)
+        earlier = json.loads(store.read_text()) if store.exists() and not args.prepare else []
+        mine = {r["case"] for r in results}
+        store.write_text(json.dumps([r for r in earlier if r["case"] not in mine] + results,
+                                    indent=1, default=str))
+    if args.prepare:
+        for r in results:
+            for obj, w in r["winners"].items():
+                print(r["case"], obj, w.get("best_dev_score"), w.get("winner_time", {}).get("per_sample"),
+                      w.get("bench_solve_seconds"))
+        return
+    print(table(results))
+    plot(results, args.work / "fronts.png")
+    print(f"\nresults: {args.work / 'results.json'}\nplot:    {args.work / 'fronts.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""The faster paths of the catalogue's solvers (issue 27) compute what the plain ones compute:
+the exact family's all-frames-at-once propagation against its frame loop, and the spectral
+family's streamlined ETDRK4 still fourth order. In-process (our own generated code)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pdesharp.builtin.author import problem, render
+from pdesharp.builtin.families import family
+from pdesharp.task import task_from_dict
+
+
+def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6):
+    return task_from_dict({
+        "name": "speed_paths", "title": "speed paths", "description": "test",
+        "equation": {"unknowns": ["u"], "equations": [equation], "space": list(space),
+                     "time": "t", "coefficients": [], "constants": {}},
+        "parameters": {}, "domain": {a: [0.0, 1.0] for a in space}, "grid": "cell_centres",
+        "boundary": boundary, "time_span": list(span), "n_frames": frames,
+        "solver": {"args": [{"name": "u0", "kind": "initial", "field": "u"},
+                            {"name": "t", "kind": "time"}],
+                   "returns": ["u"], "template": "def solver(): ..."},
+        "data": {"fields": {"u": "tensor"}, "t_key": "t-coordinate"}})
+
+
+def _namespace(task, fam, **axes):
+    ns: dict = {}
+    exec(compile(render(task, family(fam).design(**axes), problem(task)), "<solver>", "exec"), ns)
+    return ns
+
+
+def test_exact_family_all_frames_at_once_equals_the_frame_loop():
+    # advection, diffusion and dispersion, uneven output times (a frame loop's steps differ)
+    rng = np.random.default_rng(3)
+    t = np.array([0.0, 0.013, 0.05, 0.051, 0.2, 0.5])
+    for task, shape in ((_task("dt(u) + 0.7*dx(u) - 0.01*dx(u, 2) - 0.001*dx(u, 3)"), (3, 24)),
+                        (_task("dt(u) - 0.05*(dx(u, 2) + dy(u, 2))", "neumann: dn(u) = 0",
+                               ("x", "y")), (2, 12, 10))):
+        ns = _namespace(task, "exact")
+        u0 = rng.standard_normal(shape)
+        fast = ns["_evolve"]([u0], t, {})[0]
+        loop = ns["_evolve_frames"]([u0], t, {})[0]
+        assert fast.shape == loop.shape == (shape[0], len(t)) + shape[1:]
+        assert np.array_equal(fast[:, 0], u0)  # frame 0 is the input as given
+        # both are exact up to round-off: a few hundred ulps of the field's scale (the frame
+        # loop accumulates one rounding per frame and transform)
+        scale = np.abs(loop).max()
+        assert np.abs(fast - loop).max() <= 500 * np.finfo(float).eps * scale
+
+
+def test_spectral_etdrk4_stays_fourth_order():
+    # a flux and a cubic source (both transformed every stage), errors against a 32x finer
+    # step: every stage of the streamlined step and its coefficients take part (a wrong stage
+    # weight leaves first or second order)
+    task = _task("dt(u) + 0.05*dx(u**2) + u**3", span=(0.0, 0.4), frames=3)
+    x = (np.arange(32) + 0.5) / 32
+    u0 = np.array([1.0 + 0.5 * np.cos(2 * np.pi * x), 0.8 + 0.3 * np.sin(4 * np.pi * x)])
+    t = np.linspace(0.0, 0.4, 3)
+    fine = _namespace(task, "spectral", CFL=0.0125, REFINE=2)["solver"](u0, t)
+    errs = [np.abs(_namespace(task, "spectral", CFL=c, REFINE=2)["solver"](u0, t) - fine).max()
+            for c in (0.4, 0.2)]
+    # halving the step divides a fourth-order error by ~16; second order would give ~4
+    assert errs[1] > 0 and 9.0 < errs[0] / errs[1] < 30.0, errs
+
+
+def test_split_family_on_spectra_equals_the_frame_loop():
+    # reaction-diffusion with an exact logistic step: Strang and its Richardson extrapolation,
+    # 1D and 2D, several steps per frame and uneven frames; the same splitting, so only
+    # round-off apart (transforms in a different order)
+    t = np.array([0.0, 0.01, 0.03, 0.031, 0.08])
+    rng = np.random.default_rng(5)
+    for task, shape in ((_task("dt(u) - 0.01*dx(u, 2) - 5*u*(1 - u)"), (3, 40)),
+                        (_task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - 5*u*(1 - u)",
+                               space=("x", "y")), (2, 16, 12))):
+        u0 = 0.5 + 0.4 * np.tanh(rng.standard_normal(shape))
+        for axes in ({"SYMBOL": "spectral", "SPLIT_DT": 0.004},
+                     {"SYMBOL": "fd2", "SPLIT_DT": 0.004, "SPLITTING": "richardson"}):
+            ns = _namespace(task, "split", **axes)
+            assert ns["SOURCE_EXACT"] and not ns["HAS_FLUX"]  # the spectral path is the one run
+            fast = ns["_evolve"]([u0], t, {})[0]
+            loop = ns["_evolve_frames"]([u0], t, {})[0]
+            assert np.array_equal(fast[:, 0], u0)
+            assert np.abs(fast - loop).max() <= 1e-13, axes
