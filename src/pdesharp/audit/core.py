@@ -107,7 +107,7 @@ def audit_file(task: Task, path: str | Path, *, samples: str | None = None,
 def _stored_estimate(path: Path, report: AuditReport) -> None:
     """The error the file states about itself (a generated file's ``reference_error_*``
     attributes), beside the audit's own measurement."""
-    from pdesharp.data.generate.accuracy import read_file_estimate
+    from pdesharp.data.stated_error import read_file_estimate
 
     stated = read_file_estimate(path)
     if stated is not None and stated.estimate is not None:

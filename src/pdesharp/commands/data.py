@@ -140,7 +140,7 @@ def run_info(args) -> int:
     for col in ("task", "split", "status", "file", "samples", "shape", "dtype", "size",
                 "own error"):
         table.add_column(col, overflow="fold")
-    from pdesharp.data.generate.accuracy import read_file_estimate
+    from pdesharp.data.stated_error import read_file_estimate
 
     def own(value: float | None) -> str:  # what the file states about its own error
         return "-" if value is None else f"{value:.1e}"

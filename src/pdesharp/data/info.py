@@ -86,7 +86,7 @@ def split_status(task: Task, split: str, root: Path, *, ref: str | None = None,
                     status.shapes = {k: tuple(d.shape) for k, d in zip(keys, sets)}
                     status.n_samples = int(sets[0].shape[0])
                     status.dtype = str(sets[0].dtype)
-            from pdesharp.data.generate.accuracy import read_file_estimate
+            from pdesharp.data.stated_error import read_file_estimate
 
             stated = read_file_estimate(path)
             status.own_error = stated.estimate if stated is not None else None
