@@ -37,7 +37,8 @@ def test_an_audit_over_its_budget_is_stopped_and_stores_nothing(tmp_path, monkey
     assert took < 45, took
     assert not any(p.name == "pdesharp-audit" for p in mp.active_children())
     assert not list((tmp_path / "audits").rglob("*.json"))  # nothing a later run could take
-    assert steps and steps[0].startswith("converged solution")  # the child's steps came through
+    # (that the child's steps come through is checked where the audit completes, below: here
+    # a loaded machine may spend the whole deadline on the child's imports)
 
 
 def test_an_audit_within_its_budget_is_computed_in_the_child_and_cached(tmp_path, monkeypatch,
@@ -46,8 +47,10 @@ def test_an_audit_within_its_budget_is_computed_in_the_child_and_cached(tmp_path
     monkeypatch.delenv(cost.AUTO_SECONDS_ENV, raising=False)
     task = load_task("advection")  # the exact shift: well under a second per sample
     ev = Evaluator(task, data_dir=shared_data, max_samples=2, convergence=False)
-    audit, reason = runs.find(task, ev, "auto")
+    steps: list[str] = []
+    audit, reason = runs.find(task, ev, "auto", steps.append)
     assert audit is not None, reason
+    assert steps and steps[0].startswith("exact translation")  # the child's steps came through
     assert list((tmp_path / "audits").rglob("*.json"))
     again, _ = runs.find(task, ev, "auto")  # now cached: the same reference error
     assert again.reference_error == audit.reference_error

@@ -88,3 +88,27 @@ def test_an_output_folder_with_other_settings_is_refused(tmp_path, one_d_suite):
         prepare(cfg)
     with pytest.raises(SuiteRunError, match="unknown method"):
         prepare(SuiteConfig(suite=str(one_d_suite), out=str(tmp_path / "o2"), methods=["x"]))
+
+
+@pytest.mark.parametrize("command", [["suite", "report"], ["report"]])
+def test_a_results_folder_holding_a_link_is_refused_before_anything_is_read(tmp_path, capsys,
+                                                                            command):
+    """A suite's results folder handed over by someone else is untrusted (issue 25): a link
+    inside it (here to a secret beside it) stops `pdesharp suite report` and `pdesharp report`
+    with the reason, before the settings or the store are read; nothing is written."""
+    from pdesharp.cli import main
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("canary-7f3a")
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "suite.json").write_text("{}")
+    (out / "suite.sqlite").write_bytes(b"")
+    (out / "cases").mkdir()
+    os.symlink(secret, out / "cases" / "leak.md")
+    with pytest.raises(SystemExit) as exc:
+        main([*command, str(out)])
+    assert exc.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and "canary-7f3a" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["cases", "suite.json", "suite.sqlite"]

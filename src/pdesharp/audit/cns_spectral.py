@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from pdesharp.audit.solutions import AuditUnavailable, Converged, Progress, check_record
+from pdesharp.audit.converged import AuditUnavailable, Converged, Progress, check_record
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import spsolve
 
-from pdesharp.audit.solutions import Converged, Progress, check_record, nrmse_pair
+from pdesharp.audit.converged import Converged, Progress, check_record, nrmse_pair
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdesharp.audit.solutions import (
+from pdesharp.audit.converged import (
     AuditUnavailable,
     Converged,
     Progress,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pdesharp.audit.solutions import AuditUnavailable, Converged, Progress, check_record
+from pdesharp.audit.converged import AuditUnavailable, Converged, Progress, check_record
 from pdesharp.data import hdf5
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task

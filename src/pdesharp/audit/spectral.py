@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from pdesharp.audit.records import CrossCheck
-from pdesharp.audit.solutions import (
+from pdesharp.audit.converged import (
     AuditUnavailable,
     Converged,
     Progress,
@@ -35,6 +34,7 @@ from pdesharp.audit.solutions import (
     is_builtin,
     nrmse_pair,
 )
+from pdesharp.audit.records import CrossCheck
 from pdesharp.data.reference import ReferenceData
 from pdesharp.grid import axis_points, refined_points
 from pdesharp.task import Task

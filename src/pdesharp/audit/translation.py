@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pdesharp.audit.converged import Converged, Progress, check_record, nrmse_pair
 from pdesharp.audit.records import CrossCheck
-from pdesharp.audit.solutions import Converged, Progress, check_record, nrmse_pair
 from pdesharp.data.reference import ReferenceData
 from pdesharp.task import Task
 

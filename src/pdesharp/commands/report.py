@@ -6,7 +6,7 @@ from pdesharp.commands._common import fail
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="write a self-contained HTML report of a run or bench folder")
+    p = sub.add_parser("report", help="write a self-contained HTML report of a run, bench or suite folder")
     p.add_argument("folder", help="a run folder (run.sqlite) or a bench folder (bench.json)")
     p.add_argument("--out", default=None, help="HTML file to write (default <folder>/report.html)")
     p.add_argument("--no-plot", action="store_true",
@@ -19,12 +19,19 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from pdesharp.report.html import ReportError, write_report
+    from pathlib import Path
 
+    from pdesharp.report.html import ReportError, is_suite_folder, write_report
+    from pdesharp.suite.run import SuiteRunError, rewrite_page
+
+    folder = Path(args.folder).expanduser()
     try:
-        path = write_report(args.folder, args.out, plot=not args.no_plot, data_dir=args.data_dir,
-                            max_samples=args.max_samples)
-    except (ReportError, FileNotFoundError) as exc:
+        if is_suite_folder(folder):  # the suite's own page (pdesharp suite report)
+            path = rewrite_page(folder, args.out)
+        else:
+            path = write_report(folder, args.out, plot=not args.no_plot,
+                                data_dir=args.data_dir, max_samples=args.max_samples)
+    except (ReportError, SuiteRunError, FileNotFoundError) as exc:
         fail(str(exc))
     print(f"report written to {path}")
     return 0

@@ -163,11 +163,15 @@ def render_bench(bench_dir: str | Path) -> str:
         generated=_now())
 
 
+def is_suite_folder(folder: Path) -> bool:
+    return (folder / "suite.json").is_file() and (folder / "suite.sqlite").is_file()
+
+
 def write_report(folder: str | Path, out: str | Path | None = None, *, plot: bool = True,
                  data_dir=None, max_samples=None) -> Path:
     """Write the HTML report of a run or bench folder; returns the file written."""
     folder = Path(folder).expanduser()
-    suite = (folder / "suite.json").is_file() and (folder / "suite.sqlite").is_file()
+    suite = is_suite_folder(folder)
     bench = (folder / "bench.json").is_file()
     if suite or bench or (folder / "run.sqlite").is_file():
         try:  # untrusted input: nothing in it but regular files and folders
@@ -175,10 +179,9 @@ def write_report(folder: str | Path, out: str | Path | None = None, *, plot: boo
                          "bench folder" if bench else "run folder")
         except UnsafeFolder as exc:
             raise ReportError(str(exc)) from None
-    if suite:
-        from pdesharp.suite.run import rewrite_page
-
-        return rewrite_page(folder, out)
+    if suite:  # the suite's page is the suite's (pdesharp.suite.run.rewrite_page)
+        raise ReportError(f"{folder} is a suite's results folder: `pdesharp report` or "
+                          "`pdesharp suite report` writes its page")
     if bench:
         html = render_bench(folder)
     elif (folder / "run.sqlite").is_file():

@@ -1,9 +1,9 @@
 """Whole cases on the workers of a Ray cluster (``pdesharp suite run --executor ray``).
 
 Each case not yet done becomes one Ray task, :func:`pdesharp_suite_case`, which runs the case
-exactly as the serial driver does (:func:`pdesharp.suite.run.run_case`: the case's bench, its
-cells' run stores, the local sealed executor), so a case's evaluations run sealed on the worker
-that runs the case and the table is the serial one. What that requires and implies:
+exactly as the serial driver does (``work``: :func:`pdesharp.suite.run.run_stored_case`: the
+case's bench, its cells' run stores, the local sealed executor), so a case's evaluations run
+sealed on the worker that runs the case and the table is the serial one. What that requires and implies:
 
 * the suite folder and the results folder must be at the same path on every node (a shared
   file system: NFS, Lustre, a Slurm ``$SCRATCH``); on one machine they are;
@@ -31,9 +31,10 @@ POLL = 0.5  # seconds between looks at finished cases and stage messages
 log = logging.getLogger(__name__)
 
 
-def pdesharp_suite_case(cfg: dict, case, queue=None) -> dict:
-    """One case on this worker (a module-level function: Ray ships it by reference)."""
-    from pdesharp.suite.run import SuiteConfig, run_case
+def pdesharp_suite_case(work: Callable, cfg: dict, case, queue=None) -> dict:
+    """One case on this worker: ``work(cfg, case, stage)`` (a module-level function, which Ray
+    ships by reference: :func:`pdesharp.suite.run.run_stored_case`), its stages put on the
+    driver's queue."""
 
     def stage(name: str, words: str) -> None:
         if queue is not None:
@@ -42,12 +43,13 @@ def pdesharp_suite_case(cfg: dict, case, queue=None) -> dict:
             except Exception:  # noqa: BLE001 - a full or closed queue costs a progress line only
                 pass
 
-    return run_case(SuiteConfig.from_dict(cfg), case, stage=stage)
+    return work(cfg, case, stage)
 
 
-def run_on_ray(cfg, todo: list, *, record: Callable, stage=None, note=None) -> None:
-    """Every ``(position, case)`` of ``todo`` as a Ray task; ``record(position, case, got)`` as
-    each returns, in the order they finish."""
+def run_on_ray(cfg, todo: list, *, work: Callable, record: Callable, stage=None,
+               note=None) -> None:
+    """Every ``(position, case)`` of ``todo`` as a Ray task running ``work(settings, case,
+    stage)``; ``record(position, case, got)`` as each returns, in the order they finish."""
     from pdesharp.evaluate.ray_executor import connect
 
     connect(cfg.ray_address)
@@ -58,7 +60,7 @@ def run_on_ray(cfg, todo: list, *, record: Callable, stage=None, note=None) -> N
     remote = ray.remote(pdesharp_suite_case).options(
         num_cpus=max(1, int(cfg.workers)), max_retries=MAX_RETRIES, retry_exceptions=False)
     settings = asdict(cfg)
-    pending = {remote.remote(settings, case, queue): (i, case) for i, case in todo}
+    pending = {remote.remote(work, settings, case, queue): (i, case) for i, case in todo}
     if note:
         note(f"{len(pending)} case(s) sent to the Ray cluster"
              f" ({cfg.ray_address or 'a local instance'})")

@@ -153,6 +153,12 @@ def run_case(cfg: SuiteConfig, case: Case, *, stage: Stage | None = None,
     return {"state": state, "reason": reason, "rows": [with_summary(r) for r in rows]}
 
 
+def run_stored_case(settings: dict, case: Case, stage: Stage | None = None) -> dict:
+    """:func:`run_case` from the settings as stored (what a Ray worker runs: a module-level
+    function, shipped by reference)."""
+    return run_case(SuiteConfig.from_dict(settings), case, stage=stage)
+
+
 def with_summary(row: dict) -> dict:
     """A bench row with what the suite table adds from the first repeat's summary.json: the
     reference audit block and why the search stopped or failed."""
@@ -273,7 +279,8 @@ def run_suite(cfg: SuiteConfig, *, on_case: Callable[[int, int, str], None] | No
         if cfg.executor == "ray":
             from pdesharp.suite.ray_cases import run_on_ray
 
-            run_on_ray(cfg, todo, record=record, stage=stage, note=note)
+            run_on_ray(cfg, todo, work=run_stored_case, record=record, stage=stage,
+                       note=note)
         else:
             for i, case in todo:
                 if stage:
@@ -313,7 +320,12 @@ def rewrite_page(out: str | Path, page: str | Path | None = None) -> Path:
     """The table files and the HTML page again, from the results store (`pdesharp report OUT`,
     `pdesharp suite report OUT`); ``page``: another file for the HTML."""
     from pdesharp.suite.page import render
+    from pdesharp.untrusted import UnsafeFolder, check_folder
 
+    try:  # a results folder handed over is untrusted input: regular files and folders only
+        check_folder(out, "suite folder")
+    except UnsafeFolder as exc:
+        raise SuiteRunError(str(exc)) from None
     cfg = load(out)
     store = ResultsStore(out)
     try:
