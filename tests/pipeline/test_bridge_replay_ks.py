@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_scripts import calls
+from pipeline_scripts import calls, prompts
 from test_bridge_replay import BridgeReplies, RecordedEvaluator, replay_fixture
 
 from pdesharp.audit import runs
@@ -137,3 +137,33 @@ def test_the_fixture_keeps_the_prompts_the_replies_answered():
         assert [p["seq"] for p in prompts] == [c["seq"] for c in recorded] and len(prompts) == n
         assert all(p["new_messages"] and p["new_messages"][-1]["role"] == "user"
                    for p in prompts)
+
+
+def test_the_review_fixes_show_in_the_replayed_prompts(sharp):
+    # defects the review of this run found (issue 24.6's kind), fixed in the prompts:
+    store = sharp[0]
+    later = [m["content"] for tag in ("analysis.stability", "genesis", "judge.nominate",
+                                      "reporter") for c in calls(store, tag) for m in c
+             if m["role"] != "assistant"]
+    assert len(later) > 8
+    # 1. the hybrid route was called "operator split (hybrid)" while the analysis' own method
+    #    said "no operator splitting" (ETDRK4 treats the linear part exactly, no split)
+    for text in later:
+        assert "operator split (hybrid)" not in text
+    (stability,) = prompts(store, "analysis.stability")
+    genesis = prompts(store, "genesis")[0]
+    assert "The route is hybrid (part exact, part numerical)." in stability
+    assert "Solution route: **hybrid (part exact, part numerical)**." in genesis
+    # 2. the decomposition step's method ended the paragraph without a full stop
+    assert "or integrating-factor RK4, no operator splitting.\n" in genesis
+    # 3. the reporter was not told what the judges saw and the report shows: each solver's
+    #    distance from the PDE's solution (here the point of the run: the 2/3 rule's 1.3e-8)
+    (reporter,) = calls(store, "reporter")
+    prompt = reporter[-1]["content"]
+    assert "against the audit's converged solution of the PDE" in prompt
+    winner = store.result_for("c0r1-j3", "dev", "nrmse")
+    assert (f"c0r1-j3 (ETDRK4 Fourier spectral, h = 0.01, 3/2-rule padded nonlinear term): "
+            f"patch from g3 by judge-3, cycle 0 round 1; nRMSE {winner.nrmse:.3e} (at or below "
+            f"the floor), {winner.nrmse_converged:.3e} from the PDE's solution") in prompt
+    g1 = store.result_for("g1", "dev", "nrmse")
+    assert f"nRMSE {g1.nrmse:.3e}, {g1.nrmse_converged:.3e} from the PDE's solution" in prompt
