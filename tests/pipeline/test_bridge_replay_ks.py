@@ -167,3 +167,11 @@ def test_the_review_fixes_show_in_the_replayed_prompts(sharp):
             f"the floor), {winner.nrmse_converged:.3e} from the PDE's solution") in prompt
     g1 = store.result_for("g1", "dev", "nrmse")
     assert f"nRMSE {g1.nrmse:.3e}, {g1.nrmse_converged:.3e} from the PDE's solution" in prompt
+    # 4. the stop reason (in the report and the reporter's prompt) said "no cycle can improve
+    #    on the PDE", false here: c0r1-j2 (h = 0.005) is 15x nearer the PDE's solution than the
+    #    winner; what the floor means is that the score can no longer see such a difference
+    stopped = sharp[1].stop_reason
+    assert stopped.endswith("a lower score would not mean a more accurate solution of the PDE")
+    assert "improve on the PDE" not in prompt
+    near = store.result_for("c0r1-j2", "dev", "nrmse").nrmse_converged
+    assert near < winner.nrmse_converged / 10
