@@ -175,3 +175,13 @@ def test_the_review_fixes_show_in_the_replayed_prompts(sharp):
     assert "improve on the PDE" not in prompt
     near = store.result_for("c0r1-j2", "dev", "nrmse").nrmse_converged
     assert near < winner.nrmse_converged / 10
+    # 5. the judges were told that below the floor a lower score "only reproduces the
+    #    reference's own discretisation error": this reference's error is mostly its float32
+    #    storage (the audit's storage floor, 2.49e-8 of 3.21e-8), not a discretisation
+    audit = sharp[4]
+    assert audit.report.float32_floor > 0.7 * audit.reference_error
+    for messages in calls(store, "judge.nominate"):
+        system = " ".join(messages[0]["content"].split())
+        assert "own discretisation error more closely" not in system
+        assert ("reproduces the reference's own errors (its discretisation, its rounding to the "
+                "stored precision) more closely") in system
