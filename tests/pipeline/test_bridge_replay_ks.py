@@ -98,7 +98,7 @@ def test_the_replay_reproduces_the_run_and_stops_at_the_floor(sharp):
 
 def test_the_winner_solves_the_pde_and_ties_codepde_best_of_n(sharp, codepde):
     store, result, _, _, audit = sharp
-    run_dir, summary, replies, evaluator = codepde
+    run_dir, summary, replies, _ = codepde
     assert sum(replies.used.values()) == 5 and summary["feedback_evaluations"] == 5
     best = store.result_for(result.best_id, "dev", "nrmse")
     # the PDE, not the reference: the winner is 2.0e-10 from the converged solution (its
