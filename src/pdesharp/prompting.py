@@ -160,7 +160,7 @@ def strip_label(text: str, label: str) -> str:
 
 
 ROUTE_WORDS = {"analytical": "analytical solution", "transformation": "transformation",
-               "hybrid": "operator split (hybrid)", "numerical": "numerical scheme"}
+               "hybrid": "hybrid (part exact, part numerical)", "numerical": "numerical scheme"}
 
 
 def analysis_context(analysis: Analysis | None, facts: TaskFacts | None = None) -> dict:

@@ -436,7 +436,8 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     pool = [{"rank": r.rank, "id": r.cand.id, "title": r.cand.title, "origin": r.cand.origin,
              "parents": r.cand.parents, "judge": r.cand.judge or "", "score": _fmt(r.score),
              "per_sample": _sps(r.per_sample), "cycle": r.cycle, "round": r.round,
-             "status": r.status,
+             "status": r.status, "vs_converged": _fmt(r.vs_converged)
+             if r.vs_converged is not None else "",
              "below_floor": in_force and rule.at_floor(r.score)}
             for r in sorted(rows, key=lambda r: (r.rank is None, r.rank or 0))]
     never = [f"{c.id} ({c.title})" if c.title else c.id for c in store.candidates("genesis")

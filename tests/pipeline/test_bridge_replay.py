@@ -34,16 +34,21 @@ RECORDED_WINNER = "c1r1-j1"  # 2.50099e-4 nRMSE in 65.2 s (the recorded run had 
 FASTEST_TIED = "c1r1-j2"  # 2.50280e-4 (0.07 % worse) in 19.7 s
 
 
+def by_sample(tag: str) -> bool:
+    """Calls made concurrently from one prompt, told apart by their sample index."""
+    return tag == "genesis" or tag.endswith(".generate")
+
+
 class BridgeReplies:
-    """Answers each call with the recorded reply for (tag, judge) in call order; genesis by
-    sample index. Judges are told apart by the words "You are judge-N," that open their own
-    part of the conversation."""
+    """Answers each call with the recorded reply for (tag, judge) in call order; genesis and a
+    baseline's sampling (``*.generate``) by sample index. Judges are told apart by the words
+    "You are judge-N," that open their own part of the conversation."""
 
     def __init__(self, fixture: Path = FIXTURE):
         calls = json.loads((fixture / "calls.json").read_text())
         self.queues: dict[tuple, list[str]] = {}
         for c in calls:
-            key = (c["tag"], c["sample_index"] if c["tag"] == "genesis" else c["judge"])
+            key = (c["tag"], c["sample_index"] if by_sample(c["tag"]) else c["judge"])
             self.queues.setdefault(key, []).append((fixture / c["file"]).read_text())
         self.used: dict[tuple, int] = {}
 
@@ -51,7 +56,7 @@ class BridgeReplies:
         judge = ""
         if params.tag.startswith("judge."):
             judge = judge_of(messages)
-        key = (params.tag, params.sample_index if params.tag == "genesis" else judge)
+        key = (params.tag, params.sample_index if by_sample(params.tag) else judge)
         n = self.used.get(key, 0)
         replies = self.queues.get(key, [])
         if n >= len(replies):

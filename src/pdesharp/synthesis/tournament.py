@@ -226,8 +226,8 @@ class Tournament:
             return
         if self.rule.reference_floor is not None:
             self._stopped = (f"the best score {low:.3e} reached the reference floor {stop:.3e} "
-                             "(a multiple of the reference's own error, from its audit): no "
-                             "cycle can improve on the PDE")
+                             "(a multiple of the reference's own error, from its audit): a "
+                             "lower score would not mean a more accurate solution of the PDE")
         else:
             self._stopped = (f"the best score {low:.3e} reached the round-off floor {stop:.1e} "
                              "of the reference data: a lower score would not be an improvement")
