@@ -94,19 +94,20 @@ def counted_evaluations(run_dir: Path, split: str = "dev") -> int:
 
 async def equal_budget(sharp_dir: Path, codepde_dir: Path, evaluator) -> dict | None:
     """CodePDE's best of its first N evaluations, N = the PDE-SHARP cell's; stored in the
-    CodePDE cell's :data:`BEST_OF_FILE` (reused while N is the same)."""
+    CodePDE cell's :data:`BEST_OF_FILE` (reused while N and the CodePDE cell's own count are
+    the same: a resumed CodePDE cell may hold more of its first N evaluations now)."""
     if not (sharp_dir / "summary.json").is_file() or \
             not (codepde_dir / "summary.json").is_file():
         return None
-    n = counted_evaluations(sharp_dir)
+    n, available = counted_evaluations(sharp_dir), counted_evaluations(codepde_dir)
     path = codepde_dir / BEST_OF_FILE
     if path.is_file():
         old = json.loads(path.read_text())
-        if old.get("n") == n:
+        if old.get("n") == n and old.get("available") == available:
             return old
     best = best_of_first(codepde_dir, n)
     row: dict[str, Any] = {"n": n, **{k: v for k, v in (best or {}).items() if k != "code"}}
-    row["available"] = counted_evaluations(codepde_dir)
+    row["available"] = available
     if best and best.get("candidate"):
         summary = json.loads((codepde_dir / "summary.json").read_text())
         if best["candidate"] == summary.get("best_solver"):

@@ -126,6 +126,27 @@ def test_best_of_n_takes_the_first_n_evaluations_in_the_order_they_ran(bench):
     assert both["dev_score"] == summary["best_dev_score"] and "def solver" in both["code"]
 
 
+def test_best_of_n_is_recomputed_when_the_codepde_cell_gained_evaluations(bench, tmp_path):
+    """A CodePDE cell resumed with more samples has more of its first N evaluations: the stored
+    best-of-N (written when it had fewer) is not reused (it was, while N stayed the same)."""
+    import asyncio
+    import shutil
+
+    from pdesharp.bench_fair import BEST_OF_FILE, equal_budget
+
+    out = bench[0]
+    sharp = cell_dir(out, "advection", "sharp", 0)
+    codepde = tmp_path / "codepde"
+    shutil.copytree(cell_dir(out, "advection", "codepde", 0), codepde)
+    stale = json.loads((codepde / BEST_OF_FILE).read_text())
+    assert stale["available"] == 2  # CodePDE's two evaluations (crash, fix)
+    stale.update(available=1, evaluations=1, candidate=None, dev_score=None)
+    (codepde / BEST_OF_FILE).write_text(json.dumps(stale))  # as written after its first only
+    row = asyncio.run(equal_budget(sharp, codepde, evaluator=None))
+    assert row["available"] == 2 and row["evaluations"] == 2 and row["candidate"] is not None
+    assert json.loads((codepde / BEST_OF_FILE).read_text())["candidate"] == row["candidate"]
+
+
 def test_bench_is_resumable_finished_cells_are_not_rerun(bench):
     out, cfg, rows, models, model_factory, evaluator_factory = bench
     calls = []
