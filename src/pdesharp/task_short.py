@@ -95,15 +95,6 @@ def _fields(unknowns: list[str], steady: bool) -> dict[str, str]:
     return {u: u for u in unknowns}
 
 
-def _grid_kind() -> bool:
-    """Does this pdesharp have the argument kind ``grid`` (the output grid's coordinates)?"""
-    from typing import get_args
-
-    from pdesharp.task import ArgSpec
-
-    return "grid" in get_args(ArgSpec.model_fields["kind"].annotation)
-
-
 def _batched(solver: dict, steady: bool) -> bool:
     """Does the solver take a batch (initial data or coefficient fields)? A steady task given by
     formulas is one problem: no batch axis."""
@@ -210,7 +201,7 @@ def _args(unknowns, coefficients, parameters, steady: bool, dim: int) -> list[di
         args += [{"name": c, "kind": "coefficient", "field": c,
                   "doc": f"coefficient {c}, shape {_shape(dim, time=False)}"}
                  for c in coefficients]
-        if not coefficients and _grid_kind():  # one problem given by formulas: the grid
+        if not coefficients:  # one problem given by formulas: the grid
             axes = "x [N]" if dim == 1 else "a tuple (" + ", ".join("xyz"[:dim]) + ") of [N]"
             args.append({"name": "grid", "kind": "grid", "doc": f"the output points: {axes}"})
     # a parameter named as a Python keyword (lambda) is the argument lambda_

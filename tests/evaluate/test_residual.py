@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from pdesharp.data.reference import ReferenceData
-from pdesharp.evaluate.residual import residual, spectral_derivative, time_derivative
+from pdesharp.evaluate.residual import spectral_derivative, time_derivative
+from pdesharp.evaluate.residual_score import residual
 from pdesharp.task import load_task, task_from_dict
 
 sys.path.insert(0, str(Path(__file__).parent / "solvers"))
@@ -118,7 +119,8 @@ def test_darcy_solution_with_other_boundary_values_loses():
     while the honest discrete solution, whose wall value is zero to the grid's resolution,
     adds nothing."""
     from darcy_fd import solver
-    from pdesharp.evaluate.residual import residual_parts
+
+    from pdesharp.evaluate.residual_score import residual_parts
 
     task = load_task("darcy")
     rng = np.random.default_rng(3)

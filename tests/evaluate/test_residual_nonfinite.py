@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from pdesharp.data.reference import ReferenceData
-from pdesharp.evaluate.residual import residual
+from pdesharp.evaluate.residual_score import residual
 from pdesharp.evaluate.scoring import score_prediction
 from pdesharp.task import load_task
 

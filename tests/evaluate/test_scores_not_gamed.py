@@ -54,7 +54,7 @@ def test_exact_wave_ignoring_u0_loses_under_residual_feedback(shared_data, solve
     assert "mismatch with the given initial data" in wave.message
     # the honest solver returns u0 as frame 0 and the task is periodic: nothing was added, so
     # its score is the PDE residual alone, as before the change
-    from pdesharp.evaluate.residual import residual_parts
+    from pdesharp.evaluate.residual_score import residual_parts
 
     ref = ev.reference("dev")
     pred = ev_prediction(ev, solver_code("advection_exact"), ref)

@@ -1,5 +1,5 @@
 """How far a prediction is from the data the task gives: the initial condition and the boundary
-conditions. Part of the residual score (:func:`pdesharp.evaluate.residual.residual`).
+conditions. Part of the residual score (:func:`pdesharp.evaluate.residual_score.residual`).
 
 The PDE residual alone cannot tell solving the problem from solving *another* problem: every
 exact solution of the PDE has residual ~0, so a solver that ignores ``u0`` and returns, say, an

@@ -274,24 +274,3 @@ def residual_per_equation(task: Task, fields: dict[str, np.ndarray],
             second = ev.full(rest)
         out.append(_normalised(first, second, task.steady, ev.valid()))
     return np.asarray(out)
-
-
-def residual(task: Task, fields: dict[str, np.ndarray], ref: ReferenceData) -> float:
-    """The residual score: the mean normalised PDE residual over samples and equations plus the
-    prediction's mismatch with the given initial and boundary data
-    (:mod:`pdesharp.evaluate.given_data`), so that an exact solution of the PDE that ignores
-    the given data scores no better than its mismatch (0 = the whole problem holds)."""
-    return sum(residual_parts(task, fields, ref).values())
-
-
-def residual_parts(task: Task, fields: dict[str, np.ndarray], ref: ReferenceData
-                   ) -> dict[str, float]:
-    """The three terms of :func:`residual`: ``pde``, ``initial`` and ``boundary``."""
-    from pdesharp.evaluate.given_data import boundary_mismatch, initial_mismatch
-
-    missing = [u for u in task.system.unknowns if u not in fields]
-    if missing:
-        raise ResidualError(f"the residual needs every unknown; the prediction lacks {missing}")
-    return {"pde": float(np.mean(residual_per_equation(task, fields, ref))),
-            "initial": initial_mismatch(task, fields, ref),
-            "boundary": boundary_mismatch(task, fields, ref)}

@@ -95,7 +95,7 @@ def score_prediction(task: Task, ref: ReferenceData, pred: dict[str, np.ndarray]
         s.nrmse_per_field = {task.solver.returns[0]: mean}
     if residual:
         try:
-            from pdesharp.evaluate.residual import residual_parts
+            from pdesharp.evaluate.residual_score import residual_parts
 
             with np.errstate(over="ignore", invalid="ignore"):  # reported below
                 parts = residual_parts(task, pred, ref)
