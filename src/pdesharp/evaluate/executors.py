@@ -17,45 +17,19 @@ evaluator, where the reference lives; nothing above it knows which executor ran 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
-from typing import AsyncContextManager, Protocol
+from typing import AsyncContextManager
 
+from pdesharp.evaluate.executor import (  # noqa: F401 - re-exported
+    Executor,
+    ExecutorUnavailable,
+    WorkerLost,
+    unlimited,
+)
 from pdesharp.evaluate.sandbox import SandboxPolicy, resolve
 from pdesharp.evaluate.sealed import SealedJob, SealedRun, run_sealed
 
 EXECUTORS = ("local", "ray")
-
-
-class ExecutorUnavailable(RuntimeError):
-    """The chosen executor cannot run evaluations (Ray missing, cluster unreachable, no GPU in
-    the cluster, a node with another pdesharp); the message says what to do."""
-
-
-class WorkerLost(RuntimeError):
-    """The machine running an evaluation was lost, and so was the one retry: an infrastructure
-    failure, not the solver's verdict (the evaluation is not recorded; the run is resumable)."""
-
-
-class Executor(Protocol):
-    name: str
-
-    @property
-    def isolation(self) -> dict:
-        """The sandbox that seals solvers (``SandboxPolicy.summary()`` plus ``executor``)."""
-
-    @property
-    def device(self) -> str: ...
-
-    @property
-    def max_in_flight(self) -> int:
-        """How many evaluations the callers should keep in flight at most."""
-
-    def slot(self) -> AsyncContextManager:
-        """Held for one whole evaluation (both sealed runs and scoring)."""
-
-    async def run(self, job: SealedJob, *, keep_scratch: bool = False,
-                  scratch_root: Path | None = None) -> SealedRun: ...
 
 
 class LocalExecutor:
@@ -101,10 +75,6 @@ def in_bound_tree(path) -> bool:
 
     p = Path(path).resolve()
     return any(p == r or r in p.parents for r in [*map(Path, SYSTEM_DIRS), *runtime_roots()])
-
-
-def unlimited() -> AsyncContextManager:
-    return contextlib.nullcontext()
 
 
 def make_executor(name: str = "local", *, address: str | None = None, workers: int = 1,

@@ -25,7 +25,7 @@ Faults: a run whose worker process or node is lost (Ray's ``WorkerCrashedError``
 Ray's memory monitor killed the worker) is submitted once more, to a fresh worker (Ray places
 it on a live node); the evaluation is still one evaluation. A solver that crashes or times out
 is not retried: its sealed run *returned* that verdict. A second loss raises
-:class:`~.executors.WorkerLost` (infrastructure, not a verdict), except that a second node-OOM
+:class:`~.executor.WorkerLost` (infrastructure, not a verdict), except that a second node-OOM
 kill is the solver's ``memory`` verdict.
 """
 
@@ -47,7 +47,7 @@ import numpy as np
 
 import pdesharp
 from pdesharp.evaluate import cgroups
-from pdesharp.evaluate.executors import ExecutorUnavailable, WorkerLost, unlimited
+from pdesharp.evaluate.executor import ExecutorUnavailable, WorkerLost, unlimited
 from pdesharp.evaluate.sandbox import HERE, SandboxUnavailable, resolve, scrub
 from pdesharp.evaluate.sealed import Case, SealedJob, SealedRun, run_sealed
 
