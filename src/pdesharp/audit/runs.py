@@ -40,6 +40,7 @@ from pdesharp.audit.solutions import stacked
 from pdesharp.data.reference import sample_indices
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
+from pdesharp.synthesis.run_rule import ranking_floor  # noqa: F401 - re-exported
 from pdesharp.task import Task
 
 NO_AUDIT_HINT = "`{command}` computes it (or pass --audit compute)"
@@ -287,14 +288,6 @@ async def attach(task: Task, config, evaluator, store, progress=None
                     # is floor factor x the reference error: told, whatever the flag
                     judges_told=told(config))
     return audit, "", floor
-
-
-def ranking_floor(events: list[dict]) -> float | None:
-    """The floor a run ranks by, as its first reference-audit lookup recorded it (``events``:
-    the run's ``reference_audit`` events, or all of them); None for runs without a floor and
-    for runs made before the floor entered the ranking, which thus rank as they did."""
-    first = next((e for e in events if e.get("kind") == "reference_audit"), None)
-    return None if first is None else first.get("ranking_floor")
 
 
 def reference_error(events: list[dict]) -> float | None:

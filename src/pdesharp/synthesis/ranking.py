@@ -207,7 +207,7 @@ class Rule:
         """The rule of a run from its config (a SolveConfig, TournamentSettings, RoundInfo or
         the ``config.json`` dict); absent fields take the defaults (older runs). The floor is
         ``floor`` if given, else the config's ``ranking_floor``: a run folder records it in its
-        first ``reference_audit`` event (:func:`pdesharp.audit.runs.ranking_floor`)."""
+        first ``reference_audit`` event (:func:`pdesharp.synthesis.run_rule.ranking_floor`)."""
         get = config.get if isinstance(config, dict) else (lambda k: getattr(config, k, None))
         tie, margin = get("tie_tolerance"), get("time_margin")
         floor = get("ranking_floor") if floor is None else floor

@@ -107,6 +107,12 @@ def from_events(events: list[dict], config) -> Rule:
     first = next((e for e in events if e.get("kind") == "rule"), None)
     if first is not None:
         return _from_event(first)
-    from pdesharp.audit.runs import ranking_floor
-
     return Rule.of(config, floor=ranking_floor(events))
+
+
+def ranking_floor(events: list[dict]) -> float | None:
+    """The floor a run ranks by, as its first reference-audit lookup recorded it (``events``:
+    the run's ``reference_audit`` events, or all of them); None for runs without a floor and
+    for runs made before the floor entered the ranking, which thus rank as they did."""
+    first = next((e for e in events if e.get("kind") == "reference_audit"), None)
+    return None if first is None else first.get("ranking_floor")
