@@ -9,19 +9,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy as sp
 
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.builtin import written_terms
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.code_names import code_task
-from pdesharp.builtin.constraint import ConstrainedLaw, constrained_analysis
-from pdesharp.builtin.steady_system import SteadySystem, steady_system_analysis
+from pdesharp.builtin.constraint import ConstrainedLaw
 from pdesharp.builtin.design import Problem
 from pdesharp.builtin.elliptic_problem import EllipticProblem
 from pdesharp.builtin.families import candidate_designs, family
 from pdesharp.builtin.families.exact import basis, linear_system
-from pdesharp.builtin import written_terms
-from pdesharp.builtin.wellposed import refuse_if_ill_posed
 from pdesharp.builtin.physics import law_facts
+from pdesharp.builtin.steady_system import SteadySystem
 from pdesharp.builtin.structure import structure
+from pdesharp.builtin.system_analysis import constrained_analysis, steady_system_analysis
+from pdesharp.builtin.wellposed import refuse_if_ill_posed
+from pdesharp.equation import ARRAY_MODULES
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
 from pdesharp.task import Task
 
