@@ -76,3 +76,36 @@ def test_an_imported_record_id_becomes_a_task_name():
     assert task_name_for("poisson-2d.v1") == "poisson_2d_v1"
     assert task_name_for("3heat") == "case_3heat"
     assert task_name(task_name_for("x" * 80)) == "x" * 64
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+    for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+def test_yaml_data_refuses_aliases_deep_nesting_and_size():
+    import pytest
+    import yaml
+
+    assert untrusted.yaml_data("name: x\nequation: [dt(u) = dx(u)]\n") == {
+        "name": "x", "equation": ["dt(u) = dx(u)"]}
+    with pytest.raises(yaml.YAMLError, match="anchors|aliases"):
+        untrusted.yaml_data(BOMB)  # 9**9 references once anything walks the result
+    with pytest.raises(yaml.YAMLError, match="nested more than"):
+        untrusted.yaml_data("[" * (untrusted.MAX_YAML_DEPTH + 1) + "]" * (untrusted.MAX_YAML_DEPTH + 1))
+    with pytest.raises(yaml.YAMLError, match="at most"):
+        untrusted.yaml_data("note: " + "x" * untrusted.MAX_YAML_BYTES)
+
+
+def test_a_task_file_with_an_alias_bomb_is_refused_with_a_clear_error(tmp_path):
+    import pytest
+
+    from pdesharp.task import TaskError, load_task_file
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB)
+    with pytest.raises(TaskError, match="not valid YAML.*(anchors|aliases)"):
+        load_task_file(path)
+    path.write_text("name: big\nnote: " + "x" * (untrusted.MAX_YAML_BYTES + 10) + "\n")
+    with pytest.raises(TaskError, match="at most"):
+        load_task_file(path)

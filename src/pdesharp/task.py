@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pdesharp.equation import EquationError, ParsedSystem, parse_system
-from pdesharp.untrusted import task_name
+from pdesharp.untrusted import MAX_YAML_BYTES, task_name, yaml_data
 
 
 class TaskError(ValueError):
@@ -352,11 +352,14 @@ def _long_form(data: dict, source: str) -> dict:
 def load_task_file(path: str | Path) -> Task:
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_YAML_BYTES + 1)  # a task file may be anyone's: read it bounded
     except OSError as exc:
         raise TaskError(f"cannot read task spec {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml_data(raw)
+    except UnicodeDecodeError:
+        raise TaskError(f"task spec {path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise TaskError(f"task spec {path} is not valid YAML: {exc}") from None
     return task_from_dict(data, str(path))

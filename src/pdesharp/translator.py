@@ -21,6 +21,7 @@ import yaml
 from pdesharp.llm.base import Message
 from pdesharp.prompting import ask, extract_json, fenced_blocks, render
 from pdesharp.task import Task, TaskError, load_task, task_from_dict
+from pdesharp.untrusted import yaml_data
 
 _YAML = re.compile(r"(yaml|yml)")  # a fence's language (prompting.fenced_blocks)
 
@@ -141,7 +142,7 @@ def _parse(text: str) -> _Parsed:
         return _Parsed(None, "", "the reply has no ```yaml block")
     raw = max(blocks, key=len)
     try:
-        data = yaml.safe_load(raw)
+        data = yaml_data(raw)
     except yaml.YAMLError as exc:
         return _Parsed(None, raw, f"not valid YAML: {exc}", yaml_error=True)
     try:

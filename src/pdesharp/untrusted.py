@@ -29,6 +29,10 @@ is read the same way: :func:`check_folder` refuses one holding a symbolic link o
 regular files and folders (a link named ``plots/winner-dev.png`` would embed ``/etc/shadow`` in
 a report, one named ``report.html`` would be overwritten through), and :func:`read_inside`
 reads one regular file inside it by a relative name, following no link, up to a size.
+
+YAML someone else wrote (a task spec, a model's reply, a suite's files, a run folder's
+task.yaml) is parsed by :func:`yaml_data`: a size bound, a nesting bound, and no anchors or
+aliases (a few hundred bytes of aliases expand to gigabytes once anything walks the result).
 """
 
 from __future__ import annotations
@@ -262,3 +266,49 @@ def read_text_inside(folder: str | Path, name: str, *, limit: int = MAX_FILE_BYT
     """:func:`read_inside` decoded as UTF-8 (undecodable bytes replaced)."""
     data = read_inside(folder, name, limit=limit)
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+MAX_YAML_BYTES = 256 * 1024  # a task spec is a few kB; CodePDE's longest template is ~3 kB
+MAX_YAML_DEPTH = 32
+_LOADER = None
+
+
+def _bounded_loader():
+    """SafeLoader without anchors or aliases and with a nesting bound (built on first use:
+    importing PyYAML is not free and most commands never parse YAML)."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class BoundedLoader(yaml.SafeLoader):
+            depth = 0
+
+            def compose_node(self, parent, index):
+                if self.check_event(yaml.AliasEvent):
+                    raise yaml.YAMLError("YAML aliases (*name) are not accepted here")
+                if getattr(self.peek_event(), "anchor", None):
+                    raise yaml.YAMLError("YAML anchors (&name) are not accepted here")
+                self.depth += 1
+                try:
+                    if self.depth > MAX_YAML_DEPTH:
+                        raise yaml.YAMLError(f"nested more than {MAX_YAML_DEPTH} levels deep")
+                    return super().compose_node(parent, index)
+                finally:
+                    self.depth -= 1
+
+        _LOADER = BoundedLoader
+    return _LOADER
+
+
+def yaml_data(text: str | bytes, *, limit: int = MAX_YAML_BYTES):
+    """The data of YAML pdesharp did not write: at most ``limit`` bytes, nested at most
+    MAX_YAML_DEPTH deep, without anchors or aliases; else ``yaml.YAMLError`` saying which
+    (as for any malformed YAML; undecodable bytes raise UnicodeDecodeError)."""
+    import yaml
+
+    if len(text) > limit or (isinstance(text, str)
+                             and len(text.encode("utf-8", "surrogatepass")) > limit):
+        raise yaml.YAMLError(f"more than {limit} bytes of YAML; at most {limit} are read")
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return yaml.load(text, Loader=_bounded_loader())  # noqa: S506 - a SafeLoader, bounded

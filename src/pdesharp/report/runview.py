@@ -23,7 +23,7 @@ from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_c
                                     seconds_per_sample, solver_rows)
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
-from pdesharp.untrusted import UnsafeFolder, read_text_inside
+from pdesharp.untrusted import UnsafeFolder, read_text_inside, yaml_data
 
 __all__ = ["Node", "RunView", "load_run", "seconds_per_sample", "summary_from_store"]
 
@@ -165,7 +165,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
         raise FileNotFoundError(f"{run_dir} is not a pdesharp run folder (no run.sqlite)")
     summary = stored(run_dir, "summary.json", default={})
     config = stored(run_dir, "config.json", default={})
-    task = stored(run_dir, "task.yaml", yaml.safe_load, default={})
+    task = stored(run_dir, "task.yaml", yaml_data, default={})
     analysis = stored(run_dir, "analysis.json", Analysis.model_validate_json)
     split = summary.get("feedback_split", "dev")
     feedback = summary.get("feedback") or config.get("feedback") or "nrmse"

@@ -36,10 +36,8 @@ import yaml
 
 from pdesharp.suite.names import BadName, check_name
 from pdesharp.task import Task, TaskError, builtin_task_names, load_task, task_from_dict
-from pdesharp.untrusted import one_line
+from pdesharp.untrusted import MAX_YAML_BYTES, one_line, yaml_data
 
-MAX_YAML_BYTES = 256 * 1024  # a task spec is a few kB; CodePDE's longest template is ~3 kB
-MAX_YAML_DEPTH = 32
 MAX_JSON_BYTES = 4 * 2**20  # refused.json
 MAX_CASES = 5000
 SUITE_FILE, REFUSED_FILE = "suite.yaml", "refused.json"
@@ -95,26 +93,6 @@ class Suite:
 
 
 # -- bounded readers --------------------------------------------------------------------------
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader without anchors/aliases and with a nesting bound."""
-
-    depth = 0
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases (*name) are not accepted in a suite")
-        event = self.peek_event()
-        if getattr(event, "anchor", None):
-            raise yaml.YAMLError("YAML anchors (&name) are not accepted in a suite")
-        self.depth += 1
-        try:
-            if self.depth > MAX_YAML_DEPTH:
-                raise yaml.YAMLError(f"nested more than {MAX_YAML_DEPTH} levels deep")
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-
 def regular_file(path: Path, what: str, limit: int | None = None) -> Path:
     """``path`` if it is a regular file (not a symlink) of at most ``limit`` bytes."""
     try:
@@ -150,7 +128,7 @@ def _read_bytes(path: Path, what: str, limit: int) -> bytes:
 def read_yaml(path: Path, what: str, limit: int = MAX_YAML_BYTES):
     data = _read_bytes(path, what, limit)
     try:
-        return yaml.load(data.decode("utf-8"), Loader=_BoundedLoader)  # noqa: S506 - bounded
+        return yaml_data(data, limit=limit)
     except UnicodeDecodeError:
         raise CaseRefused(f"{what} {path.name} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
