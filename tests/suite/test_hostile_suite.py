@@ -112,3 +112,30 @@ def test_a_results_folder_holding_a_link_is_refused_before_anything_is_read(tmp_
     err = capsys.readouterr().err
     assert "symbolic link" in err and "canary-7f3a" not in err
     assert sorted(p.name for p in out.iterdir()) == ["cases", "suite.json", "suite.sqlite"]
+
+
+def test_a_results_folder_is_no_source_of_paths_or_endpoints(tmp_path, capsys, one_d_suite):
+    """A results folder whose suite.json names another output folder and an endpoint: `report`
+    writes the page inside the folder it was given, never where suite.json points, and `suite
+    resume` refuses the recorded endpoint and key variable (as `pdesharp resume` does), naming
+    the flags, before anything runs."""
+    import json
+
+    from pdesharp.cli import main
+    from pdesharp.suite.run import prepare
+
+    out = tmp_path / "results"
+    prepare(SuiteConfig(suite=str(one_d_suite), out=str(out)))[1].close()
+    elsewhere = tmp_path / "elsewhere"
+    data = json.loads((out / "suite.json").read_text())
+    data.update(out=str(elsewhere), base_url="http://attacker.example/v1",
+                llm={"api_key_env": "OTHER_KEY"})
+    (out / "suite.json").write_text(json.dumps(data))
+    assert main(["suite", "report", str(out)]) == 0
+    assert (out / "index.html").is_file() and not elsewhere.exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["suite", "resume", str(out)])
+    assert exc.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert "--base-url http://attacker.example/v1" in err and "--api-key-env OTHER_KEY" in err
+    assert not elsewhere.exists()

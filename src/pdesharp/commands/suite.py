@@ -134,12 +134,20 @@ def cmd_run(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from pdesharp.suite.run import SuiteRunError, load
+    from pdesharp.suite.run import SuiteRunError, load, recorded_user_settings
+    from pdesharp.untrusted import one_line
 
     try:
         cfg = load(Path(args.out).expanduser())
     except SuiteRunError as exc:
         fail(str(exc))
+    said = recorded_user_settings(cfg)
+    if said:
+        fail(f"this suite folder records {one_line(', '.join(said), 400)}. A resume takes where "
+             "solvers run and which endpoint gets which key from its own command line, never "
+             "from the folder: continue it with `pdesharp suite run SUITE --out "
+             f"{shlex.quote(cfg.out)}` and those flags (the same values, or others) if you "
+             "mean it; finished cases are not run again")
     return _run(cfg)
 
 

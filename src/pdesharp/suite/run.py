@@ -308,12 +308,43 @@ def _cells_finished(cfg: SuiteConfig, case: Case) -> bool:
     return all((c / "summary.json").is_file() for c in cells)
 
 
+# What a resume never takes from the folder, as `pdesharp resume` (commands/solve.py,
+# USER_SETTINGS): where solvers run, which endpoint gets which key, the price file. A folder
+# from someone else could otherwise send this user's key to its own endpoint.
+USER_SETTINGS = {"base_url": "--base-url", "optillm_url": "--optillm-url",
+                 "executor": "--executor", "ray_address": "--ray-address", "prices": "--prices"}
+
+
 def load(out: str | Path) -> SuiteConfig:
-    """The settings a suite output folder was run with (for `pdesharp suite resume`)."""
-    path = Path(out) / CONFIG_FILE
-    if not path.is_file():
+    """The settings a suite output folder was run with (for `pdesharp suite resume` and
+    `report`); its ``out`` is ``out`` itself, wherever the folder was written (a moved folder,
+    or one whose suite.json names another place, is still written in here)."""
+    from pdesharp.untrusted import UnsafeFolder, read_inside
+
+    try:
+        raw = read_inside(out, CONFIG_FILE, limit=1 << 20)
+        data = json.loads(raw) if raw is not None else None
+    except (UnsafeFolder, ValueError, RecursionError) as exc:
+        raise SuiteRunError(f"{CONFIG_FILE} in {out} cannot be used: {exc}") from None
+    if not isinstance(data, dict):
         raise SuiteRunError(f"{out} is not a suite output folder (no {CONFIG_FILE})")
-    return SuiteConfig.from_dict(json.loads(path.read_text()))
+    try:
+        cfg = SuiteConfig.from_dict(data)
+    except TypeError as exc:
+        raise SuiteRunError(f"{CONFIG_FILE} in {out} cannot be used: {exc}") from None
+    cfg.out = str(Path(out).resolve())
+    return cfg
+
+
+def recorded_user_settings(cfg: SuiteConfig) -> list[str]:
+    """The flags (with values) of :data:`USER_SETTINGS` that ``cfg`` records other than their
+    defaults, the key variable included: a resume refuses them."""
+    defaults = SuiteConfig(suite="", out="")
+    said = [f"{flag} {getattr(cfg, key)}" for key, flag in USER_SETTINGS.items()
+            if getattr(cfg, key) != getattr(defaults, key)]
+    if (cfg.llm or {}).get("api_key_env"):
+        said.append(f"--api-key-env {cfg.llm['api_key_env']}")
+    return said
 
 
 def rewrite_page(out: str | Path, page: str | Path | None = None) -> Path:
