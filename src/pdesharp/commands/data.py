@@ -362,7 +362,7 @@ def _generated_summary(path: Path, task) -> list[str]:
                 line += "; NOT FINITE somewhere"
             lines.append(line)
         rejected = h5.attrs.get("rejected_draws")
-        from pdesharp.data.generate.accuracy import read_estimate
+        from pdesharp.data.stated_error import read_estimate
 
         estimate = read_estimate(h5.attrs)
     if estimate is not None:
