@@ -97,6 +97,21 @@ def _etd_coefficients(lhat: np.ndarray, h: float, n_contour: int = 64):
     return tuple(c[inverse].reshape(lhat.shape) for c in coefficients)
 
 
+def etdrk4_step(coefficients: tuple, v: np.ndarray, t: float, h: float, nonlinear) -> np.ndarray:
+    """One ETDRK4 step (Cox & Matthews 2002) of v' = Lv + N(v, t) from time ``t`` to ``t + h``,
+    with :func:`_etd_coefficients` of this ``h``; ``nonlinear(v, t)`` is N. The one copy of the
+    stage formulas (the generators and the CNS audit call it)."""
+    e, e2, q, f1, f2, f3 = coefficients
+    nv = nonlinear(v, t)
+    a = e2 * v + q * nv
+    na = nonlinear(a, t + h / 2)
+    b = e2 * v + q * na
+    nb = nonlinear(b, t + h / 2)
+    c = e2 * a + q * (2.0 * nb - nv)
+    nc = nonlinear(c, t + h)
+    return e * v + f1 * nv + 2.0 * f2 * (na + nb) + f3 * nc
+
+
 def _etd_weights(z: np.ndarray, h: float, n_contour: int):
     r = np.exp(2j * np.pi * (np.arange(n_contour) + 0.5) / n_contour)
     lr = z[..., None] + r
@@ -127,17 +142,8 @@ def _etd_run(rhs: Rhs, grid: SpectralGrid, lhat: np.ndarray, u0: np.ndarray, t_o
         key = round(h, 15)
         if key not in cache:
             cache[key] = _etd_coefficients(lhat, h)
-        e, e2, q, f1, f2, f3 = cache[key]
         for s in range(n_sub):
-            t = t0 + s * h
-            nv = nonlinear(v, t)
-            a = e2 * v + q * nv
-            na = nonlinear(a, t + h / 2)
-            b = e2 * v + q * na
-            nb = nonlinear(b, t + h / 2)
-            c = e2 * a + q * (2.0 * nb - nv)
-            nc = nonlinear(c, t + h)
-            v = e * v + f1 * nv + 2.0 * f2 * (na + nb) + f3 * nc
+            v = etdrk4_step(cache[key], v, t0 + s * h, h, nonlinear)
         frames.append(grid.ifft(v))
     return np.stack(frames, axis=1)
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdesharp.data.generate.chebyshev import ChebyshevBox, along
-from pdesharp.data.generate.generic_time import IntegrationFailed, _etd_coefficients
+from pdesharp.data.generate.generic_time import (IntegrationFailed, _etd_coefficients,
+                                                 etdrk4_step)
 from pdesharp.data.generate.walls import WallConditions
 
 MAX_COND = 1e6  # condition number of an axis eigenbasis above which the transform loses digits
@@ -204,17 +205,8 @@ def _run(rem: _Remainder, w0: np.ndarray, t_out: np.ndarray, n_sub: int, cache: 
             # subnormal numbers make every later product some 100x slower on x86
             cache[key] = tuple(np.where(np.abs(c) < TINY, 0.0, c)
                                for c in _etd_coefficients(lhat, h))
-        e, e2, q, f1, f2, f3 = cache[key]
         for s in range(n_sub):
-            t = t0 + s * h
-            nw = rem(w, t)
-            a = e2 * w + q * nw
-            na = rem(a, t + h / 2)
-            b = e2 * w + q * na
-            nb = rem(b, t + h / 2)
-            c = e2 * a + q * (2.0 * nb - nw)
-            nc = rem(c, t + h)
-            w = e * w + f1 * nw + 2.0 * f2 * (na + nb) + f3 * nc
+            w = etdrk4_step(cache[key], w, t0 + s * h, h, rem)
             w[np.abs(w) < TINY] = 0.0
         frames.append(w)
     return frames
