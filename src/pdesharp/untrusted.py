@@ -311,4 +311,4 @@ def yaml_data(text: str | bytes, *, limit: int = MAX_YAML_BYTES):
         raise yaml.YAMLError(f"more than {limit} bytes of YAML; at most {limit} are read")
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    return yaml.load(text, Loader=_bounded_loader())  # noqa: S506 - a SafeLoader, bounded
+    return yaml.load(text, Loader=_bounded_loader())  # a SafeLoader, bounded

@@ -29,19 +29,18 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
+from pdesharp.suite.importers import staged
 from pdesharp.suite.importers.apebench_map import ApeProblem, NotMapped, spec
 from pdesharp.suite.importers.pdeagent import Imported
 from pdesharp.suite.names import BadName, check_name
-from pdesharp.untrusted import one_line
+from pdesharp.untrusted import one_line, task_name_for
 
 CHECKED_SAMPLES = 2  # samples of each split re-run on the refined grid for the estimate
 REFINE_POINTS = 2  # the estimate's grid: this many times the scenario's points per axis
@@ -278,19 +277,16 @@ def write_case(folder: Path, p: ApeProblem, scenario, settings: dict, *, name: s
                  f"Its estimated error (nRMSE against a refined run): {est['mean']:.2e} (worst "
                  f"checked sample {est['max']:.2e}).")
     data = spec(p, reference=reference)
-    data["name"] = name.replace("-", "_").replace(".", "_")[:80]
+    data["name"] = task_name_for(name)  # the task-name rule: at most 64 characters
     try:
         task = task_from_dict(json.loads(json.dumps(data)), f"scenario {p.name}")
     except TaskError as exc:
         raise NotMapped(f"the derived task does not validate: {one_line(exc, 300)}") from None
-    part = folder.with_name(f".{folder.name}.part")
-    shutil.rmtree(part, ignore_errors=True)
-    part.mkdir(parents=True)
     attrs = {"made_by": "pdesharp suite import apebench", "case": name,
              "apebench_scenario": p.name, "generator": f"apebench/exponax {p.stepper}",
              "resolution": f"APEBench's settings: {p.points} points per axis, dt {p.dt:g}",
              **estimate_attrs(est)}
-    try:
+    with staged(folder) as part:
         (part / "task.yaml").write_text(
             "# Imported by `pdesharp suite import apebench` from an APEBench scenario; the\n"
             "# data are APEBench's own (its generator, seeds and stepper), scenario.json says\n"
@@ -307,12 +303,6 @@ def write_case(folder: Path, p: ApeProblem, scenario, settings: dict, *, name: s
             "scenario": p.name, "settings": settings, "stepper": p.stepper,
             "samples_per_split": int(scenario.num_test_samples),
             "horizon": p.frames, "reference_error": est}, indent=1))
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(part, folder)
-    except BaseException:
-        shutil.rmtree(part, ignore_errors=True)
-        raise
     return est
 
 

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +38,9 @@ import yaml
 from pdesharp.expression import ExpressionError, read
 from pdesharp.suite.importers import pdeagent_pde as pde_forms
 from pdesharp.suite.importers.pdeagent_pde import Refused
+from pdesharp.suite.importers import staged
 from pdesharp.suite.names import BadName, check_name
-from pdesharp.untrusted import task_name_for
-from pdesharp.untrusted import one_line
+from pdesharp.untrusted import one_line, task_name_for
 
 MAX_LINE_BYTES = 64 * 1024  # one record; the published ones are about 1-2 kB
 MAX_RECORDS = 5000  # PDEAgent-Bench v2 has 645
@@ -346,10 +344,7 @@ def write_case(p: Problem, folder: Path, record: dict) -> None:
     except TaskError as exc:
         raise RecordRefused(f"the derived task does not validate: {one_line(exc, 300)}") from None
     _check_source(p)
-    part = folder.with_name(f".{folder.name}.part")
-    shutil.rmtree(part, ignore_errors=True)
-    part.mkdir(parents=True)
-    try:
+    with staged(folder) as part:
         (part / "task.yaml").write_text(
             "# Imported by `pdesharp suite import pdeagent` from a PDEAgent-Bench record\n"
             "# (the record is kept in record.json). Source, boundary and initial data derived\n"
@@ -366,12 +361,6 @@ def write_case(p: Problem, folder: Path, record: dict) -> None:
             "note": "manufactured solution evaluated in float64 at the output nodes, stored "
                     "as float32"}, sort_keys=False))
         (part / "record.json").write_text(json.dumps(record, indent=1))
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(part, folder)
-    except BaseException:
-        shutil.rmtree(part, ignore_errors=True)
-        raise
 
 
 def import_jsonl(path: str | Path, out: str | Path, *, ids: list[str] | None = None,
