@@ -203,8 +203,6 @@ def cmd_report(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from pdesharp.suite import importers
-
     out = Path(args.out).expanduser()
     if args.format == "pdeagent":
         if not args.source:
@@ -227,7 +225,6 @@ def cmd_import(args) -> int:
                                   settings=args.settings, note=lambda s: print(terminal(s)))
         except (ApebenchUnavailable, ValueError) as exc:
             fail(str(exc))
-    del importers
     print(f"{len(got.written)} case(s) written to {out}"
           + (f", {len(got.skipped)} already there (--force rewrites them)" if got.skipped else ""))
     for r in got.refused:
