@@ -74,7 +74,10 @@ def register(sub) -> None:
     run.set_defaults(func=cmd_run)
 
     res = ss.add_parser("resume", help="continue a killed or interrupted suite run",
-                        description="Runs the suite again with the settings recorded in OUT.")
+                        description="Runs the suite again with the settings recorded in OUT. A "
+                                      "folder recording an endpoint, a key variable, a price "
+                                      "file or where solvers run is refused: continue it with "
+                                      "`pdesharp suite run SUITE --out OUT` and those flags.")
     res.add_argument("out", help="the suite's results folder")
     res.set_defaults(func=cmd_resume)
 
