@@ -71,3 +71,16 @@ def test_settings_text_is_inert_in_the_table(tmp_path):
 
 def test_no_file_no_section(tmp_path):
     assert lf.section(tmp_path) == []
+
+
+def test_a_link_in_place_of_the_file_is_not_followed(tmp_path):
+    """A run folder from someone else whose library_front.json is a link to a valid front
+    elsewhere: the link is not followed, the section says why it ignored the file."""
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(_front()))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / lf.FILE).symlink_to(outside)
+    lines = lf.section(run)
+    assert len(lines) == 3 and "ignored" in lines[1] and "symbolic" in lines[1]
+    assert "exponax" not in "\n".join(lines)

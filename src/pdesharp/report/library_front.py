@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdesharp.untrusted import markdown_text
+from pdesharp.untrusted import UnsafeFolder, markdown_text, read_inside
 
 FILE = "library_front.json"
 MAX_BYTES = 256 * 1024
@@ -87,11 +87,11 @@ def parse(raw: bytes) -> LibraryFront:
 
 def read(run_dir: str | Path) -> LibraryFront | None:
     """The run folder's library front, None when there is none; FrontError when malformed."""
-    path = Path(run_dir) / FILE
-    if not path.is_file():
-        return None
-    with open(path, "rb") as fh:
-        return parse(fh.read(MAX_BYTES + 1))
+    try:  # a regular file inside the folder, no link followed (pdesharp.untrusted)
+        raw = read_inside(run_dir, FILE, limit=MAX_BYTES)
+    except UnsafeFolder as exc:
+        raise FrontError(str(exc)) from None
+    return None if raw is None else parse(raw)
 
 
 def front_of(points: list[Point], key: str = "warm") -> list[Point]:
