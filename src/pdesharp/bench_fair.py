@@ -19,6 +19,7 @@ Two numbers the scores alone do not give (issue 24, item 4):
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -101,10 +102,9 @@ async def equal_budget(sharp_dir: Path, codepde_dir: Path, evaluator) -> dict | 
         return None
     n, available = counted_evaluations(sharp_dir), counted_evaluations(codepde_dir)
     path = codepde_dir / BEST_OF_FILE
-    if path.is_file():
-        old = json.loads(path.read_text())
-        if old.get("n") == n and old.get("available") == available:
-            return old
+    old = stored_record(codepde_dir, BEST_OF_FILE)
+    if old is not None and old.get("n") == n and old.get("available") == available:
+        return old
     best = best_of_first(codepde_dir, n)
     row: dict[str, Any] = {"n": n, **{k: v for k, v in (best or {}).items() if k != "code"}}
     row["available"] = available
@@ -156,11 +156,31 @@ def attach_audit(task, evaluator, mode: str, out: Path) -> dict:
     return record
 
 
-def reference_error(out: Path, task: str) -> float | None:
-    path = Path(out) / task / AUDIT_FILE
+NUMBERS = ("n", "available", "evaluations", "dev_score", "test_nrmse", "dev_vs_converged",
+           "seconds_per_sample", "reference_error")
+
+
+def stored_record(folder: Path, name: str) -> dict | None:
+    """The JSON object ``name`` a bench wrote into ``folder``, or None. A bench folder may be
+    someone else's (``pdesharp report BENCH``): read bounded with no link followed
+    (:func:`pdesharp.untrusted.read_inside`), and refused unless each of :data:`NUMBERS` it
+    holds is a finite number or null."""
+    from pdesharp.untrusted import UnsafeFolder, read_inside
+
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        raw = read_inside(folder, name, limit=1 << 20)
+        record = json.loads(raw) if raw is not None else None
+    except (UnsafeFolder, ValueError, RecursionError):
         return None
-    value = record.get("reference_error")
-    return float(value) if isinstance(value, (int, float)) else None
+    if not isinstance(record, dict) or not all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                          and math.isfinite(v))
+            for v in (record.get(k) for k in NUMBERS)):
+        return None
+    return record
+
+
+def reference_error(out: Path, task: str) -> float | None:
+    record = stored_record(Path(out) / task, AUDIT_FILE)
+    value = None if record is None else record.get("reference_error")
+    return None if value is None else float(value)

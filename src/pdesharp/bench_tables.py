@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 
 from pdesharp.baselines import short_label
-from pdesharp.bench_fair import BEST_OF_FILE, reference_error, winner_vs_converged
+from pdesharp.bench_fair import (BEST_OF_FILE, reference_error, stored_record,
+                                 winner_vs_converged)
 from pdesharp.store import RunStore
 from pdesharp.untrusted import path_component
 
@@ -123,11 +124,9 @@ def _best_of_rows(out: str | Path, task: str, repeats: int) -> list[dict]:
     (:func:`pdesharp.bench_fair.equal_budget` wrote one file per repeat)."""
     picks = []
     for k in range(repeats):
-        path = cell_dir(out, task, "codepde", k) / BEST_OF_FILE
-        try:
-            picks.append(json.loads(path.read_text()))
-        except (OSError, ValueError):
-            continue
+        pick = stored_record(cell_dir(out, task, "codepde", k), BEST_OF_FILE)
+        if pick is not None:
+            picks.append(pick)
     if not picks:
         return []
     ns = sorted({int(p.get("n", 0)) for p in picks})

@@ -190,3 +190,29 @@ def test_bench_html_report_has_table_and_one_curve_per_task(bench):
     # 14 rows (2 tasks x 6 methods, and CodePDE best-of-N per task) x the table's columns
     assert p.cells == 14 * len(COLUMNS)
     assert "cepo (re-impl.)" in html and "<script" not in html
+
+
+def test_a_handed_over_best_of_n_file_is_read_as_data(tmp_path):
+    """best_of_n.json and reference_audit.json in a bench folder someone handed over: a link is
+    not followed, a non-number where a number goes and a file that is no JSON object are
+    ignored, rather than read or crashing the table."""
+    import json
+
+    from pdesharp.bench_fair import AUDIT_FILE, BEST_OF_FILE, reference_error, stored_record
+
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"reference_error": 1e-3}))
+    task = tmp_path / "burgers"
+    task.mkdir()
+    (task / AUDIT_FILE).symlink_to(secret)
+    assert reference_error(tmp_path, "burgers") is None
+    (task / AUDIT_FILE).unlink()
+    (task / AUDIT_FILE).write_text(json.dumps({"reference_error": 2e-4}))
+    assert reference_error(tmp_path, "burgers") == 2e-4
+    for bad in ({"n": "13", "dev_score": 1e-3}, {"n": 3, "dev_score": [1]}, [1, 2], "x"):
+        (task / BEST_OF_FILE).write_text(json.dumps(bad))
+        assert stored_record(task, BEST_OF_FILE) is None
+    (task / BEST_OF_FILE).write_text('{"n": 3, "dev_score": NaN}')
+    assert stored_record(task, BEST_OF_FILE) is None
+    (task / BEST_OF_FILE).write_text(json.dumps({"n": 3, "dev_score": 1e-3, "test_nrmse": None}))
+    assert stored_record(task, BEST_OF_FILE) == {"n": 3, "dev_score": 1e-3, "test_nrmse": None}
