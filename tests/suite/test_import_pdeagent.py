@@ -220,3 +220,18 @@ def test_helmholtz_and_a_cube(imported_v2):
     g = np.linspace(0, 1, 5)
     np.testing.assert_allclose(u, g[:, None, None] * g[None, :, None] * g[None, None, :],
                                atol=F32)
+
+
+def test_a_record_past_its_clock_is_refused_and_leaves_no_case(tmp_path, monkeypatch):
+    """The per-record clock (SymPy's work on a record's solution has no bound of its own): with
+    the limit set below what any record needs, every record is refused with the reason and no
+    case folder, finished or half-written, is left."""
+    from pdesharp.suite.importers import pdeagent
+
+    monkeypatch.setattr(pdeagent, "RECORD_SECONDS", 1e-4)
+    out = tmp_path / "suite"
+    got = import_jsonl(FIXTURES / "pdeagent_records.jsonl", out)
+    assert got.written == []
+    timed = [r for r in got.refused if "not imported within" in r["reason"]]
+    assert {r["name"] for r in timed} >= {"poisson_sin", "heat_exp", "convdiff_mild"}
+    assert sorted(p.name for p in out.iterdir()) == ["refused.json", "suite.yaml"]

@@ -35,6 +35,7 @@ import numpy as np
 import sympy as sp
 import yaml
 
+from pdesharp.clock import TimeUp, time_limit
 from pdesharp.expression import ExpressionError, read
 from pdesharp.suite.importers import pdeagent_pde as pde_forms
 from pdesharp.suite.importers.pdeagent_pde import Refused
@@ -48,6 +49,7 @@ MAX_DEPTH = 16  # nesting of a record (a real one has 5)
 MAX_POINTS = 1025  # grid points per axis
 MAX_FRAMES = 2001
 MAX_VALUES = 5 * 10**7  # values of one split (points x frames)
+RECORD_SECONDS = 120.0  # deriving and writing one record (a real one: about a second)
 STORAGE_BOUND = 2.0**-24  # float32's relative rounding: an exact reference's own error
 RecordRefused = Refused  # this record cannot be imported; the message says why
 
@@ -379,18 +381,24 @@ def import_jsonl(path: str | Path, out: str | Path, *, ids: list[str] | None = N
         try:
             if isinstance(rec, RecordRefused):
                 raise rec
-            p = problem(rec)
-            if p.name in seen:
-                raise RecordRefused(f"a second record with the id {p.name!r}")
-            seen.add(p.name)
-            folder = out / p.name
-            if folder.exists() and not force:
-                skipped.append(p.name)
-                continue
-            write_case(p, folder, rec)
+            # SymPy's differentiation and simplification of a record's solution have no
+            # bound of their own: a hard clock per record (pdesharp.clock)
+            with time_limit(RECORD_SECONDS, quiet=False):
+                p = problem(rec)
+                if p.name in seen:
+                    raise RecordRefused(f"a second record with the id {p.name!r}")
+                seen.add(p.name)
+                folder = out / p.name
+                if folder.exists() and not force:
+                    skipped.append(p.name)
+                    continue
+                write_case(p, folder, rec)
             written.append(p.name)
         except RecordRefused as exc:
             refused.append({"name": shown, "reason": str(exc)})
+        except TimeUp:
+            refused.append({"name": shown, "reason": f"not imported within {RECORD_SECONDS:g} s "
+                            "(the solution's derivatives or values take too long to compute)"})
         except (ValueError, TypeError, ZeroDivisionError, OverflowError, RecursionError) as exc:
             refused.append({"name": shown, "reason": f"cannot be imported: "
                             f"{type(exc).__name__}: {one_line(exc, 200)}"})
