@@ -38,8 +38,8 @@ import yaml
 from pdesharp.clock import TimeUp, time_limit
 from pdesharp.expression import ExpressionError, read
 from pdesharp.suite.importers import pdeagent_pde as pde_forms
-from pdesharp.suite.importers.pdeagent_pde import Refused
 from pdesharp.suite.importers import staged
+from pdesharp.suite.importers.pdeagent_pde import Refused
 from pdesharp.suite.names import BadName, check_name
 from pdesharp.untrusted import one_line, task_name_for
 
