@@ -16,7 +16,7 @@ from pdesharp.baselines import short_label
 from pdesharp.bench_fair import (BEST_OF_FILE, reference_error, stored_record,
                                  winner_vs_converged)
 from pdesharp.store import RunStore
-from pdesharp.untrusted import path_component
+from pdesharp.untrusted import path_component, read_text_inside
 
 
 def cell_dir(out: str | Path, task: str, method: str, repeat: int) -> Path:
@@ -31,7 +31,10 @@ SOLVER_ORIGINS = ("genesis", "patch", "baseline")  # solvers written from scratc
 
 def cell_stats(run_dir: Path) -> dict:
     """One finished cell's numbers: counts from its store (read-only), scores from summary.json."""
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    # a bench folder may be someone else's (pdesharp report BENCH): bounded, no link followed
+    summary = json.loads(read_text_inside(run_dir, "summary.json") or "{}")
+    if not isinstance(summary, dict):
+        raise ValueError(f"{run_dir}/summary.json is not a JSON object")
     split = summary.get("feedback_split", "dev")
     db = sqlite3.connect(f"file:{Path(run_dir) / RunStore.DB_NAME}?mode=ro", uri=True)
     try:

@@ -98,10 +98,6 @@ class RunView:
         return [e for e in self.events if e["kind"] == "disagreement"]
 
     @property
-    def search_end(self) -> str:
-        return self.summary.get("stop_reason") or ""
-
-    @property
     def method(self) -> str:
         return self.summary.get("method") or self.config.get("method") or "sharp"
 

@@ -14,7 +14,6 @@ at the end (:mod:`pdesharp.synthesis.timing`) is ranked and shown with its media
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -249,8 +248,3 @@ def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, E
         else:
             out[cid] = (sha, r)
     return {cid: settled(r, reruns.get(sha, [])) for cid, (sha, r) in out.items()}
-
-
-def events_of(db: sqlite3.Connection) -> list[dict]:
-    return [{"kind": kind, **json.loads(data)}
-            for kind, data in db.execute("SELECT kind, data FROM events ORDER BY seq")]

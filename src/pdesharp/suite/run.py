@@ -162,9 +162,13 @@ def run_stored_case(settings: dict, case: Case, stage: Stage | None = None) -> d
 def with_summary(row: dict) -> dict:
     """A bench row with what the suite table adds from the first repeat's summary.json: the
     reference audit block and why the search stopped or failed."""
-    try:
-        summary = json.loads((Path(row["runs"][0]) / "summary.json").read_text())
-    except (OSError, ValueError, IndexError, KeyError):
+    from pdesharp.untrusted import UnsafeFolder, read_text_inside
+
+    try:  # a results folder may be someone else's: bounded, no link followed
+        summary = json.loads(read_text_inside(row["runs"][0], "summary.json") or "{}")
+    except (OSError, ValueError, RecursionError, IndexError, KeyError, UnsafeFolder):
+        return row
+    if not isinstance(summary, dict):
         return row
     audit = summary.get("reference_audit") or {}
     note = summary.get("test_note") or ""
