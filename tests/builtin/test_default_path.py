@@ -168,8 +168,8 @@ EXAMPLE_TOLERANCE = {
     "cahn_hilliard_neumann1d": (1e-7, 3),
     # issue 26 item 6, against Chebyshev collocation with Radau: Zakharov between walls, E = 0
     # and dx(n) = 0 (the method of lines took ~250 s per sample): the sine/cosine series, its
-    # step bounded by the spectral radius of the jets' coupling (1.6 s per sample, 5.8e-10 and
-    # 1.8e-5 on the two samples)
+    # step bounded by the spectral radius of the jets' coupling (2 s per sample; 3.9e-6 and
+    # 3.0e-8 for the first two designs)
     "zakharov_walls1d": (1e-4, 3),
     # item 5: APEBench's viscous Burgers on 160 nodes, fronts two points wide (cell Peclet 2.0):
     # pseudo-spectral on a 2x grid sampled at the nodes, first design (3.7e-5; WENO5 4.4e-3)
