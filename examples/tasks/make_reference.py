@@ -17,6 +17,9 @@ Four kinds, chosen per example (``KINDS``):
 * the examples of the equation forms users type and of shocks (``reference_terms.py``): closed
   forms (solitons, Cole-Hopf, breathers, sine series), exact Riemann solutions averaged over the
   cells, Fourier differentiation matrices with Radau IIA.
+* the dispersive and nonlinear examples between walls of issue 26 and APEBench-style point
+  values on nodes (``reference_waves.py``): Chebyshev collocation with Radau IIA, Fourier on a
+  finer grid with DOP853.
 * the examples with constraints of issue 26 (``reference_constraints.py``): hand-written
   Fourier right-hand sides (vorticity form; velocity and pressure recovered from it; Neumann
   walls by even extension) with DOP853.
@@ -174,10 +177,12 @@ def main() -> None:
     from reference_terms import TERMS_KINDS  # the forms users type, shocks (issue 19)
     from reference_walls import WALL_KINDS  # walled and node-grid examples (issue 19)
     from reference_constraints import CONSTRAINT_KINDS  # constraints (issue 26)
+    from reference_waves import WAVE_KINDS  # dispersive problems between walls (issue 26)
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+", choices=sorted(EXAMPLES) + sorted(KINDS) + sorted(STEADY)
-                    + sorted(WALL_KINDS) + sorted(TERMS_KINDS) + sorted(CONSTRAINT_KINDS))
+                    + sorted(WALL_KINDS) + sorted(TERMS_KINDS) + sorted(CONSTRAINT_KINDS)
+                    + sorted(WAVE_KINDS))
     ap.add_argument("--out", required=True, help="data directory (files go to <out>/<name>/dev.hdf5)")
     ap.add_argument("--n", type=int, default=None, help="grid points per axis (default per example)")
     ap.add_argument("--samples", type=int, default=3)
@@ -189,8 +194,9 @@ def main() -> None:
                 continue
             if name in EXAMPLES:
                 arrays = generate(name, args.n or 128, args.samples, seed)
-            elif name in WALL_KINDS or name in TERMS_KINDS or name in CONSTRAINT_KINDS:
-                _, fn, default_n = {**WALL_KINDS, **TERMS_KINDS, **CONSTRAINT_KINDS}[name]
+            elif name in {**WALL_KINDS, **TERMS_KINDS, **CONSTRAINT_KINDS, **WAVE_KINDS}:
+                _, fn, default_n = {**WALL_KINDS, **TERMS_KINDS, **CONSTRAINT_KINDS,
+                                    **WAVE_KINDS}[name]
                 arrays = fn(args.n or default_n, args.samples, seed)
             else:
                 arrays = make(name, args.n, args.samples, seed)

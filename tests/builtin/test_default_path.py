@@ -53,7 +53,8 @@ def short_copy(src: Path, dst: Path, task: str, frames: int, samples: int = 1) -
         for key in spec.fields.values():
             out[key] = h5[key][:samples, :frames]
         out["t-coordinate"] = h5["t-coordinate"][:frames]
-        out["x-coordinate"] = h5["x-coordinate"][:]
+        for key in [k for k in h5 if k.endswith("-coordinate") and k != "t-coordinate"]:
+            out[key] = h5[key][:]  # the space axes, whatever their names
     return dst
 
 
@@ -165,6 +166,14 @@ EXAMPLE_TOLERANCE = {
     # and cosine series between Neumann walls (2.7e-9)
     "cahn_hilliard1d": (1e-7, 3),
     "cahn_hilliard_neumann1d": (1e-7, 3),
+    # issue 26 item 6, against Chebyshev collocation with Radau: Zakharov between walls, E = 0
+    # and dx(n) = 0 (the method of lines took ~250 s per sample): the sine/cosine series, its
+    # step bounded by the spectral radius of the jets' coupling (2 s per sample; 3.9e-6 and
+    # 3.0e-8 for the first two designs)
+    "zakharov_walls1d": (1e-4, 3),
+    # item 5: APEBench's viscous Burgers on 160 nodes, fronts two points wide (cell Peclet 2.0):
+    # pseudo-spectral on a 2x grid sampled at the nodes, first design (3.7e-5; WENO5 4.4e-3)
+    "apebench_burgers1d": (1e-4, 3),
 }
 
 
@@ -178,6 +187,21 @@ def test_example_task_through_the_real_pipeline(name, tmp_path, monkeypatch, exa
                                "--audit", "off", evals=evals)
     assert code == 0, summary
     assert summary["best_dev_score"] < tol, summary
+    assert standalone(run / "best_solver.py")
+
+
+def test_ucm_start_up_of_channel_flow_between_walls(tmp_path, monkeypatch, example_data):
+    """Issue 26 item 6: an upper-convected Maxwell fluid starting up in a channel (velocity,
+    shear and normal stress; the stresses have no wall condition), against Chebyshev
+    collocation with Radau. The method of lines of order 6 (7.6e-7 on the full window of two
+    samples, 1.7e-7 with a 3x grid); here the first half of the window of one sample, so the
+    test stays short (the full window takes ~8 s per sample and evaluation)."""
+    data = short_copy(example_data / "ucm_startup1d" / "dev.hdf5", tmp_path / "ucm.hdf5",
+                      str(EXAMPLES / "ucm_startup1d.yaml"), frames=6)
+    code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / "ucm_startup1d.yaml"),
+                               "--dev-data", str(data), "--audit", "off", evals=2)
+    assert code == 0, summary
+    assert summary["best_dev_score"] < 1e-4, summary  # 2.2e-2 in the issue
     assert standalone(run / "best_solver.py")
 
 
@@ -235,7 +259,9 @@ def test_the_judges_refine_the_cells_of_a_riemann_problem_between_walls(tmp_path
     solutions averaged over the cells. The discontinuities bound every scheme on the output
     grid (WENO5 1.5e-2 at N = 256, where the issue saw 3e-2); the judges move to finer internal
     grids, averaged back conservatively, each round halving the error (first order at a
-    shock): 8.0e-3 with 2x, 3.9e-3 with 4x (1.9e-3 with 8x in a third round)."""
+    shock): 8.0e-3 with 2x, 3.5e-3 with 4x. Every judge refines a Riemann problem first, the
+    robust one by a 4x leap off the output grid (issue 26), so round 1 already reaches 4x and
+    round 2 8x (1.6e-3 in 8 evaluations; 66 s per sample, measured outside the suite)."""
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     out = tmp_path / "runs"
     argv = ["solve", str(EXAMPLES / "sod1d.yaml"), "--out", str(out), "--run-id", "r",
@@ -244,8 +270,9 @@ def test_the_judges_refine_the_cells_of_a_riemann_problem_between_walls(tmp_path
             "--dev-data", str(example_data / "sod1d" / "dev.hdf5")]
     assert main(argv) in (0, None)
     summary = json.loads((out / "r" / "summary.json").read_text())
-    assert summary["best_dev_score"] < 6e-3, summary
-    assert "REFINE = 4" in (out / "r" / "best_solver.py").read_text()
+    assert summary["best_dev_score"] < 4e-3, summary
+    best = (out / "r" / "best_solver.py").read_text()
+    assert "REFINE = 4" in best or "REFINE = 8" in best
 
 
 def test_a_run_where_no_solver_runs_fails_honestly(tmp_path, monkeypatch, shared_data, capsys):

@@ -36,6 +36,16 @@ class AxisBasis:
     parity: tuple[str, ...]  # per unknown: "sin" | "cos" ("" on a Fourier axis)
 
 
+def _linear_part(expr, syms: list) -> sp.Expr:
+    """The terms of ``expr`` linear in ``syms`` with coefficients free of them (all of ``expr``
+    when it is linear)."""
+    expr = sp.expand(expr)
+    if not any(sp.diff(expr, x).has(*syms) for x in syms):
+        return expr
+    return sp.Add(*[t for t in sp.Add.make_args(expr)
+                    if t.has(*syms) and not any(sp.diff(t, x).has(*syms) for x in syms)])
+
+
 def _edges(law: BalanceLaw) -> list[tuple[int, int, tuple[int, ...]]]:
     """(i, j, orders): equation i depends on the orders-th derivative of w_j (any dependence)."""
     out = []
@@ -47,13 +57,17 @@ def _edges(law: BalanceLaw) -> list[tuple[int, int, tuple[int, ...]]]:
             for j, w in enumerate(law.prims):
                 if law.flux[a][i].has(w):
                     out.append((i, j, e))
-                if law.viscous[a][i].has(law.grads[a][j]):
+                # a nonlinear viscous term (Zakharov's dx(a**2 + b**2, 2)) is even or odd as a
+                # whole, not by the parity of each factor: parity_compatible judges it
+                visc = _linear_part(law.viscous[a][i], list(law.prims) + list(law.grads[a]))
+                if visc.has(law.grads[a][j]):
                     out.append((i, j, e2))
-                if law.viscous[a][i].has(w):
+                if visc.has(w):
                     out.append((i, j, e))
     for i in range(law.nvar):
+        source = _linear_part(law.source[i], list(law.prims))  # a product n*b: as a whole
         for j, w in enumerate(law.prims):
-            if law.source[i].has(w) or law.q[i].has(w):
+            if source.has(w) or law.q[i].has(w):
                 out.append((i, j, (0,) * dim))
         for _, j, orders in law.high[i]:
             out.append((i, j, tuple(orders)))

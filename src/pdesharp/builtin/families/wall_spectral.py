@@ -19,10 +19,14 @@ stiff linear part exact), the rest joins N with its derivatives taken spectrally
 ``dt(u - dx(u, 2))`` is inverted per mode: L and N are multiplied by ``(1 + k^2)^-1``.
 
 Stability rule: dt <= CFL / max|dN/dw| (the linear part is exact). With derivatives in N, per
-mode: N's rate at wavenumber k is r(k) = sum_jets max|dN/d(jet)| |k|^order (times the mass
-operator's inverse); a mode where r(k) <= |Re L(k)| / 2 is held by the exactly integrated linear
-part (the explicit part is a fraction of its damping: Cahn-Hilliard's 3u^2 k^2 against eps^2
-k^4), every other mode bounds the step: dt <= CFL / max r(k) over those. Matrix exponentials and the
+mode: N's rate at wavenumber k is r(k) = max|dN/dw| + the spectral radius of the matrix
+R_ij(k) = sum over the jets of unknown j of max|dN_i/d(jet)| |k|^order (times the mass
+operator's inverse): a one-way coupling has no feedback at that rate (Zakharov's (|E|^2)_xx
+drives n, whose feedback on E goes through values; summing every entry took ~400x smaller
+steps on zakharov_walls1d, ~760 s per sample instead of 2 s); a mode where r(k) <= |Re L(k)| / 2
+is held by the exactly integrated linear part (the explicit part is a fraction of its damping:
+Cahn-Hilliard's 3u^2 k^2 against eps^2 k^4), every other mode bounds the step: dt <= CFL / max
+r(k) over those. Matrix exponentials and the
 phi functions come from one augmented exponential per step size (Al-Mohy and Higham's block
 form: exp([[hL, I, 0, 0], [0, 0, I, 0], [0, 0, 0, I], 0]) carries phi_1..phi_3 in its first row).
 """

@@ -289,15 +289,23 @@ def _rate(c, t, grid, prm, span=np.inf):
     if not JETS:
         return r0
     decay, size = grid["damp"]
-    r = np.full(decay.shape, r0)
-    for m in range(len(JETS)):
+    # per mode, the jets' rates as a matrix R[i, j] (equation i, a derivative of unknown j)
+    # and its spectral radius: a one-way coupling (Zakharov's (|E|^2)_xx drives n only, and n
+    # feeds E back through values) is no feedback at the rate |k|^2, which the sum of all
+    # entries, the old bound, charged to the step
+    R = np.zeros((decay.size, NVAR, NVAR))
+    for m, (j, _) in enumerate(JETS):
         e = 1e-6 * (1.0 + np.abs(J[m]))
         Jp = list(J)
         Jp[m] = J[m] + e
         with np.errstate(all="ignore"):
-            rm = float(np.max(np.abs(slope(W, Jp) / e), initial=0.0))
-        r = r + rm * grid["kpow"][m]
-    r = r * size
+            rows = np.abs(slope(W, Jp) / e).reshape(NVAR, -1)
+        rm = np.max(rows, axis=1, initial=0.0)
+        R[:, :, j] += rm[None, :] * grid["kpow"][m][:, None]
+    with np.errstate(all="ignore"):
+        radius = np.max(np.abs(np.linalg.eigvals(R)), axis=-1) if np.all(np.isfinite(R)) \
+            else np.full(decay.shape, np.inf)
+    r = (r0 + radius) * size
     loose = (r > (1.0 + 1e-3) * decay) | (decay * span < 5.0)
     return float(np.max(r[loose], initial=0.0)) if np.all(np.isfinite(r)) else np.inf
 
