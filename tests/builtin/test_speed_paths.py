@@ -82,3 +82,68 @@ def test_split_family_on_spectra_equals_the_frame_loop():
             loop = ns["_evolve_frames"]([u0], t, {})[0]
             assert np.array_equal(fast[:, 0], u0)
             assert np.abs(fast - loop).max() <= 1e-13, axes
+
+
+def _fft_roundoff(x, n_points):
+    # a radix-2/3 FFT's error is at most a small multiple of eps log2(N) times the sum of the
+    # input's magnitudes (each output is a sum of N terms); 10x covers pocketfft's constants
+    return 10.0 * np.finfo(float).eps * max(np.log2(n_points), 1.0) * np.abs(x).sum(
+        axis=tuple(range(-x.ndim + 2, 0)), keepdims=True).max()
+
+
+def test_spectral_pruned_transforms_equal_the_plain_ones():
+    # the stage transforms skip the columns the 2/3 mask drops: against numpy's full transforms
+    # of the masked spectra, 1D and 2D, even and odd grids, with a flux (wavenumber factor on
+    # the kept columns) and a source
+    rng = np.random.default_rng(11)
+    for task, shape in ((_task("dt(u) + 0.3*dx(u**2) - 0.01*dx(u, 2) + u**3"), (3, 30)),
+                        (_task("dt(u) + 0.3*dx(u**2) + 0.2*dy(u**2) - 0.01*(dx(u, 2) + dy(u, 2))"
+                               " + u**3", space=("x", "y")), (2, 12, 15))):
+        ns = _namespace(task, "spectral")
+        vh, grid = ns["_init_state"]([rng.standard_normal(shape)], {})
+        axes, s = grid["axes"], grid["shape"]
+        plain = np.fft.irfftn(vh * grid["mask"], s=s, axes=axes)
+        W = ns["_physical"](vh, grid)
+        assert W.shape == plain.shape
+        assert np.abs(W - plain).max() <= _fft_roundoff(vh, np.prod(s)) / np.prod(s)
+        f = rng.standard_normal(plain.shape)
+        got = ns["_spectrum"](ns["_forward_cut"](f, grid), grid)
+        want = np.fft.rfftn(f, axes=axes) * grid["mask"]
+        assert got.shape == want.shape and np.abs(got - want).max() <= _fft_roundoff(f, f.size)
+        # the right-hand side built on them, against one built on numpy's full transforms
+        N = ns["_nonlinear"](vh, 0.0, grid, {})
+        ref = np.fft.rfftn(np.array(ns["source"](plain, grid["X"], 0.0, {})), axes=axes)
+        for a, k in enumerate(grid["k"]):
+            ref = ref - 1j * k * np.fft.rfftn(np.array(ns["flux"](plain, grid["X"], 0.0, {}, a)),
+                                              axes=axes)
+        ref = ref * grid["mask"]
+        scale = np.abs(ref).max()
+        assert np.abs(N - ref).max() <= 1e3 * np.finfo(float).eps * scale * np.log2(f.size)
+
+
+def test_spectral_three_halves_grid_output_is_the_series_at_the_data_points():
+    # REFINE = 1.5: the state's modes all lie below the data's Nyquist mode, so truncating the
+    # spectrum to the data grid evaluates the internal series exactly at the data points;
+    # against the series summed directly (after a few steps, so the dealiased modes the
+    # nonlinear term feeds are populated)
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) + u**3 - u", space=("x", "y"))
+    ns = _namespace(task, "spectral", REFINE=1.5)
+    rng = np.random.default_rng(4)
+    data = (8, 10)
+    vh, grid = ns["_init_state"]([rng.standard_normal((2,) + data)], {})
+    assert grid["shape"] == (12, 15)
+    for _ in range(3):
+        vh = ns["_step"](vh, 0.0, 0.01, grid, {})
+    out = np.array(ns["_output"](vh, grid, {}))
+    F = np.fft.fftn(np.fft.irfftn(vh, s=grid["shape"], axes=(2, 3)), axes=(2, 3))
+    E = [np.exp(2j * np.pi * np.outer(np.arange(nd) * (ni / nd), np.fft.fftfreq(ni, 1 / ni)) / ni)
+         for ni, nd in zip(grid["shape"], data)]
+    series = np.einsum("jm,vbmn,kn->vbjk", E[0], F, E[1]).real / np.prod(grid["shape"])
+    assert out.shape == series.shape
+    assert np.abs(out - series).max() <= 1e3 * np.finfo(float).eps * np.abs(series).max()
+    # a faster search from the usual 2x grid proposes it
+    fam = family("spectral")
+    moves = fam.moves(fam.design(REFINE=2), problem(task), "robust", False)
+    assert ("REFINE", 1.5) in [m[:2] for m in moves]
+    assert ("REFINE", 1.5) not in [m[:2] for m in fam.moves(fam.design(REFINE=1.5), problem(task),
+                                                            "robust", False)]
