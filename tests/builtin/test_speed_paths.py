@@ -147,3 +147,26 @@ def test_spectral_three_halves_grid_output_is_the_series_at_the_data_points():
     assert ("REFINE", 1.5) in [m[:2] for m in moves]
     assert ("REFINE", 1.5) not in [m[:2] for m in fam.moves(fam.design(REFINE=1.5), problem(task),
                                                             "robust", False)]
+
+
+def test_wall_spectral_coefficients_are_kept_across_calls():
+    # the next batch reuses the ETDRK4 coefficient sets (as a compiled stepper would) and
+    # computes exactly what a fresh module computes; the faster search proposes the 3/2 grid
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - u + u**3", "neumann: dn(u) = 0",
+                 ("x", "y"), span=(0.0, 0.2), frames=3)
+    fam = family("wall_spectral")
+    rng = np.random.default_rng(8)
+    u0 = 0.5 * rng.standard_normal((2, 10, 12))
+    t = np.linspace(0.0, 0.2, 3)
+    fresh = _namespace(task, "wall_spectral", REFINE=1.5)["solver"](u0, t)
+    ns = _namespace(task, "wall_spectral", REFINE=1.5)
+    first = ns["solver"](u0, t)
+    assert ns["_PLANS"]
+
+    def no_phi(z):
+        raise AssertionError("coefficients recomputed")
+    ns["_phi"] = no_phi
+    again = ns["solver"](u0, t)
+    assert np.array_equal(first, fresh) and np.array_equal(again, first)
+    moves = [m[:2] for m in fam.moves(fam.design(REFINE=2), problem(task), "robust", False)]
+    assert ("REFINE", 1.5) in moves
