@@ -237,12 +237,19 @@ def run_case(case: Case, args, key: str) -> dict:
     if args.prepare:
         return {"case": case.name, "library": case.library, "title": case.title,
                 "reference": ref_meta, "points": [], "rows": [], "winners": winners}
-    log(f"{case.name}: {case.library} sweep")
     points = []
     groups: dict[str, list] = {}
     for config, refine in sweep(case, args.quick):  # one process per precision
         groups.setdefault(str(config.get("x64")), []).append((config, refine))
+    store = args.work / "results.json"  # --reuse-sweep: the last run's library points
+    old = [r for r in (json.loads(store.read_text()) if store.exists() else [])
+           if r["case"] == case.name and r["points"]] if args.reuse_sweep else []
+    if old:
+        points = old[0]["points"]
+        groups = {}
+        log(f"{case.name}: {case.library} points of the last sweep (only the pairs are new)")
     for settings in groups.values():
+        log(f"{case.name}: {case.library} sweep")
         for p in work_jobs(case, d, case.library, settings, repeat=3):
             points.append(p)
             if not p.get("failed"):
@@ -269,7 +276,7 @@ def run_case(case: Case, args, key: str) -> dict:
             for k, p in bracket.items():
                 again[k].append(work_job(case, d, case.library, p["config"], p["refine"], 3))
         for k, p in bracket.items():  # medians over the sweep's run and the paired ones
-            runs = [p] + [q for q in again[k] if not q.get("failed")]
+            runs = [p] * (not old) + [q for q in again[k] if not q.get("failed")] or [p]
             p["warm"] = statistics.median(q["warm"] for q in runs)
             p["cold"] = statistics.median(q["cold"] for q in runs)
             p["warm_cpu"] = statistics.median(q["warm_cpu"] for q in runs)
@@ -440,6 +447,9 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true",
                     help="print the table and plot of the last results.json, and put each"
                          " winner's front into its run folder's report.md")
+    ap.add_argument("--reuse-sweep", action="store_true",
+                    help="take the library's points from the last results.json (a case swept"
+                         " before): only pdesharp and the bracketing points run again, paired")
     ap.add_argument("--prepare", action="store_true",
                     help="only make the data and pdesharp's winners (no timing)")
     args = ap.parse_args()
