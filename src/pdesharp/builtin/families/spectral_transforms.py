@@ -6,7 +6,7 @@ back, and only the modes |m_a| < n_a / 3 take part. On the half-spectrum (last) 
 the first c = ceil(n / 3) columns: the inverse transform runs the complex passes over those
 columns only and lets ``irfft`` zero-pad the rest; the forward one keeps the first c columns of
 the real pass before the complex ones. The complex passes shrink by a third, and the masked
-spectra are never formed at full size. scipy.fft, not numpy.fft: numpy's ``rfftn`` transforms
+spectra are never formed at full size. On 2D and 3D grids scipy.fft: numpy's ``rfftn`` transforms
 axis by axis in Python with a copy per axis (2.8x slower forward on [8, 128, 128], NumPy 2.4).
 
 Identical to ``irfftn(vh * mask)`` and ``rfftn(f) * mask`` up to round-off
@@ -16,56 +16,47 @@ Identical to ``irfftn(vh * mask)`` and ``rfftn(f) * mask`` up to round-off
 TRANSFORMS = '''
 # ---- block: real FFTs over the space axes, pruned to the modes the 2/3 rule keeps ----
 
-import scipy.fft as _sfft
-
 
 def _cut(grid):
-    """Kept columns c of the half-spectrum axis and the mask on them [*kshape[:-1], c]."""
+    """Kept columns c of the half-spectrum axis, the mask on them [*kshape[:-1], c], and the
+    FFT module: scipy.fft on 2D and 3D grids (one call per transform, 2.8x faster than numpy's
+    rfftn on [8, 128, 128]); numpy.fft in 1D (less time per call on small arrays, no import)."""
     if "cut" not in grid:
         n = grid["shape"][-1]
         c = -(-n // 3)  # m = 0 .. c - 1: 3 m < n
-        grid["cut"] = (c, np.ascontiguousarray(grid["mask"][..., :c]))
+        if len(grid["shape"]) > 1:
+            import scipy.fft as fft
+        else:
+            fft = np.fft
+        grid["cut"] = (c, np.ascontiguousarray(grid["mask"][..., :c]), fft)
     return grid["cut"]
-
-
-def _forward(f, grid):
-    """Spectra of f [..., *shape] over the space axes (the last ones), every mode."""
-    if len(grid["shape"]) == 1:
-        return _sfft.rfft(f, axis=-1)
-    return _sfft.rfftn(f, axes=tuple(range(-len(grid["shape"]), 0)))
 
 
 def _forward_cut(f, grid):
     """The kept columns of f's spectra [..., c] (unmasked along the other axes)."""
-    c, _ = _cut(grid)
-    g = _sfft.rfft(f, axis=-1)[..., :c]
+    c, _, fft = _cut(grid)
+    g = fft.rfft(f, axis=-1)[..., :c]
     for ax in range(-len(grid["shape"]), -1):
-        g = _sfft.fft(g, axis=ax, overwrite_x=True)
+        g = fft.fft(g, axis=ax, overwrite_x=True)
     return g
 
 
 def _spectrum(g, grid):
     """Masked full-size spectra from kept columns g [..., c]."""
-    c, mc = _cut(grid)
+    c, mc, _ = _cut(grid)
     out = np.zeros(g.shape[:-1] + (grid["shape"][-1] // 2 + 1,), dtype=g.dtype)
     np.multiply(g, mc, out=out[..., :c])
     return out
 
 
-def _inverse(vh, grid):
-    if len(grid["shape"]) == 1:
-        return _sfft.irfft(vh, n=grid["shape"][0], axis=-1)
-    return _sfft.irfftn(vh, s=grid["shape"], axes=tuple(range(-len(grid["shape"]), 0)))
-
-
 def _physical(vh, grid):
     """The dealiased field in physical space: irfftn(vh * mask), the complex passes over the
     kept columns only (irfft zero-pads the dropped ones)."""
-    c, mc = _cut(grid)
+    c, mc, fft = _cut(grid)
     g = vh[..., :c] * mc
     for ax in range(-len(grid["shape"]), -1):
-        g = _sfft.ifft(g, axis=ax, overwrite_x=True)
-    return _sfft.irfft(g, n=grid["shape"][-1], axis=-1, overwrite_x=True)
+        g = fft.ifft(g, axis=ax, overwrite_x=True)
+    return fft.irfft(g, n=grid["shape"][-1], axis=-1)
 '''
 
 GRID_TRANSFER = '''
