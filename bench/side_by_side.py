@@ -289,7 +289,10 @@ def run_case(case: Case, args, key: str) -> dict:
         cold = statistics.median(m["cold"] for m in ok)
         best = fw[-1]["nrmse"] if fw else math.nan
         export_front(case, d / "runs" / ("accuracy" if obj == "accuracy" else "fastest"),
-                     points, {"nrmse": err, "warm": warm, "cold": cold})
+                     points, {"nrmse": err, "warm": warm, "cold": cold, "batch": ok[0]["batch"],
+                              "first": statistics.median(m["first"] for m in ok),
+                              "import": statistics.median(m["import"] for m in ok),
+                              "evaluator": winners[obj].get("winner_time", {}).get("per_sample")})
         if not reached and fw:  # the other way round: pdesharp at the library's best accuracy
             rows.append(at_library_best(case, d, obj, fw[-1], call, args.repeat))
         cpu = statistics.median(m["warm_cpu"] for m in ok)
@@ -326,9 +329,10 @@ def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> Non
            if not p.get("failed") and math.isfinite(p["nrmse"]) and p["warm"] > 0]
     if not pts or not run.is_dir():
         return
+    split = {k: winner[k] for k in ("import", "first", "batch", "evaluator") if winner.get(k)}
     (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
-        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}}},
-        indent=1))
+        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}},
+        **({"winner_split": split} if len(split) >= 3 else {})}, indent=1))
     update_report(run)
 
 
