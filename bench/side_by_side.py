@@ -298,7 +298,8 @@ def run_case(case: Case, args, key: str) -> dict:
         cpu = statistics.median(m["warm_cpu"] for m in ok)
         rows.append({"objective": obj, "nrmse": err, "warm": warm, "cold": cold,
                      "warm_cpu": cpu, "lib_warm_cpu": lib_cpu, "ratio_warm_cpu": cpu / lib_cpu,
-                     "import": statistics.median(m["import"] for m in ok),
+                     "import": statistics.median(m["import"] for m in ok), "batch": ok[0]["batch"],
+                     "first": statistics.median(m["first"] for m in ok),
                      "evaluator_per_sample": winners[obj].get("winner_time", {}).get("per_sample"),
                      "title": winners[obj].get("winner", {}).get("title")
                      if isinstance(winners[obj].get("winner"), dict) else None,
@@ -332,7 +333,8 @@ def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> Non
     split = {k: winner[k] for k in ("import", "first", "batch", "evaluator") if winner.get(k)}
     (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
         "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}},
-        **({"winner_split": split} if len(split) >= 3 else {})}, indent=1))
+        **({"winner_split": split} if {"import", "first", "batch"} <= set(split) else {})},
+        indent=1))
     update_report(run)
 
 
@@ -468,7 +470,8 @@ def main() -> None:
             for row in r["rows"]:
                 if not row.get("failed") and "lib_at" not in row:
                     export_front(case, d / "runs" / ("accuracy" if row["objective"] == "accuracy"
-                                                     else "fastest"), r["points"], row)
+                                                     else "fastest"), r["points"],
+                                 dict(row, evaluator=row.get("evaluator_per_sample")))
         print(table(results))
         plot(results, args.work / "fronts.png")
         return
