@@ -242,12 +242,11 @@ def run_case(case: Case, args, key: str) -> dict:
     for config, refine in sweep(case, args.quick):  # one process per precision
         groups.setdefault(str(config.get("x64")), []).append((config, refine))
     store = args.work / "results.json"  # --reuse-sweep: the last run's library points
-    old = [r for r in (json.loads(store.read_text()) if store.exists() else [])
-           if r["case"] == case.name and r["points"]] if args.reuse_sweep else []
+    old = [r for r in json.loads(store.read_text()) if r["case"] == case.name and r["points"]] \
+        if args.reuse_sweep and store.exists() else []
     if old:
-        points = old[0]["points"]
-        groups = {}
-        log(f"{case.name}: {case.library} points of the last sweep (only the pairs are new)")
+        points, groups = old[0]["points"], {}  # only the pairs are new
+        log(f"{case.name}: {case.library} points of the last sweep")
     for settings in groups.values():
         log(f"{case.name}: {case.library} sweep")
         for p in work_jobs(case, d, case.library, settings, repeat=3):
