@@ -453,8 +453,7 @@ def main() -> None:
                     help="print the table and plot of the last results.json, and put each"
                          " winner's front into its run folder's report.md")
     ap.add_argument("--reuse-sweep", action="store_true",
-                    help="take the library's points from the last results.json (a case swept"
-                         " before): only pdesharp and the bracketing points run again, paired")
+                    help="the library's points from the last results.json: only the pairs run")
     ap.add_argument("--prepare", action="store_true",
                     help="only make the data and pdesharp's winners (no timing)")
     args = ap.parse_args()
