@@ -4,6 +4,8 @@ family's streamlined ETDRK4 still fourth order. In-process (our own generated co
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from pdesharp.builtin.author import problem, render
@@ -170,3 +172,21 @@ def test_wall_spectral_coefficients_are_kept_across_calls():
     assert np.array_equal(first, fresh) and np.array_equal(again, first)
     moves = [m[:2] for m in fam.moves(fam.design(REFINE=2), problem(task), "robust", False)]
     assert ("REFINE", 1.5) in moves
+
+
+def test_spectral_transforms_take_the_thread_budget_and_compute_the_same(monkeypatch):
+    # 2D transforms split a batch across the process's threads; the evaluator's budget
+    # (OMP_NUM_THREADS = 1) is kept, and any thread count computes the same numbers
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) + u**3 - u", space=("x", "y"),
+                 span=(0.0, 0.1), frames=3)
+    u0 = np.random.default_rng(2).standard_normal((4, 12, 12))
+    t = np.linspace(0.0, 0.1, 3)
+    out = {}
+    for budget in ("1", "2"):
+        monkeypatch.setenv("OMP_NUM_THREADS", budget)
+        ns = _namespace(task, "spectral")
+        out[budget] = ns["solver"](u0, t)
+        vh, grid = ns["_init_state"]([u0], {})
+        ns["_physical"](vh, grid)
+        assert grid["cut"][3]["workers"] == min(int(budget), len(os.sched_getaffinity(0)))
+    assert np.array_equal(out["1"], out["2"])
