@@ -190,3 +190,59 @@ def test_spectral_transforms_take_the_thread_budget_and_compute_the_same(monkeyp
         ns["_physical"](vh, grid)
         assert grid["cut"][3]["workers"] == min(int(budget), len(os.sched_getaffinity(0)))
     assert np.array_equal(out["1"], out["2"])
+
+
+def test_wall_spectral_coupled_products_and_cosine_transforms_equal_the_plain_ones():
+    # FitzHugh-Nagumo between walls: per-mode 2 x 2 exponentials (COUPLED); the broadcast
+    # products against einsum's, and the cosine transforms' zero mode added by assignment
+    # against np.pad's, on the whole solve
+    task = task_from_dict({
+        "name": "fhn_walls", "title": "fhn", "description": "test",
+        "equation": {"unknowns": ["u", "w"], "space": ["x", "y"], "time": "t",
+                     "equations": ["dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - u + u**3/3 + w",
+                                   "dt(w) - u/10"], "coefficients": [], "constants": {}},
+        "parameters": {}, "domain": {"x": [0.0, 1.0], "y": [0.0, 1.0]}, "grid": "cell_centres",
+        "boundary": "neumann: dn(u) = 0, dn(w) = 0", "time_span": [0.0, 0.2], "n_frames": 3,
+        "solver": {"args": [{"name": "u0", "kind": "initial", "field": "u"},
+                            {"name": "w0", "kind": "initial", "field": "w"},
+                            {"name": "t", "kind": "time"}],
+                   "returns": ["u", "w"], "template": "def solver(): ..."},
+        "data": {"fields": {"u": "u", "w": "w"}, "t_key": "t-coordinate"}})
+    ns = _namespace(task, "wall_spectral")
+    assert ns["COUPLED"]
+    rng = np.random.default_rng(6)
+    u0, w0 = 0.5 * rng.standard_normal((2, 2, 10, 8))
+    t = np.linspace(0.0, 0.2, 3)
+    fast = ns["solver"](u0, w0, t)
+    plain = _namespace(task, "wall_spectral")
+    plain["_mul"] = lambda A, c: np.einsum("mij,jbm->ibm", A, c)
+    from scipy.fft import dct
+
+    for a in range(2):  # the cosine transforms with np.pad and np.take, as before
+        n = (10, 8)[a]
+        w = np.full(n, 1.0 / n)
+        w[0] = 0.5 / n
+        half = np.full(n, 0.5)
+        half[0] = 1.0
+
+        def shaped(v, ax, nd):
+            s = [1] * nd
+            s[ax] = len(v)
+            return v.reshape(s)
+
+        def fwd(u, ax, w=w, n=n):
+            pad = [(0, 0)] * u.ndim
+            pad[ax] = (0, 1)
+            return np.pad(dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim), pad)
+
+        def ev(c, ax, half=half, n=n):
+            return dct(np.take(c, np.arange(n), axis=ax) * shaped(half, ax, c.ndim), type=3,
+                       axis=ax)
+        plain[f"_plain_{a}"] = (fwd, ev)
+    real_fast = plain["_fast"]
+    plain["_fast"] = lambda a, parity, n: plain[f"_plain_{a}"] if parity == "cos" else \
+        real_fast(a, parity, n)
+    slow = plain["solver"](u0, w0, t)
+    for f, s in zip(fast, slow):
+        # the same operations in the same order up to the products' summation: round-off
+        assert np.abs(f - s).max() <= 100 * np.finfo(float).eps * np.abs(s).max()

@@ -181,10 +181,15 @@ def _nonlinear(c, t, grid, prm):
 
 
 def _mul(A, c):
-    """Per-mode matrices A [Mtot, n, n] (or diagonals [n, 1, Mtot]) times c [n, B, Mtot]."""
+    """Per-mode matrices A [Mtot, n, n] (or diagonals [n, 1, Mtot]) times c [n, B, Mtot]: n
+    broadcast products over the modes (einsum's generic loop took 30% of a Brusselator step)."""
     if not COUPLED:
         return A * c
-    return np.einsum("mij,jbm->ibm", A, c)
+    At = np.moveaxis(A, 0, -1)[:, :, None, :]  # [n, n, 1, Mtot]
+    out = At[:, 0] * c[0]
+    for j in range(1, c.shape[0]):
+        out = out + At[:, j] * c[j]
+    return out
 
 
 def _phi(z):
