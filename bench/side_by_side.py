@@ -237,12 +237,18 @@ def run_case(case: Case, args, key: str) -> dict:
     if args.prepare:
         return {"case": case.name, "library": case.library, "title": case.title,
                 "reference": ref_meta, "points": [], "rows": [], "winners": winners}
-    log(f"{case.name}: {case.library} sweep")
     points = []
     groups: dict[str, list] = {}
     for config, refine in sweep(case, args.quick):  # one process per precision
         groups.setdefault(str(config.get("x64")), []).append((config, refine))
+    store = args.work / "results.json"  # --reuse-sweep: the last run's library points
+    old = [r for r in json.loads(store.read_text()) if r["case"] == case.name and r["points"]] \
+        if args.reuse_sweep and store.exists() else []
+    if old:
+        points, groups = old[0]["points"], {}  # only the pairs are new
+        log(f"{case.name}: {case.library} points of the last sweep")
     for settings in groups.values():
+        log(f"{case.name}: {case.library} sweep")
         for p in work_jobs(case, d, case.library, settings, repeat=3):
             points.append(p)
             if not p.get("failed"):
@@ -269,7 +275,7 @@ def run_case(case: Case, args, key: str) -> dict:
             for k, p in bracket.items():
                 again[k].append(work_job(case, d, case.library, p["config"], p["refine"], 3))
         for k, p in bracket.items():  # medians over the sweep's run and the paired ones
-            runs = [p] + [q for q in again[k] if not q.get("failed")]
+            runs = [p] * (not old) + [q for q in again[k] if not q.get("failed")] or [p]
             p["warm"] = statistics.median(q["warm"] for q in runs)
             p["cold"] = statistics.median(q["cold"] for q in runs)
             p["warm_cpu"] = statistics.median(q["warm_cpu"] for q in runs)
@@ -282,13 +288,17 @@ def run_case(case: Case, args, key: str) -> dict:
         cold = statistics.median(m["cold"] for m in ok)
         best = fw[-1]["nrmse"] if fw else math.nan
         export_front(case, d / "runs" / ("accuracy" if obj == "accuracy" else "fastest"),
-                     points, {"nrmse": err, "warm": warm, "cold": cold})
+                     points, {"nrmse": err, "warm": warm, "cold": cold, "batch": ok[0]["batch"],
+                              "first": statistics.median(m["first"] for m in ok),
+                              "import": statistics.median(m["import"] for m in ok),
+                              "evaluator": winners[obj].get("winner_time", {}).get("per_sample")})
         if not reached and fw:  # the other way round: pdesharp at the library's best accuracy
             rows.append(at_library_best(case, d, obj, fw[-1], call, args.repeat))
         cpu = statistics.median(m["warm_cpu"] for m in ok)
         rows.append({"objective": obj, "nrmse": err, "warm": warm, "cold": cold,
                      "warm_cpu": cpu, "lib_warm_cpu": lib_cpu, "ratio_warm_cpu": cpu / lib_cpu,
-                     "import": statistics.median(m["import"] for m in ok),
+                     "import": statistics.median(m["import"] for m in ok), "batch": ok[0]["batch"],
+                     "first": statistics.median(m["first"] for m in ok),
                      "evaluator_per_sample": winners[obj].get("winner_time", {}).get("per_sample"),
                      "title": winners[obj].get("winner", {}).get("title")
                      if isinstance(winners[obj].get("winner"), dict) else None,
@@ -319,8 +329,10 @@ def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> Non
            if not p.get("failed") and math.isfinite(p["nrmse"]) and p["warm"] > 0]
     if not pts or not run.is_dir():
         return
+    split = {k: winner[k] for k in ("import", "first", "batch", "evaluator") if winner.get(k)}
     (run / FILE).write_text(json.dumps({"library": case.library, "points": pts, "winner": {
-        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}}},
+        "setting": "best_solver.py", **{k: winner[k] for k in ("nrmse", "warm", "cold")}},
+        **({"winner_split": split} if {"import", "first", "batch"} <= set(split) else {})},
         indent=1))
     update_report(run)
 
@@ -440,6 +452,8 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true",
                     help="print the table and plot of the last results.json, and put each"
                          " winner's front into its run folder's report.md")
+    ap.add_argument("--reuse-sweep", action="store_true",
+                    help="the library's points from the last results.json: only the pairs run")
     ap.add_argument("--prepare", action="store_true",
                     help="only make the data and pdesharp's winners (no timing)")
     args = ap.parse_args()
@@ -454,7 +468,8 @@ def main() -> None:
             for row in r["rows"]:
                 if not row.get("failed") and "lib_at" not in row:
                     export_front(case, d / "runs" / ("accuracy" if row["objective"] == "accuracy"
-                                                     else "fastest"), r["points"], row)
+                                                     else "fastest"), r["points"],
+                                 dict(row, evaluator=row.get("evaluator_per_sample")))
         print(table(results))
         plot(results, args.work / "fronts.png")
         return

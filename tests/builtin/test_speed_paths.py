@@ -4,6 +4,8 @@ family's streamlined ETDRK4 still fourth order. In-process (our own generated co
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from pdesharp.builtin.author import problem, render
@@ -82,3 +84,165 @@ def test_split_family_on_spectra_equals_the_frame_loop():
             loop = ns["_evolve_frames"]([u0], t, {})[0]
             assert np.array_equal(fast[:, 0], u0)
             assert np.abs(fast - loop).max() <= 1e-13, axes
+
+
+def _fft_roundoff(x, n_points):
+    # a radix-2/3 FFT's error is at most a small multiple of eps log2(N) times the sum of the
+    # input's magnitudes (each output is a sum of N terms); 10x covers pocketfft's constants
+    return 10.0 * np.finfo(float).eps * max(np.log2(n_points), 1.0) * np.abs(x).sum(
+        axis=tuple(range(-x.ndim + 2, 0)), keepdims=True).max()
+
+
+def test_spectral_pruned_transforms_equal_the_plain_ones():
+    # the stage transforms skip the columns the 2/3 mask drops: against numpy's full transforms
+    # of the masked spectra, 1D and 2D, even and odd grids, with a flux (wavenumber factor on
+    # the kept columns) and a source
+    rng = np.random.default_rng(11)
+    for task, shape in ((_task("dt(u) + 0.3*dx(u**2) - 0.01*dx(u, 2) + u**3"), (3, 30)),
+                        (_task("dt(u) + 0.3*dx(u**2) + 0.2*dy(u**2) - 0.01*(dx(u, 2) + dy(u, 2))"
+                               " + u**3", space=("x", "y")), (2, 12, 15))):
+        ns = _namespace(task, "spectral")
+        vh, grid = ns["_init_state"]([rng.standard_normal(shape)], {})
+        axes, s = grid["axes"], grid["shape"]
+        plain = np.fft.irfftn(vh * grid["mask"], s=s, axes=axes)
+        W = ns["_physical"](vh, grid)
+        assert W.shape == plain.shape
+        assert np.abs(W - plain).max() <= _fft_roundoff(vh, np.prod(s)) / np.prod(s)
+        f = rng.standard_normal(plain.shape)
+        got = ns["_spectrum"](ns["_forward_cut"](f, grid), grid)
+        want = np.fft.rfftn(f, axes=axes) * grid["mask"]
+        assert got.shape == want.shape and np.abs(got - want).max() <= _fft_roundoff(f, f.size)
+        # the right-hand side built on them, against one built on numpy's full transforms
+        N = ns["_nonlinear"](vh, 0.0, grid, {})
+        ref = np.fft.rfftn(np.array(ns["source"](plain, grid["X"], 0.0, {})), axes=axes)
+        for a, k in enumerate(grid["k"]):
+            ref = ref - 1j * k * np.fft.rfftn(np.array(ns["flux"](plain, grid["X"], 0.0, {}, a)),
+                                              axes=axes)
+        ref = ref * grid["mask"]
+        scale = np.abs(ref).max()
+        assert np.abs(N - ref).max() <= 1e3 * np.finfo(float).eps * scale * np.log2(f.size)
+
+
+def test_spectral_three_halves_grid_output_is_the_series_at_the_data_points():
+    # REFINE = 1.5: the state's modes all lie below the data's Nyquist mode, so truncating the
+    # spectrum to the data grid evaluates the internal series exactly at the data points;
+    # against the series summed directly (after a few steps, so the dealiased modes the
+    # nonlinear term feeds are populated)
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) + u**3 - u", space=("x", "y"))
+    ns = _namespace(task, "spectral", REFINE=1.5)
+    rng = np.random.default_rng(4)
+    data = (8, 10)
+    vh, grid = ns["_init_state"]([rng.standard_normal((2,) + data)], {})
+    assert grid["shape"] == (12, 15)
+    for _ in range(3):
+        vh = ns["_step"](vh, 0.0, 0.01, grid, {})
+    out = np.array(ns["_output"](vh, grid, {}))
+    F = np.fft.fftn(np.fft.irfftn(vh, s=grid["shape"], axes=(2, 3)), axes=(2, 3))
+    E = [np.exp(2j * np.pi * np.outer(np.arange(nd) * (ni / nd), np.fft.fftfreq(ni, 1 / ni)) / ni)
+         for ni, nd in zip(grid["shape"], data)]
+    series = np.einsum("jm,vbmn,kn->vbjk", E[0], F, E[1]).real / np.prod(grid["shape"])
+    assert out.shape == series.shape
+    assert np.abs(out - series).max() <= 1e3 * np.finfo(float).eps * np.abs(series).max()
+    # a faster search from the usual 2x grid proposes it
+    fam = family("spectral")
+    moves = fam.moves(fam.design(REFINE=2), problem(task), "robust", False)
+    assert ("REFINE", 1.5) in [m[:2] for m in moves]
+    assert ("REFINE", 1.5) not in [m[:2] for m in fam.moves(fam.design(REFINE=1.5), problem(task),
+                                                            "robust", False)]
+
+
+def test_wall_spectral_coefficients_are_kept_across_calls():
+    # the next batch reuses the ETDRK4 coefficient sets (as a compiled stepper would) and
+    # computes exactly what a fresh module computes; the faster search proposes the 3/2 grid
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - u + u**3", "neumann: dn(u) = 0",
+                 ("x", "y"), span=(0.0, 0.2), frames=3)
+    fam = family("wall_spectral")
+    rng = np.random.default_rng(8)
+    u0 = 0.5 * rng.standard_normal((2, 10, 12))
+    t = np.linspace(0.0, 0.2, 3)
+    fresh = _namespace(task, "wall_spectral", REFINE=1.5)["solver"](u0, t)
+    ns = _namespace(task, "wall_spectral", REFINE=1.5)
+    first = ns["solver"](u0, t)
+    assert ns["_PLANS"]
+
+    def no_phi(z):
+        raise AssertionError("coefficients recomputed")
+    ns["_phi"] = no_phi
+    again = ns["solver"](u0, t)
+    assert np.array_equal(first, fresh) and np.array_equal(again, first)
+    moves = [m[:2] for m in fam.moves(fam.design(REFINE=2), problem(task), "robust", False)]
+    assert ("REFINE", 1.5) in moves
+
+
+def test_spectral_transforms_take_the_thread_budget_and_compute_the_same(monkeypatch):
+    # 2D transforms split a batch across the process's threads; the evaluator's budget
+    # (OMP_NUM_THREADS = 1) is kept, and any thread count computes the same numbers
+    task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) + u**3 - u", space=("x", "y"),
+                 span=(0.0, 0.1), frames=3)
+    u0 = np.random.default_rng(2).standard_normal((4, 12, 12))
+    t = np.linspace(0.0, 0.1, 3)
+    out = {}
+    for budget in ("1", "2"):
+        monkeypatch.setenv("OMP_NUM_THREADS", budget)
+        ns = _namespace(task, "spectral")
+        out[budget] = ns["solver"](u0, t)
+        vh, grid = ns["_init_state"]([u0], {})
+        ns["_physical"](vh, grid)
+        assert grid["cut"][3]["workers"] == min(int(budget), len(os.sched_getaffinity(0)))
+    assert np.array_equal(out["1"], out["2"])
+
+
+def test_wall_spectral_coupled_products_and_cosine_transforms_equal_the_plain_ones():
+    # FitzHugh-Nagumo between walls: per-mode 2 x 2 exponentials (COUPLED); the broadcast
+    # products against einsum's, and the cosine transforms' zero mode added by assignment
+    # against np.pad's, on the whole solve
+    task = task_from_dict({
+        "name": "fhn_walls", "title": "fhn", "description": "test",
+        "equation": {"unknowns": ["u", "w"], "space": ["x", "y"], "time": "t",
+                     "equations": ["dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - u + u**3/3 + w",
+                                   "dt(w) - u/10"], "coefficients": [], "constants": {}},
+        "parameters": {}, "domain": {"x": [0.0, 1.0], "y": [0.0, 1.0]}, "grid": "cell_centres",
+        "boundary": "neumann: dn(u) = 0, dn(w) = 0", "time_span": [0.0, 0.2], "n_frames": 3,
+        "solver": {"args": [{"name": "u0", "kind": "initial", "field": "u"},
+                            {"name": "w0", "kind": "initial", "field": "w"},
+                            {"name": "t", "kind": "time"}],
+                   "returns": ["u", "w"], "template": "def solver(): ..."},
+        "data": {"fields": {"u": "u", "w": "w"}, "t_key": "t-coordinate"}})
+    ns = _namespace(task, "wall_spectral")
+    assert ns["COUPLED"]
+    rng = np.random.default_rng(6)
+    u0, w0 = 0.5 * rng.standard_normal((2, 2, 10, 8))
+    t = np.linspace(0.0, 0.2, 3)
+    fast = ns["solver"](u0, w0, t)
+    plain = _namespace(task, "wall_spectral")
+    plain["_mul"] = lambda A, c: np.einsum("mij,jbm->ibm", A, c)
+    from scipy.fft import dct
+
+    for a in range(2):  # the cosine transforms with np.pad and np.take, as before
+        n = (10, 8)[a]
+        w = np.full(n, 1.0 / n)
+        w[0] = 0.5 / n
+        half = np.full(n, 0.5)
+        half[0] = 1.0
+
+        def shaped(v, ax, nd):
+            s = [1] * nd
+            s[ax] = len(v)
+            return v.reshape(s)
+
+        def fwd(u, ax, w=w, n=n):
+            pad = [(0, 0)] * u.ndim
+            pad[ax] = (0, 1)
+            return np.pad(dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim), pad)
+
+        def ev(c, ax, half=half, n=n):
+            return dct(np.take(c, np.arange(n), axis=ax) * shaped(half, ax, c.ndim), type=3,
+                       axis=ax)
+        plain[f"_plain_{a}"] = (fwd, ev)
+    real_fast = plain["_fast"]
+    plain["_fast"] = lambda a, parity, n: plain[f"_plain_{a}"] if parity == "cos" else \
+        real_fast(a, parity, n)
+    slow = plain["solver"](u0, w0, t)
+    for f, s in zip(fast, slow):
+        # the same operations in the same order up to the products' summation: round-off
+        assert np.abs(f - s).max() <= 100 * np.finfo(float).eps * np.abs(s).max()

@@ -52,6 +52,10 @@ def test_a_library_that_cannot_reach_the_winner_is_said_by_how_much(tmp_path):
     (json.dumps(_front(points=[{"setting": "a", "nrmse": True, "warm": 1, "cold": 1}])).encode(),
      "positive finite"),
     (json.dumps(_front(winner="fast")).encode(), "winner must be a mapping"),
+    (json.dumps(_front(winner_split={"import": 0.1, "first": 1.0, "batch": 1e9})).encode(),
+     "batch"),
+    (json.dumps(_front(winner_split={"import": -1, "first": 1.0, "batch": 8})).encode(),
+     "winner_split.import"),
 ])
 def test_a_malformed_file_is_ignored_with_its_reason(tmp_path, raw, reason):
     (tmp_path / lf.FILE).write_bytes(raw)
@@ -84,3 +88,16 @@ def test_a_link_in_place_of_the_file_is_not_followed(tmp_path):
     lines = lf.section(run)
     assert len(lines) == 3 and "ignored" in lines[1] and "symbolic" in lines[1]
     assert "exponax" not in "\n".join(lines)
+
+
+def test_the_winners_one_off_and_per_sample_time_are_told_apart(tmp_path):
+    # cold 0.5 s = import 0.1 s + first call 0.3 s on 8 samples (+ set-up); warm 0.002 s per
+    # sample: 8 x 0.002 = 0.016 s of the first call is per sample, 0.284 s one-off
+    (tmp_path / lf.FILE).write_text(json.dumps(_front(winner_split={
+        "import": 0.1, "first": 0.3, "batch": 8, "evaluator": 0.04})))
+    text = "\n".join(lf.section(tmp_path))
+    assert "importing the module takes 0.1 s" in text and "batch of 8 samples 0.3 s" in text
+    assert "about 0.284 s of the first call is one-off" in text
+    assert "0.04 s per sample for this winner, against 0.002 s warm" in text
+    (tmp_path / lf.FILE).write_text(json.dumps(_front()))  # an older file: no such sentence
+    assert "One-off" not in "\n".join(lf.section(tmp_path))

@@ -40,10 +40,21 @@ class Point:
 
 
 @dataclass(frozen=True)
+class ColdSplit:
+    """The winner's cold time taken apart: one-off work against work per sample."""
+
+    imports: float  # seconds: importing the solver module (and what it imports)
+    first: float  # seconds: the first call on the batch (planning included)
+    batch: int  # samples in the batch
+    evaluator: float | None  # the evaluator's seconds per sample for the winner, if known
+
+
+@dataclass(frozen=True)
 class LibraryFront:
     library: str
     points: list[Point]  # the library's front (faster and more accurate), fastest first
     winner: Point  # pdesharp's winner, measured the same way
+    split: ColdSplit | None = None
 
 
 def _num(v, what: str) -> float:
@@ -82,7 +93,22 @@ def parse(raw: bytes) -> LibraryFront:
         raise FrontError("library: letters, digits, '.', '_', '-' and spaces only")
     points = [_point(p, f"points[{i}]") for i, p in enumerate(d["points"])]
     return LibraryFront(library, sorted(points, key=lambda p: p.warm), _point(d.get("winner"),
-                                                                             "winner"))
+                                                                             "winner"),
+                        _split(d.get("winner_split")))
+
+
+def _split(d) -> ColdSplit | None:
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise FrontError("winner_split must be a mapping")
+    batch = d.get("batch")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 10**6:
+        raise FrontError("winner_split.batch must be an integer from 1 to 10^6")
+    ev = d.get("evaluator")
+    return ColdSplit(_num(d.get("import"), "winner_split.import"),
+                     _num(d.get("first"), "winner_split.first"), batch,
+                     None if ev is None else _num(ev, "winner_split.evaluator"))
 
 
 def read(run_dir: str | Path) -> LibraryFront | None:
@@ -140,7 +166,25 @@ def markdown(front: LibraryFront) -> list[str]:
     lines += [f"| {front.library} | {p.setting} | {p.nrmse:.2e} | {p.warm:.3g} | {p.cold:.3g} |"
               for p in shown]
     return lines + ["", f"The library's front by warm time: {len(shown)} of the "
-                        f"{len(front.points)} settings measured.", "", END]
+                        f"{len(front.points)} settings measured.", ""] + split_lines(front) + [END]
+
+
+def split_lines(front: LibraryFront) -> list[str]:
+    """Which part of the winner's time is one-off and which is per sample (issue 27)."""
+    s, w = front.split, front.winner
+    if s is None:
+        return []
+    once = max(s.first - w.warm * s.batch, 0.0)
+    ev = "" if s.evaluator is None else (
+        f" pdesharp's evaluator times one call in a fresh sealed process, from after NumPy's import"
+        f" to the process's end (the module's import and planning included): {s.evaluator:.3g} s"
+        f" per sample for this winner, against {w.warm:.3g} s warm.")
+    text = (f"One-off and per sample: of the winner's cold {w.cold:.3g} s, importing the module"
+            f" takes {s.imports:.3g} s and the first call on the batch of {s.batch} samples"
+            f" {s.first:.3g} s; the batch solved again takes {w.warm:.3g} s per sample, so about"
+            f" {once:.3g} s of the first call is one-off (coefficient sets, transform plans, first"
+            f" touches of memory), kept for the next batch in the same process.")
+    return [text + ev, ""]
 
 
 def section(run_dir: str | Path) -> list[str]:

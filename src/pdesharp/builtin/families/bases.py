@@ -353,6 +353,13 @@ def _fast(a, parity, n):
         s[ax] = len(v)
         return np.reshape(v, s)
 
+    def padded(y, ax, first):
+        """y with one zero mode added along ax, after (first = 0) or before (first = 1) it (an
+        assignment into zeros: np.pad's bookkeeping cost more than the transform)."""
+        out = np.zeros(y.shape[:ax] + (n + 1,) + y.shape[ax + 1:], dtype=y.dtype)
+        out[(slice(None),) * ax + (slice(first, first + n),)] = y
+        return out
+
     if kind == "fourier":
         ph = np.exp(1j * np.pi * np.fft.fftfreq(n, 1.0 / n) / n)  # the half-cell offset
         return (lambda u, ax: np.fft.fft(u, axis=ax) / (n * shaped(ph, ax, u.ndim)),
@@ -367,13 +374,10 @@ def _fast(a, parity, n):
         half[0] = 1.0
 
         def fwd(u, ax):
-            y = sf.dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim)
-            pad = [(0, 0)] * u.ndim
-            pad[ax] = (0, 1)
-            return np.pad(y, pad)
+            return padded(sf.dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim), ax, 0)
 
         def ev(c, ax):
-            x = np.take(c, np.arange(n), axis=ax) * shaped(half, ax, c.ndim)
+            x = c[(slice(None),) * ax + (slice(0, n),)] * shaped(half, ax, c.ndim)
             return sf.dct(x, type=3, axis=ax)
         return fwd, ev
     w = np.full(n, 1.0 / n)  # sines: modes 1..n of the n + 1 (sin 0 = 0)
@@ -382,13 +386,10 @@ def _fast(a, parity, n):
     half[-1] = 1.0
 
     def fwd(u, ax):
-        y = sf.dst(u, type=2, axis=ax) * shaped(w, ax, u.ndim)
-        pad = [(0, 0)] * u.ndim
-        pad[ax] = (1, 0)
-        return np.pad(y, pad)
+        return padded(sf.dst(u, type=2, axis=ax) * shaped(w, ax, u.ndim), ax, 1)
 
     def ev(c, ax):
-        x = np.take(c, np.arange(1, n + 1), axis=ax) * shaped(half, ax, c.ndim)
+        x = c[(slice(None),) * ax + (slice(1, n + 1),)] * shaped(half, ax, c.ndim)
         return sf.dst(x, type=3, axis=ax)
     return fwd, ev
 

@@ -165,7 +165,11 @@ class WallSpectralFamily(Family):
             return [smaller, ("INTEGRATOR", other, "the other exponential integrator")]
         if strategy == "accuracy":
             return [smaller, finer, ("INTEGRATOR", other, "the other exponential integrator")]
-        return [("INTEGRATOR", other, "the other exponential integrator"), larger, smaller]
+        out = [("INTEGRATOR", other, "the other exponential integrator"), larger, smaller]
+        if d["REFINE"] > 1.5:  # Allen-Cahn 2D: 0.74x the time of REFINE = 2 at equal accuracy
+            why = "the smallest internal grid whose 2/3 rule keeps every data mode (faster)"
+            out.insert(0, ("REFINE", 1.5, why))
+        return out
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         if status in ("memory", "timeout") and d["REFINE"] > 1:

@@ -181,10 +181,15 @@ def _nonlinear(c, t, grid, prm):
 
 
 def _mul(A, c):
-    """Per-mode matrices A [Mtot, n, n] (or diagonals [n, 1, Mtot]) times c [n, B, Mtot]."""
+    """Per-mode matrices A [Mtot, n, n] (or diagonals [n, 1, Mtot]) times c [n, B, Mtot]: n
+    broadcast products over the modes (einsum's generic loop took 30% of a Brusselator step)."""
     if not COUPLED:
         return A * c
-    return np.einsum("mij,jbm->ibm", A, c)
+    At = np.moveaxis(A, 0, -1)[:, :, None, :]  # [n, n, 1, Mtot]
+    out = At[:, 0] * c[0]
+    for j in range(1, c.shape[0]):
+        out = out + At[:, j] * c[j]
+    return out
 
 
 def _phi(z):
@@ -207,12 +212,22 @@ def _phi(z):
     return [np.exp(z), p1, p2, p3]
 
 
+# Coefficient sets by (operator, step), kept across calls: the next batch reuses them, as a
+# compiled library reuses its stepper (Allen-Cahn on 96^2 cosine modes: 40% of a call's time).
+_PLANS = {}
+_PLAN_SETS = 16
+
+
 def _coefficients(grid, h):
     key = (round(h, 14), grid["stab"])
     if key in grid["cache"]:
         return grid["cache"][key]
     if len(grid["cache"]) > 16:
         grid["cache"].clear()
+    plan = (hash(grid["L"].tobytes()), grid["L"].shape, key)
+    if plan in _PLANS:
+        grid["cache"][key] = _PLANS[plan]
+        return _PLANS[plan]
     L = grid["L"] if COUPLED else np.moveaxis(np.diagonal(grid["L"], axis1=1, axis2=2), 0, -1)
     if not COUPLED:
         L = L[:, None, :]  # [NVAR, 1, Mtot]
@@ -221,8 +236,10 @@ def _coefficients(grid, h):
     out = (e, e2, 0.5 * h * q1, h * (p1 - 3 * p2 + 4 * p3), h * (p2 - 2 * p3), h * (4 * p3 - p2))
     if not grid["inner"].complex:  # real symbols: the contour means' round-off imaginary parts
         out = tuple(np.real(v) for v in out)
-    grid["cache"][key] = out
-    return grid["cache"][key]
+    if len(_PLANS) >= _PLAN_SETS:
+        _PLANS.clear()
+    _PLANS[plan] = grid["cache"][key] = out
+    return out
 
 
 def _step(c, t, h, grid, prm):
