@@ -41,8 +41,11 @@ from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.common import EVOLVE, FOURIER, GRID, fixed_axes, problem_constants
 from pdesharp.builtin.families.exact import linear_system
-from pdesharp.builtin.families.spectral_blocks import (CONSERVATIVE_RHS, INTEGRATOR_BLOCK,
-                                                      PRIMITIVE_RHS)
+from pdesharp.builtin.families.spectral_blocks import (
+    CONSERVATIVE_RHS,
+    INTEGRATOR_BLOCK,
+    PRIMITIVE_RHS,
+)
 from pdesharp.builtin.families.spectral_transforms import GRID_TRANSFER, TRANSFORMS
 from pdesharp.builtin.physics import npcode, params_lines, physics_source
 from pdesharp.builtin.primitive_form import PrimitiveForm, primitive_form, remainder_source
