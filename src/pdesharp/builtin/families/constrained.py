@@ -24,7 +24,14 @@ import sympy as sp
 from pdesharp.builtin.constraint import ConstrainedLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
 from pdesharp.builtin.families.bases import BASES
-from pdesharp.builtin.families.common import EVOLVE, GRID, fixed_axes, problem_constants
+from pdesharp.builtin.families.common import (
+    EVOLVE,
+    GRID,
+    exponential_moves,
+    fixed_axes,
+    lighter_repair,
+    problem_constants,
+)
 from pdesharp.builtin.families.constrained_block import BLOCK as CONSTRAINT_BLOCK
 from pdesharp.builtin.families.exact import EXPM
 from pdesharp.builtin.families.spectral import GridRatio
@@ -68,22 +75,10 @@ class ConstrainedFamily(Family):
                 self.design(REFINE=1), self.design(REFINE=3, CFL=0.5)]
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
-        other = "if_rk4" if d["INTEGRATOR"] == "etdrk4" else "etdrk4"
-        smaller = ("CFL", round(d["CFL"] * 0.5, 4), "a twice smaller step")
-        larger = ("CFL", round(min(d["CFL"] * 1.5, 2.0), 4), "a larger step (faster)")
-        r = 2 * d["REFINE"]
-        finer = ("REFINE", int(r) if float(r).is_integer() else r,
-                 "a twice finer internal grid (more retained modes)")
-        if failed:
-            return [smaller, ("INTEGRATOR", other, "the other exponential integrator")]
-        if strategy == "accuracy":
-            return [smaller, finer, ("INTEGRATOR", other, "the other exponential integrator")]
-        return [("INTEGRATOR", other, "the other exponential integrator"), larger, smaller]
+        return exponential_moves(d, strategy, failed, max_cfl=2.0, smallest_dealiased=False)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
-        if status in ("memory", "timeout") and d["REFINE"] > 1:
-            return {"REFINE": 1}
-        return {"CFL": round(d["CFL"] / 2, 5)}
+        return lighter_repair(d, status)
 
     def title(self, d: Design, p: Problem) -> str:
         law = p.struct

@@ -39,7 +39,15 @@ import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
-from pdesharp.builtin.families.common import EVOLVE, FOURIER, GRID, fixed_axes, problem_constants
+from pdesharp.builtin.families.common import (
+    EVOLVE,
+    FOURIER,
+    GRID,
+    exponential_moves,
+    fixed_axes,
+    grid_ratio,
+    problem_constants,
+)
 from pdesharp.builtin.families.exact import linear_system
 from pdesharp.builtin.families.spectral_blocks import (
     CONSERVATIVE_RHS,
@@ -205,28 +213,12 @@ class SpectralFamily(Family):
         return ([self.design(REFINE=r, CFL=COARSE_CFL)] if r is not None else []) + out
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
-        other = "if_rk4" if d["INTEGRATOR"] == "etdrk4" else "etdrk4"
-        smaller = ("CFL", round(d["CFL"] * 0.5, 4), "a twice smaller step")
-        larger = ("CFL", round(min(d["CFL"] * 1.5, 0.9), 4), "a larger step (faster)")
-        finer = ("REFINE", self._ratio(2 * d["REFINE"]),
-                 "a twice finer internal grid (more retained modes)")
-        if failed:
-            return [smaller, ("INTEGRATOR", other, "the other exponential integrator")]
-        if strategy == "accuracy":
-            return [smaller, finer, ("INTEGRATOR", other, "the other exponential integrator")]
-        out = [("INTEGRATOR", other, "the other exponential integrator"), larger, smaller]
-        if d["REFINE"] > 1.5:  # (2D: 0.56x the modes of REFINE = 2, no data mode lost)
-            why = "the smallest internal grid whose 2/3 rule keeps every data mode (faster)"
-            out.insert(0, ("REFINE", 1.5, why))
+        out = exponential_moves(d, strategy, failed, max_cfl=0.9)
         r = self.coarse_ratio(p)
-        if r is not None and d["REFINE"] / 2 >= r:
-            out.insert(2, ("REFINE", self._ratio(d["REFINE"] / 2),
+        if not failed and strategy != "accuracy" and r is not None and d["REFINE"] / 2 >= r:
+            out.insert(2, ("REFINE", grid_ratio(d["REFINE"] / 2),
                            "a twice coarser internal grid (the viscous length stays resolved)"))
         return out
-
-    @staticmethod
-    def _ratio(v):
-        return int(v) if float(v).is_integer() else float(v)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         return {"CFL": round(d["CFL"] / 2, 5)}

@@ -40,15 +40,33 @@ import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.design import Axis, Design, Family, Problem
-from pdesharp.builtin.families.bases import (BASES, basis_title, emit_bases, has_walls,
-                                             parity_compatible, wall_bases)
-from pdesharp.builtin.families.common import EVOLVE, GRID, fixed_axes, problem_constants
+from pdesharp.builtin.families.bases import (
+    BASES,
+    basis_title,
+    emit_bases,
+    has_walls,
+    parity_compatible,
+    wall_bases,
+)
+from pdesharp.builtin.families.common import (
+    EVOLVE,
+    GRID,
+    exponential_moves,
+    fixed_axes,
+    lighter_repair,
+    problem_constants,
+)
 from pdesharp.builtin.families.exact import EXPM, linear_system
-from pdesharp.builtin.families.jet_form import (JetSplit, coupled, jet_split, matrices_source,
-                                                remainder_source, stabilisable)
+from pdesharp.builtin.families.jet_form import (
+    JetSplit,
+    coupled,
+    jet_split,
+    matrices_source,
+    remainder_source,
+    stabilisable,
+)
 from pdesharp.builtin.families.spectral import GridRatio, SpectralFamily
 from pdesharp.builtin.families.wall_spectral_block import BLOCK
-
 
 _SPLIT_CACHE: dict[str, object] = {}
 
@@ -156,25 +174,10 @@ class WallSpectralFamily(Family):
         return [self.design(), self.design(CFL=0.05), self.design(REFINE=2, CFL=0.1)]
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
-        other = "if_rk4" if d["INTEGRATOR"] == "etdrk4" else "etdrk4"
-        smaller = ("CFL", round(d["CFL"] * 0.5, 4), "a twice smaller step")
-        larger = ("CFL", round(min(d["CFL"] * 1.5, 2.0), 4), "a larger step (faster)")
-        finer = ("REFINE", int(2 * d["REFINE"]) if float(2 * d["REFINE"]).is_integer()
-                 else 2 * d["REFINE"], "a twice finer internal grid (more retained modes)")
-        if failed:
-            return [smaller, ("INTEGRATOR", other, "the other exponential integrator")]
-        if strategy == "accuracy":
-            return [smaller, finer, ("INTEGRATOR", other, "the other exponential integrator")]
-        out = [("INTEGRATOR", other, "the other exponential integrator"), larger, smaller]
-        if d["REFINE"] > 1.5:  # Allen-Cahn 2D: 0.74x the time of REFINE = 2 at equal accuracy
-            why = "the smallest internal grid whose 2/3 rule keeps every data mode (faster)"
-            out.insert(0, ("REFINE", 1.5, why))
-        return out
+        return exponential_moves(d, strategy, failed, max_cfl=2.0)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
-        if status in ("memory", "timeout") and d["REFINE"] > 1:
-            return {"REFINE": 1}
-        return {"CFL": round(d["CFL"] / 2, 5)}
+        return lighter_repair(d, status)
 
     def title(self, d: Design, p: Problem) -> str:
         bases, split = self._parts(p)
