@@ -12,6 +12,27 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PDESHARP_SHARED_DATA", REPO.parent / "shared" / "data" / "pdebench"))
 
 
+# Long files without module-scoped fixtures whose tests are handed out one by one instead of as
+# a whole file: each is a third of the suite's time or more on one worker (measured: the default
+# path ~2100 s of ~6150 s of test time under load), longer than everything else one worker runs
+SPLIT_FILES = {"tests/builtin/test_default_path.py",
+               "tests/data_generate_generic/test_examples_any_seed.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, except that the tests of SPLIT_FILES are units of their own."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPLIT_FILES else path
+
+    return Scheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Longest files first: files holding tests marked slow, most slow tests first, then the
     others in collection order (each file's tests keep theirs). pytest-xdist hands whole files
