@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,50 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PDESHARP_SHARED_DATA", REPO.parent / "shared" / "data" / "pdebench"))
 
 
+# Long files without module-scoped fixtures whose tests are handed out one by one instead of as
+# a whole file: each is a third of the suite's time or more on one worker (measured: the default
+# path ~2100 s of ~6150 s of test time under load), longer than everything else one worker runs
+SPLIT_FILES = {"tests/builtin/test_default_path.py",
+               "tests/data_generate_generic/test_examples_any_seed.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, except that the tests of SPLIT_FILES are units of their own."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPLIT_FILES else path
+
+    return Scheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest files first: files holding tests marked slow, most slow tests first, then the
+    others in collection order (each file's tests keep theirs). pytest-xdist hands whole files
+    to the two workers in this order (pyproject: --dist loadfile --no-loadscope-reorder), so
+    the long ones overlap with the many short ones instead of running alone at the end."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    first_seen = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-slow[item.path], first_seen[item.path]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def audit_dir(tmp_path_factory) -> Path:
     """Every audit the suite computes (``--audit auto`` computes cheap ones) goes to one temporary
     folder, shared by the session, never beside the data in the checkout (tests/builtin/data) or
-    into the user's cache (pdesharp.audit.cache: PDESHARP_AUDIT_DIR). Subprocesses inherit it."""
-    folder = tmp_path_factory.mktemp("audits")
+    into the user's cache (pdesharp.audit.cache: PDESHARP_AUDIT_DIR). Subprocesses inherit it.
+    With pytest-xdist the folder is shared by the workers too (the session's base folder, one up
+    from each worker's): an audit of the shared dev data is computed once per suite, not once
+    per worker (audits are written atomically, so two workers may compute one at once)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / "audits"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("audits")
     old = os.environ.get("PDESHARP_AUDIT_DIR")
     os.environ["PDESHARP_AUDIT_DIR"] = str(folder)
     yield folder

@@ -16,7 +16,24 @@ COMMAND_MODULES = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (the subcommand a user typed, when a module of
+    that name registers it) only that subcommand's module is imported: a command that needs
+    no task starts in a fraction of a second instead of importing SymPy, SciPy and h5py."""
+    if command == "--version":
+        return _parser([])
+    if command in COMMAND_MODULES:
+        parser = _parser([command])
+        if command in _subparsers(parser).choices:
+            return parser
+    return _parser(COMMAND_MODULES)
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def _parser(modules: list[str]) -> argparse.ArgumentParser:
     from pdesharp import __version__
 
     parser = argparse.ArgumentParser(
@@ -25,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pdesharp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in modules:
         try:
             module = importlib.import_module(f"pdesharp.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -37,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words and (words[0] == "--version"
+                                                 or not words[0].startswith("-")) else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

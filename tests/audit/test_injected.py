@@ -83,6 +83,7 @@ def test_spectral_path_heat_equation(tmp_path):
     assert report.convergence.estimated_error < 1e-8
 
 
+@pytest.mark.slow  # the Hopf-Cole audit of a user Burgers task
 def test_burgers_user_task_hopf_cole_and_injected_drift(tmp_path):
     """Viscous Burgers under another name: spectral solution, checked against Hopf–Cole; a
     reference made from the Hopf–Cole solution plus a mean drift is recovered."""

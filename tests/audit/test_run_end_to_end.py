@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from audit_helpers import advection_exact, write_1d
 
 from pdesharp.audit import cached_audit
@@ -19,6 +20,7 @@ from pdesharp.task import load_task
 TIMES = np.arange(21) * 0.1
 
 
+@pytest.mark.slow  # `pdesharp solve --audit compute` in a subprocess
 def test_solve_reports_the_audit_and_stops_at_the_floor(tmp_path, monkeypatch):
     monkeypatch.delenv("PDESHARP_AUDIT_DIR")  # the default place: beside the (temporary) data
     data = tmp_path / "data"

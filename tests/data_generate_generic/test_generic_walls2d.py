@@ -145,6 +145,7 @@ def _reference_module():
     return mod
 
 
+@pytest.mark.slow  # the reference script's own Radau runs: 20-40 s for three of the four
 @pytest.mark.parametrize("name,call,frames,degree", [
     # the script's own degree (28), interpolated to this generator's degree-20 points
     ("fisher_robin2d", lambda ref, n: ref.fisher_robin2d(n, 1, 4), 6, 20),

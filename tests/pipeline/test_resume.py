@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 from pipeline_scripts import analysis_replies, genesis_reply, nominate, patch, shift
 
@@ -44,6 +45,7 @@ def rows(db, sql):
         con.close()
 
 
+@pytest.mark.slow  # a scripted run killed mid-tournament, then resumed: two solve sessions
 def test_sigkill_then_resume_repeats_nothing(tmp_path, shared_data):
     script = tmp_path / "rules.yaml"
     script.write_text("# replies written by us for this test, not a real model's\n"

@@ -118,16 +118,19 @@ def base_name(task: Task, selection: str) -> str:
 def save(folder: Path, name: str, report: AuditReport,
          converged: dict[str, np.ndarray] | None) -> Path:
     """Write ``<name>.h5`` then ``<name>.json`` atomically; the JSON's presence marks the pair
-    complete. Returns the JSON path."""
+    complete. Returns the JSON path. The partial files carry the writer's process id: two
+    processes that audit the same file at once (a shared cache) each rename a whole file of
+    their own into place, never one the other is still writing."""
     folder.mkdir(parents=True, exist_ok=True)
+    part = f"{os.getpid()}.part"
     if converged is not None:
-        h5_part = folder / f"{name}.h5.part"
+        h5_part = folder / f"{name}.h5.{part}"
         with h5py.File(h5_part, "w") as h5:
             h5.create_dataset("samples", data=np.asarray(report.samples, dtype=np.int64))
             for key, arr in converged.items():
                 h5.create_dataset(f"converged/{key}", data=np.asarray(arr, dtype=np.float64))
         os.replace(h5_part, folder / f"{name}.h5")
-    json_part = folder / f"{name}.json.part"
+    json_part = folder / f"{name}.json.{part}"
     json_part.write_text(report.model_dump_json(indent=2))
     os.replace(json_part, folder / f"{name}.json")
     return folder / f"{name}.json"

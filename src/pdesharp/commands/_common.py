@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from pdesharp.task import Task, TaskError, load_task
+if TYPE_CHECKING:
+    from pdesharp.task import Task
 
 
 def add_task_argument(parser, *, positional: bool = False) -> None:
@@ -23,6 +25,8 @@ def add_data_arguments(parser) -> None:
 
 
 def task_or_exit(name: str) -> Task:
+    from pdesharp.task import TaskError, load_task  # SymPy: only for commands that read a task
+
     try:
         return load_task(name)
     except TaskError as exc:
