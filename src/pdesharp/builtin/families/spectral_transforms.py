@@ -33,8 +33,8 @@ def _cut(grid):
             import scipy.fft as fft
 
             budget = os.environ.get("OMP_NUM_THREADS", "").strip()
-            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-                (os.cpu_count() or 1)
+            cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                    else (os.cpu_count() or 1))
             kw = {"workers": max(1, min(int(budget), cpus) if budget.isdigit() else cpus)}
         grid["cut"] = (c, np.ascontiguousarray(grid["mask"][..., :c]), fft, kw)
     return grid["cut"]
