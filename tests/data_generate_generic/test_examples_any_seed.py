@@ -25,14 +25,17 @@ def test_the_examples_are_found():
 # examples of forms the generic generator accepts but cannot integrate from its random data
 # (Sobolev-type dt, fourth order between walls, Euler's shocks: every draw fails, and `data
 # generate` says so after its redraws): their references come from
-# examples/tasks/reference_terms.py. Known gap: check_task should refuse them up front.
-DEDICATED = {"bbm_soliton1d", "bbm_walls1d", "cahn_hilliard_neumann1d", "sod1d"}
+# examples/tasks/reference_terms.py (and the upper-convected Maxwell start-up, whose quadratic
+# stress coupling check_task refuses up front: examples/tasks/reference_waves.py). Known gap:
+# check_task should refuse the others up front too.
+DEDICATED = {"bbm_soliton1d", "bbm_walls1d", "cahn_hilliard_neumann1d", "sod1d", "ucm_startup1d"}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_generates_with_several_seeds(name):
     if name in DEDICATED:
-        pytest.skip("reference made by examples/tasks/reference_terms.py, not the generic generator")
+        pytest.skip("reference made by examples/tasks/reference_terms.py or reference_waves.py,"
+                    " not the generic generator")
     task = load_task(example_path(name))
     try:
         check_task(task)

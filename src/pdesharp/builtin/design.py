@@ -148,6 +148,12 @@ class Family:
         """Single-axis changes (axis, value, reason) in the strategy's preference order."""
         return []
 
+    def speed_moves(self, d: Design, p: Problem) -> list[Move]:
+        """Changes worth an evaluation only when time decides (the objective's eligible solvers,
+        or ties at the floor): designs predicted as accurate and cheaper, never an accuracy
+        search's step (they can only tie)."""
+        return []
+
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         """Axis changes for a run that failed with ``status`` (the judge's debugging step)."""
         return {}

@@ -273,7 +273,7 @@ class BuiltinJudge(Exploration):
         moves = [m for m in fam.moves(d, p, self.strategy, failed) if m[0] in present]
         dead = self._dead_axes(base, results, d.family)
         if not failed and self._speed(base.result):  # eligible: cheaper designs first
-            more = [m for m in fam.moves(d, p, "robust", failed)
+            more = [m for m in fam.moves(d, p, "robust", failed) + fam.speed_moves(d, p)
                     if m[0] in present and m not in moves]
             cost = fam.cost(d, p)
             margin = Rule.of(self._info).time_margin

@@ -75,7 +75,7 @@ class ConstrainedFamily(Family):
                 self.design(REFINE=1), self.design(REFINE=3, CFL=0.5)]
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
-        return exponential_moves(d, strategy, failed, max_cfl=2.0, smallest_dealiased=False)
+        return exponential_moves(d, strategy, failed, max_cfl=2.0)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         return lighter_repair(d, status)

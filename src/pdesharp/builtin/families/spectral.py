@@ -47,6 +47,7 @@ from pdesharp.builtin.families.common import (
     fixed_axes,
     grid_ratio,
     problem_constants,
+    smallest_dealiased_grid,
 )
 from pdesharp.builtin.families.exact import linear_system
 from pdesharp.builtin.families.spectral_blocks import (
@@ -219,6 +220,9 @@ class SpectralFamily(Family):
             out.insert(2, ("REFINE", grid_ratio(d["REFINE"] / 2),
                            "a twice coarser internal grid (the viscous length stays resolved)"))
         return out
+
+    def speed_moves(self, d: Design, p: Problem):
+        return smallest_dealiased_grid(d)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         return {"CFL": round(d["CFL"] / 2, 5)}

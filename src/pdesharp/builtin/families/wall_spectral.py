@@ -55,6 +55,7 @@ from pdesharp.builtin.families.common import (
     fixed_axes,
     lighter_repair,
     problem_constants,
+    smallest_dealiased_grid,
 )
 from pdesharp.builtin.families.exact import EXPM, linear_system
 from pdesharp.builtin.families.jet_form import (
@@ -175,6 +176,9 @@ class WallSpectralFamily(Family):
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
         return exponential_moves(d, strategy, failed, max_cfl=2.0)
+
+    def speed_moves(self, d: Design, p: Problem):
+        return smallest_dealiased_grid(d)
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         return lighter_repair(d, status)
