@@ -29,6 +29,7 @@ import sympy as sp
 
 from pdesharp.boundary import BoundarySpec
 from pdesharp.builtin.jets import Jets, jets_of, linear_constant_part
+from pdesharp.builtin.parity import propagate
 from pdesharp.builtin.refusal import UnsupportedTask, boundary_or_refuse, notation
 from pdesharp.task import Task
 
@@ -274,22 +275,12 @@ def _bases(law: ConstrainedLaw, task: Task) -> None:
         if len(kinds) > 1:
             raise UnsupportedTask("walls where some unknowns have the same kind of condition at"
                                   f" both ends of {axis} and others not", hint="llm")
-        changed = True
-        while changed:
-            changed = False
-            for i, j, orders in edges:
-                flip = orders[a] % 2 == 1
-                for src, dst in ((j, i), (i, j)):
-                    if got[src] is None:
-                        continue
-                    want = ("cos" if got[src] == "sin" else "sin") if flip else got[src]
-                    if got[dst] is None:
-                        got[dst], changed = want, True
-                    elif got[dst] != want:
-                        raise UnsupportedTask(
-                            f"walls on {axis} whose conditions contradict the couplings of the"
-                            f" equations ({law.names[min(j, len(law.names) - 1)]}): no common"
-                            " sine/cosine basis", hint="llm")
+        j = propagate(got, edges, a)
+        if j is not None:
+            raise UnsupportedTask(
+                f"walls on {axis} whose conditions contradict the couplings of the"
+                f" equations ({law.names[min(j, len(law.names) - 1)]}): no common"
+                " sine/cosine basis", hint="llm")
         law.kinds.append(kinds.pop() if kinds else "integer")
         for p, g in zip(parity, got):
             p.append(g or "cos")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from pdesharp.builtin.balance_law import BalanceLaw
+from pdesharp.builtin.parity import propagate
 
 
 @dataclass(frozen=True)
@@ -125,20 +126,8 @@ def wall_bases(law: BalanceLaw) -> list[AxisBasis] | None:
         parity: list[str | None] = [None if lo is None else ("sin" if lo == "D" else "cos")
                                     for lo, _ in ends]
         # propagate along the couplings: parity_i = parity_j xor (odd order along this axis)
-        changed = True
-        while changed:
-            changed = False
-            for i, j, orders in edges:
-                flip = orders[a] % 2 == 1
-                for src, dst in ((j, i), (i, j)):
-                    if parity[src] is None:
-                        continue
-                    want = _flip(parity[src]) if flip else parity[src]
-                    if parity[dst] is None:
-                        parity[dst] = want
-                        changed = True
-                    elif parity[dst] != want:
-                        return None
+        if propagate(parity, edges, a) is not None:
+            return None
         # an unknown nothing determines keeps a zero gradient at the walls (the outflow default)
         parity = [p or "cos" for p in parity]
         for i, j, orders in edges:  # the default may still conflict (an odd self-coupling)
@@ -146,10 +135,6 @@ def wall_bases(law: BalanceLaw) -> list[AxisBasis] | None:
                 return None
         out.append(AxisBasis(kinds.pop() if kinds else "integer", tuple(parity)))
     return out
-
-
-def _flip(p: str) -> str:
-    return "cos" if p == "sin" else "sin"
 
 
 def has_walls(bases: list[AxisBasis] | None) -> bool:
