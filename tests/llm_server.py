@@ -84,7 +84,9 @@ def _estimate(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
+    """Characters two requests share from their start (what a provider's prefix cache can
+    serve)."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:  # the longest n with a[:n] == b[:n]
         mid = (lo + hi + 1) // 2
@@ -241,7 +243,7 @@ class LLMServer:
             text = "".join(f"<|{m.get('role')}|>{m.get('content')}"
                            for m in body.get("messages", []))
             with self._lock:
-                served = max((_common_prefix(text, a) for a in self._answered), default=0)
+                served = max((common_prefix(text, a) for a in self._answered), default=0)
             if reply.prompt_tokens is None:
                 reply.prompt_tokens = _estimate(text)
             if reply.cached_tokens is None:

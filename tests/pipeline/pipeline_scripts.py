@@ -79,6 +79,16 @@ def analysis_replies(route: str) -> dict[str, list[str]]:
     return r
 
 
+def analysis_reply(last: str, replies: dict[str, list[str]]) -> str | None:
+    """The reply (from :func:`analysis_replies`) to an HTTP request whose last message asks for
+    analysis step k of 5 (a server sees no pipeline tags); None for any other request."""
+    for n, step in enumerate(("classification", "analytical", "transformation",
+                              "decomposition", "stability"), start=1):
+        if f"step {n} of 5" in last:
+            return replies[f"analysis.{step}"][0]
+    return None
+
+
 def genesis_reply(code: str, title: str) -> str:
     return f"Title: {title}\nA design written by the test.\n\n" + fenced("python", code)
 

@@ -17,8 +17,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for llm_server
 
 from llm_server import LLMServer  # noqa: E402
-from pipeline_scripts import (CRASH, analysis_replies, genesis_reply, js,  # noqa: E402
-                              nominate, patch, shift)
+from pipeline_scripts import (  # noqa: E402
+    CRASH,
+    analysis_replies,
+    analysis_reply,
+    genesis_reply,
+    js,
+    nominate,
+    patch,
+    shift,
+)
 
 from pdesharp.evaluate import Evaluator  # noqa: E402
 from pdesharp.pipeline import SolveConfig, solve  # noqa: E402
@@ -32,10 +40,8 @@ ANALYSIS = analysis_replies("numerical")
 def reply_for(body: dict, index: int) -> str:
     """Answer by what the last message asks (the server sees no pipeline tags)."""
     last = body["messages"][-1]["content"]
-    for step, n in (("classification", 1), ("analytical", 2), ("transformation", 3),
-                    ("decomposition", 4), ("stability", 5)):
-        if f"step {n} of 5" in last:
-            return ANALYSIS[f"analysis.{step}"][0]
+    if (answer := analysis_reply(last, ANALYSIS)) is not None:
+        return answer
     if "Write candidate solver #1 " in last:
         return genesis_reply(shift(0.8), "damped shift")
     if "Write candidate solver #2 " in last:

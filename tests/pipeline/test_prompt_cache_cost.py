@@ -19,8 +19,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for llm_server
 
 from llm_server import LLMServer  # noqa: E402
-from pipeline_scripts import (MarkerEvaluator, analysis_replies, genesis_reply,  # noqa: E402
-                              nominate, patch, shift)
+from pipeline_scripts import (  # noqa: E402
+    MarkerEvaluator,
+    analysis_replies,
+    analysis_reply,
+    genesis_reply,
+    nominate,
+    patch,
+    shift,
+)
 
 from pdesharp.llm import set_default_prices  # noqa: E402
 from pdesharp.llm.prices import Price, PriceTable  # noqa: E402
@@ -35,10 +42,8 @@ PRICE = Price(input=2.0, output=8.0, cached_input=0.5)  # USD per million tokens
 
 def reply_for(body: dict, index: int) -> str:
     last = body["messages"][-1]["content"]
-    for step, n in (("classification", 1), ("analytical", 2), ("transformation", 3),
-                    ("decomposition", 4), ("stability", 5)):
-        if f"step {n} of 5" in last:
-            return ANALYSIS[f"analysis.{step}"][0]
+    if (answer := analysis_reply(last, ANALYSIS)) is not None:
+        return answer
     if "Write candidate solver #1 " in last:
         return genesis_reply(shift(0.8), "damped shift")
     if "Write candidate solver #2 " in last:

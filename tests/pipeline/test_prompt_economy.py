@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 import pytest
+from llm_server import common_prefix
 from test_bridge_replay import BridgeReplies, RecordedEvaluator
 
 from pdesharp.llm.base import ModelError
@@ -78,17 +79,6 @@ def requests(store) -> list[tuple[str, str]]:
     return [(tag, "".join(f"<|{m['role']}|>{m['content']}" for m in json.loads(messages)))
             for tag, messages in store.db.execute(
                 "SELECT tag, messages FROM model_calls WHERE error = '' ORDER BY seq")]
-
-
-def common_prefix(a: str, b: str) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # the longest n with a[:n] == b[:n]
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def uncacheable(sent: list[tuple[str, str]]) -> list[tuple[str, int]]:
