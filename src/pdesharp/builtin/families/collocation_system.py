@@ -143,8 +143,14 @@ def _interp(x, pts):
     w = (-1.0) ** np.arange(n + 1)
     w[0] *= 0.5
     w[-1] *= 0.5
-    d = np.asarray(pts, float)[:, None] - x[None, :]
-    hit = np.isclose(d, 0.0, atol=1e-14 * (1 + np.abs(x).max()))
+    return _barycentric(x, w, pts, 1 + np.abs(x).max())
+
+
+def _barycentric(nodes, w, pts, scale):
+    """The interpolation matrix from ``nodes`` (barycentric weights ``w``) to ``pts``; a point
+    on a node takes that node's value."""
+    d = np.asarray(pts, float)[:, None] - nodes[None, :]
+    hit = np.isclose(d, 0.0, atol=1e-14 * scale)
     d[hit] = 1.0
     M = w / d
     M = M / M.sum(axis=1, keepdims=True)
@@ -159,14 +165,7 @@ def _inner_to_all(x):
     xi = x[1:-1]
     w = np.array([1.0 / np.prod((xk - np.delete(xi, k)) * 2.0 / (x[-1] - x[0]))
                   for k, xk in enumerate(xi)])
-    d = x[:, None] - xi[None, :]
-    hit = np.isclose(d, 0.0, atol=1e-14 * (1 + np.abs(x).max()))
-    d[hit] = 1.0
-    M = w / d
-    M = M / M.sum(axis=1, keepdims=True)
-    rows = hit.any(axis=1)
-    M[rows] = hit[rows].astype(float)
-    return M
+    return _barycentric(xi, w, x, 1 + np.abs(x).max())
 
 
 def _solve_batch(coeffs, prm, pts):
