@@ -18,7 +18,7 @@ from suite_helpers import import_one_d  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ARGS = ["--candidates", "2", "--max-rounds", "1", "--budget-evals", "3", "--no-convergence"]
-SAME = ("case", "method", "state", "status", "nrmse", "score_split", "evaluations",
+SAME = ("case", "method", "state", "status", "score_split", "evaluations",
         "model_calls", "tokens_in", "tokens_out")
 
 
@@ -31,6 +31,11 @@ def test_suite_on_ray_matches_the_serial_table(ray_cluster, tmp_path):
                    for d in ("serial", "ray"))
     assert [{k: r.get(k) for k in SAME} for r in ray] == \
         [{k: r.get(k) for k in SAME} for r in serial]
+    # Scores agree to round-off, not bit for bit: heat1d's Genesis solver and its judge's
+    # patch tie on dev (3.801e-08 both), the rule keeps the faster, and which one is faster is
+    # the machine's clock; the two differ by ~1e-15 in the solution, ~1e-7 relative in an
+    # nRMSE of 3.5e-8. rel 1e-5 leaves a factor 100 on that and still fails a different scheme.
+    assert [r["nrmse"] for r in ray] == pytest.approx([r["nrmse"] for r in serial], rel=1e-5)
     assert [r["state"] for r in ray] == ["done", "done"]
     assert json.loads((tmp_path / "ray" / "suite.json").read_text())["executor"] == "ray"
     for r in ray:  # a case's evaluations ran sealed where the case ran (the local executor)
