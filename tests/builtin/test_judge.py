@@ -85,6 +85,40 @@ def test_accuracy_judge_abandons_an_axis_that_did_not_pay_off(burgers):
     assert not p2.title.startswith("CFL")
 
 
+def test_an_axis_dead_on_one_grid_is_asked_again_on_a_finer_one(burgers):
+    """Issue 27 (Swift-Hohenberg stopped at 1.52e-6, "every judge declined"): a smaller step
+    that did not pay off on the data grid (the spatial error dominated) says nothing about the
+    step once the grid is refined, where the time error may dominate; the same dead move from
+    a design equal on every other axis stays dead."""
+    task, analysis = burgers
+    judge = BuiltinJudge(name="judge-1")
+    coarse = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    asyncio.run(judge.nominate(task, analysis, [coarse]))
+    p1 = asyncio.run(judge.propose(task, coarse, [coarse], "nrmse"))
+    assert p1.title.startswith("CFL ->")
+    child = PoolEntry(candidate=coarse.candidate.model_copy(update={
+        "id": "c", "code": apply_patch(coarse.candidate.code, p1.patch), "parents": ["b"],
+        "title": p1.title}), result=ok(2.9e-4))  # 1e-5: no gain under a 3e-4 spatial error
+    assert not asyncio.run(judge.propose(task, coarse, [coarse, child], "nrmse")) \
+        .title.startswith("CFL")
+    fine = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4, REFINE=2), "f", 8e-5,
+                 parents=["b"])
+    twin = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "t", 3e-4)
+    # on the finer grid (8e-5) the step's 1e-5, measured above, is worth an evaluation
+    # (pdesharp.builtin.evidence: above (1 - saturation) x 8e-5)
+    pool, titles = [coarse, child, fine, twin], []
+    for i in range(8):  # the finer grid's moves, each answered "no gain", until CFL comes up
+        prop = asyncio.run(judge.propose(task, fine, pool, "nrmse"))
+        titles.append(prop.title)
+        if prop.declined or prop.title.startswith("CFL"):
+            break
+        pool.append(PoolEntry(candidate=fine.candidate.model_copy(update={
+            "id": f"f{i}", "code": prop.code or apply_patch(fine.candidate.code, prop.patch),
+            "parents": ["f"], "title": prop.title}), result=ok(7.99e-5)))
+    assert titles[-1].startswith("CFL ->"), titles
+    assert not asyncio.run(judge.propose(task, twin, pool, "nrmse")).title.startswith("CFL")
+
+
 def test_robust_judge_and_debug_after_a_blow_up(burgers):
     task, _ = burgers
     base = entry(task, FV("muscl", "mc", "rusanov", "rk4", 0.8), "b")

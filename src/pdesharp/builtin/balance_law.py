@@ -60,6 +60,15 @@ class BalanceLaw:
     # [i]: (c, j, orders): dt(q_i + sum c d^orders w_j), constant c (a Sobolev-type term)
     mass: list[list[tuple[sp.Expr, int, tuple[int, ...]]]] = field(default_factory=list)
     jets: Jets | None = None
+    # facts derived from the fields above by SymPy simplification, computed once per law (a
+    # family asks for its linear system dozens of times per run: 0.3 s each); never compared
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def derive(self, name: str, compute):
+        """``compute(self)``, remembered under ``name`` (the law is never changed once read)."""
+        if name not in self.derived:
+            self.derived[name] = compute(self)
+        return self.derived[name]
 
     @property
     def nvar(self) -> int:

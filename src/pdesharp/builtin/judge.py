@@ -80,7 +80,10 @@ class BuiltinJudge(Exploration):
         self._analysis: Analysis | None = None
         self._task: Task | None = None  # debug() is called without the task
         self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
-        self._dead: dict[str | None, set[str]] = {}  # family -> axes that did not pay off
+        # family -> {(axis, the other axes' values)}: a move that did not pay off from a design;
+        # the same move from a design that differs elsewhere (a finer grid, where the time
+        # error now dominates) is a new question
+        self._dead: dict[str | None, set[tuple[str, tuple]]] = {}
         self._pool: set[tuple] = set()  # keys of every design in the pool, run or not
         self._info: RoundInfo | None = None
 
@@ -271,7 +274,7 @@ class BuiltinJudge(Exploration):
         fam = family(d.family)
         present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
         moves = [m for m in fam.moves(d, p, self.strategy, failed) if m[0] in present]
-        dead = self._dead_axes(base, results, d.family)
+        dead = self._dead_axes(base, results, d)
         if not failed and self._speed(base.result):  # eligible: cheaper designs first
             more = [m for m in fam.moves(d, p, "robust", failed) + fam.speed_moves(d, p)
                     if m[0] in present and m not in moves]
@@ -320,10 +323,14 @@ class BuiltinJudge(Exploration):
     def _agreement(self, entries: list[PoolEntry]) -> str:
         return agreement(entries, self._info)
 
-    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], fam: str) -> set[str]:
+    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], d: Design) -> set[str]:
         """Axes whose change, measured on a child of ``base``, did not pay off (the child's
-        score is not 10% better): the search stops moving along them for this family."""
-        dead = set(self._dead.get(fam, set()))
+        score is not 10% better): the search stops moving along them from designs that agree
+        with ``base``'s on every other axis (:attr:`_dead`)."""
+        def others(axis: str) -> tuple:
+            return tuple((k, v) for k, v in d.values if k != axis)
+
+        dead = self._dead.setdefault(d.family, set())
         b = base.result.score if base.result is not None else None
         for e in results:
             c = e.candidate
@@ -336,11 +343,10 @@ class BuiltinJudge(Exploration):
                       * (1 + Rule.of(self._info).time_margin) < seconds(base.result))
             if b is not None and (e.result.score is None or e.result.score > 0.9 * b) \
                     and not faster:
-                dead.add(m.group(1))
+                dead.add((m.group(1), others(m.group(1))))
             elif e.result.score is not None:
                 self._last_move[c.id] = m.group(1)
-        self._dead[fam] = dead
-        return dead
+        return {axis for axis, rest in dead if rest == others(axis)}
 
     def _decline(self, base: PoolEntry, why: str) -> Proposal:
         return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],

@@ -15,6 +15,7 @@ child's live code comes from its parent; below :data:`REWRITE_SHARE` the child i
 from __future__ import annotations
 
 import ast
+from collections import Counter
 
 REWRITE_SHARE = 1 / 3  # a child keeping less of its parent's lines than this is a rewrite
 
@@ -33,21 +34,29 @@ def _removable(node: ast.stmt) -> bool:
     return all(_calls_nothing(e) for e in exprs)
 
 
-def _mentions(tree: ast.Module, skip: ast.stmt) -> set[str]:
-    """Every name the module could look up outside ``skip``: loaded names, attributes and
-    string constants (getattr, globals()[...], __all__)."""
+def _mentions(top: ast.stmt) -> set[str]:
+    """Every name a top-level statement could look up: loaded names, attributes and string
+    constants (getattr, globals()[...], __all__)."""
     found: set[str] = set()
-    for top in tree.body:
-        if top is skip:
-            continue
-        for n in ast.walk(top):
-            if isinstance(n, ast.Name):
-                found.add(n.id)
-            elif isinstance(n, ast.Attribute):
-                found.add(n.attr)
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                found.add(n.value)
+    for n in ast.walk(top):
+        if isinstance(n, ast.Name):
+            found.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            found.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            found.add(n.value)
     return found
+
+
+def _first_dead(tree: ast.Module, entry: str) -> ast.stmt | None:
+    """The first removable function no other top-level statement mentions (each statement's
+    names collected once: a module of n definitions costs one walk, not n)."""
+    names = [_mentions(top) for top in tree.body]
+    count = Counter(name for found in names for name in found)
+    for top, found in zip(tree.body, names):
+        if _removable(top) and top.name != entry and count[top.name] == (top.name in found):
+            return top
+    return None
 
 
 def prune_unreachable(code: str, entry: str) -> tuple[str, list[str]]:
@@ -59,8 +68,7 @@ def prune_unreachable(code: str, entry: str) -> tuple[str, list[str]]:
             tree = ast.parse(code)
         except SyntaxError:
             return code, removed
-        dead = next((node for node in tree.body if _removable(node) and node.name != entry
-                     and node.name not in _mentions(tree, node)), None)
+        dead = _first_dead(tree, entry)
         if dead is None:
             return code, removed
         lines = code.splitlines(keepends=True)

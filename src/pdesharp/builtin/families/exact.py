@@ -42,7 +42,7 @@ def linear_system(law: BalanceLaw):
     equation's)."""
     if not isinstance(law, BalanceLaw) or not law.flux_form or basis(law) is None:
         return None
-    return _linear_terms(law)
+    return law.derive("linear_system", _linear_terms)
 
 
 def _linear_terms(law: BalanceLaw):
@@ -85,8 +85,10 @@ def _linear_terms(law: BalanceLaw):
             m[i, j] = c
             terms[tuple(orders)] += m
     Minv = M.inv()
-    out = [(o, sp.simplify(Minv * m)) for o, m in terms.items() if any(e != 0 for e in m)]
-    return out, sp.simplify(Minv * forcing)
+    # immutable: the result is remembered on the law and shared by every caller
+    out = [(o, sp.ImmutableMatrix(sp.simplify(Minv * m))) for o, m in terms.items()
+           if any(e != 0 for e in m)]
+    return out, sp.ImmutableMatrix(sp.simplify(Minv * forcing))
 
 
 class ExactFamily(Family):
