@@ -11,6 +11,19 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PDESHARP_SHARED_DATA", REPO.parent / "shared" / "data" / "pdebench"))
 
+# One BLAS/OpenMP thread per test process: the two xdist workers already fill both cores, and
+# library threads on top only contend (OpenBLAS's spinning threads made the walled generator's
+# LU 3x slower under load). Subprocesses (the CLI, Ray workers) inherit the variables; the
+# sandboxed evaluations set their own (--threads, default 1).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+try:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)  # for a library loaded before the variables were read
+except ImportError:
+    pass
+
 
 # Long files without module-scoped fixtures whose tests are handed out one by one instead of as
 # a whole file: each is a third of the suite's time or more on one worker (measured: the default

@@ -12,6 +12,7 @@ side, whose end value evolves with the PDE).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,17 @@ from pdesharp.boundary import task_boundary
 from pdesharp.data.generate.chebyshev import ChebyshevBox
 from pdesharp.equation import ARRAY_MODULES
 from pdesharp.task import Task
+
+
+def blas_threads(limit: int | None) -> AbstractContextManager:
+    """BLAS/OpenMP threads capped at ``limit`` inside the block (None: the library's own):
+    the walled generators' matrices are small, and threads only cost there. threadpoolctl is
+    an optional speed-up, not a requirement."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return nullcontext()
+    return nullcontext() if limit is None else threadpool_limits(limit)
 
 
 @dataclass(frozen=True)
@@ -129,13 +141,16 @@ class WallConditions:
         return self._plan_cache
 
     def fill(self, u: np.ndarray, t: float, box: ChebyshevBox) -> None:
-        """Set the wall values of u [n_u, *shape] from the conditions at time t, in place."""
+        """Set the wall values of u [n_u, *shape] (or a batch [B, n_u, *shape]) from the
+        conditions at time t, in place."""
+        U = u if u.ndim == self.dim + 2 else u[None]  # a view either way
         for k, a, ends, inverse, inner, conds, sides, others in self._plan(box):
-            lines = np.moveaxis(u[k], a, 0)  # a view: [n, other points]
+            lines = np.moveaxis(U[:, k], a + 1, 0)  # a view: [n, B, other points]
             rest = lines.shape[1:]
             g = np.stack([np.zeros(rest) if c.homogeneous else
-                          self.side_values(c, a, s, t, others) for c, s in zip(conds, sides)])
-            vals = inverse @ (g - inner @ lines).reshape(len(ends), -1)
+                          np.broadcast_to(self.side_values(c, a, s, t, others), rest)
+                          for c, s in zip(conds, sides)])
+            vals = inverse @ (g.reshape(len(ends), -1) - inner @ lines.reshape(len(inner[0]), -1))
             for r, e in enumerate(ends):
                 lines[e] = vals[r].reshape(rest)
 

@@ -34,7 +34,7 @@ import numpy as np
 from pdesharp.data.generate.chebyshev import ChebyshevBox, along
 from pdesharp.data.generate.generic_time import (IntegrationFailed, _etd_coefficients,
                                                  etdrk4_step)
-from pdesharp.data.generate.walls import WallConditions
+from pdesharp.data.generate.walls import WallConditions, blas_threads
 
 MAX_COND = 1e6  # condition number of an axis eigenbasis above which the transform loses digits
 STIFF_REMAINDER = 2000.0  # ρ(∂N/∂u)·Δt_frame above which the explicit remainder is too stiff
@@ -220,11 +220,7 @@ def integrate(system, bc: WallConditions, box: ChebyshevBox, p: Plan, u0: np.nda
     BLAS runs on one thread here: every product is of matrices below ~100 rows, for which
     threads only cost (measured 12x slower with OpenBLAS's default threads on a busy 2-core
     machine at m = 48)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # an optional speed-up, not a requirement
-        from contextlib import nullcontext as threadpool_limits  # type: ignore[assignment]
-    with threadpool_limits(1):
+    with blas_threads(1):
         return _integrate(system, bc, box, p, u0, t_out, tol=tol)
 
 
