@@ -17,6 +17,7 @@ clipboard write), Rich markup, HTML, or words dressed up as instructions from pd
 - :func:`markdown_text` / :func:`markdown_prose` / :func:`markdown_span` /
   :func:`markdown_code` for ``report.md``: HTML escaped (one line, or paragraphs kept), or in
   an inline code span or a code fence longer than any backtick run in the text.
+- :func:`xml_text` for an SVG figure's label (a solver id, a title): one line, escaped.
 - :func:`identifier` for a name a solver chose (an exception's class name): letters, digits,
   ``_`` and ``.`` only, short.
 
@@ -188,6 +189,16 @@ def markdown_code(text: object, lang: str = "") -> str:
     fence = "`" * max(3, longest + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
 
+
+# what XML 1.0 forbids beyond the controls :func:`terminal` removes: lone surrogates (a JSON
+# "\ud800" decodes to one, and it cannot even be encoded) and the two non-characters
+_NOT_XML = re.compile(r"[\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: object, limit: int = 200) -> str:
+    """Untrusted text for an SVG label (character data or an attribute value): :func:`one_line`
+    cut to ``limit``, without the characters XML forbids, with ``& < > " '`` escaped."""
+    return html.escape(_NOT_XML.sub("", one_line(text, limit)), quote=True)
 
 MAX_FOLDER_ENTRIES = 100_000  # files and folders a run or bench folder may hold
 MAX_FILE_BYTES = 64 << 20  # of one file read from such a folder (a report's PNG, summary.json)

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+from xml.etree import ElementTree
 
 import pytest
 
-from pdesharp.report.figures import decade_limits, pareto_figure, round_figure
+from pdesharp.report.figures import decade_limits, pareto_svg, round_svg
 from pdesharp.report.html import write_report
 from pdesharp.report.pareto import ParetoPoint, ParetoView
 from test_html_report import _chromium, tournament_run
@@ -82,28 +83,75 @@ def _view() -> ParetoView:
     return ParetoView(points=pts)
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg(data: bytes):
+    return ElementTree.fromstring(data)
+
+
+def _box(rect) -> tuple[float, float, float, float]:
+    x, y = float(rect.get("x")), float(rect.get("y"))
+    return x, y, x + float(rect.get("width")), y + float(rect.get("height"))
+
+
+def _markers(root) -> list[tuple[float, float, float]]:
+    """(x, y, reach) of every circle and of every star's vertex outside the legend."""
+    legend = root.find(f"{SVG}g[@class='legend']")
+    keys = set(legend.iter()) if legend is not None else set()
+    out = []
+    for el in root.iter():
+        if el in keys:
+            continue
+        if el.tag == SVG + "circle":
+            out.append((float(el.get("cx")), float(el.get("cy")), float(el.get("r"))))
+        elif el.tag == SVG + "polygon":
+            out += [(float(x), float(y), 0.0) for x, y in
+                    (v.split(",") for v in el.get("points").split())]
+    return out
+
+
 def test_pareto_legend_covers_no_point():
     view = _view()
-    fig = pareto_figure(view, metric="nRMSE", title="t", bar=3e-3)
-    fig.canvas.draw()
-    ax = fig.axes[0]
-    box = ax.get_legend().get_window_extent()
-    xy = ax.transData.transform([(p.per_sample, p.score) for p in view.points])
-    inside = [p.id for p, (x, y) in zip(view.points, xy)
-              if box.x0 - 5 <= x <= box.x1 + 5 and box.y0 - 5 <= y <= box.y1 + 5]
+    root = _svg(pareto_svg(view, metric="nRMSE", title="t", bar=3e-3))
+    legend = root.find(f"{SVG}g[@class='legend']")
+    x0, y0, x1, y1 = _box(legend.find(f"{SVG}rect"))
+    assert [t.text for t in legend.iter(SVG + "text")] == [
+        "evaluated solver", "Pareto front", "winner s00", "objective: eligible up to 0.003"]
+    marks = _markers(root)
+    assert len(marks) >= len(view.points)  # every solver drawn (the front's twice, the star)
+    inside = [(x, y) for x, y, r in marks
+              if x0 - 5 - r <= x <= x1 + 5 + r and y0 - 5 - r <= y <= y1 + 5 + r]
     assert inside == []
+    # and the legend is on the canvas, not cut off by the figure's edge
+    assert x1 <= float(root.get("width")) and y1 <= float(root.get("height"))
 
 
 def test_round_chart_reads_against_whole_decades():
     values = [3.035e-4, 2.9e-4, 1.2e-4]
-    fig = round_figure([("genesis", values[0]), ("round 1", values[1]), ("round 2", values[2])],
-                       title="t")
-    ax = fig.axes[0]
-    lo, hi = ax.get_ylim()
-    assert ax.get_yscale() == "log" and lo <= min(values) and hi >= max(values)
+    names = ["genesis", "round 1", "round 2"]
+    root = _svg(round_svg(list(zip(names, values)), title="t"))
+    _, top, _, bottom = _box(root.find(f"{SVG}rect[@class='frame']"))
+    ticks = {float(t.get("y")): float(t.text) for t in root.iter(SVG + "text")
+             if t.get("class") == "ytick"}
+    # the labels at the frame's top and bottom edges (drawn 3.5 px below their tick) are the
+    # limits: whole decades around the values
+    hi = next(v for y, v in ticks.items() if abs(y - 3.5 - top) < 0.5)
+    lo = next(v for y, v in ticks.items() if abs(y - 3.5 - bottom) < 0.5)
+    assert lo <= min(values) and hi >= max(values)
     for v in (lo, hi):
         assert math.isclose(math.log10(v), round(math.log10(v)), abs_tol=1e-9)  # decades
-    assert not ax.patches  # points, not bars whose length depends on the axis' start
+    # each point sits where a log axis between those limits puts it (0.2 px: the writer
+    # rounds coordinates to 0.1 px)
+    cys = [float(c.get("cy")) for c in root.iter(SVG + "circle")]
+    want = [bottom - (bottom - top) * math.log10(v / lo) / math.log10(hi / lo) for v in values]
+    assert len(cys) == 3 and all(abs(a - b) < 0.2 for a, b in zip(cys, want)), (cys, want)
+    xs = [float(c.get("cx")) for c in root.iter(SVG + "circle")]
+    assert xs == sorted(xs)  # in round order, left to right
+    assert [t.text for t in root.iter(SVG + "text") if t.get("class") == "xtick"] == names
+    # points joined by a line, not bars whose length depends on the axis' start: the only
+    # rectangles are the white background and the frame
+    assert len(list(root.iter(SVG + "rect"))) == 2
     assert decade_limits([5.0]) == (1.0, 10.0)
 
 
@@ -122,11 +170,12 @@ def solver(u0_batch, t_coordinate, nu):
 def test_a_2d_winner_gets_its_figure_not_did_not_run(tmp_path):
     import asyncio
 
+    from test_html_report import MarkerEvaluator
+
     from pdesharp.data.generate import generate_to_file
     from pdesharp.records import Candidate
     from pdesharp.store import RunStore
     from pdesharp.task import load_task
-    from test_html_report import MarkerEvaluator
 
     task = load_task("heat2d")
     dev = generate_to_file(task, 1, 0, out=tmp_path / "dev.hdf5", nx=16)

@@ -1,13 +1,21 @@
-"""Figures for the HTML report, returned as ``data:`` URIs so the page fetches nothing."""
+"""Figures for the HTML report, returned as ``data:`` URIs so the page fetches nothing.
+
+Drawn by :mod:`pdesharp.report.svgplot` (pure Python: no matplotlib import per report). Values
+come from run folders: a non-finite one is not drawn, and an axis is logarithmic only when every
+value on it is positive (scores and times span decades), linear otherwise."""
 
 from __future__ import annotations
 
 import base64
-import io
 import math
 
+from pdesharp.report.svgplot import BLUE, CYCLE, Plot, Scale, decade_limits, linear, log_scale
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+GREY, ORANGE, RED = "#9aa5b1", "#d9822b", "#c23030"
+
+__all__ = ["decade_limits", "pareto_svg", "png_uri", "round_bars", "round_svg",
+           "score_curves", "svg_uri"]
 
 
 def png_uri(data: bytes | None) -> str | None:
@@ -18,158 +26,85 @@ def png_uri(data: bytes | None) -> str | None:
     return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
-def _svg_uri(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode()
+def svg_uri(svg: bytes | None) -> str | None:
+    return None if svg is None else "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def _positive(values):
-    return [v for v in values if v is not None and math.isfinite(v) and v > 0]
-
-
-def legend_outside(ax) -> None:
-    """The legend to the right of the axes, where it cannot cover a point or a curve (the
-    figures are saved with ``bbox_inches="tight"``, which makes room for it)."""
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-
-
-def decade_limits(values) -> tuple[float, float]:
-    """Log-axis limits at whole decades around positive ``values``: a value is read against
-    full decades, never against an axis cut off just below the smallest one."""
-    pos = _positive(values)
-    lo = 10.0 ** math.floor(math.log10(min(pos)))
-    hi = 10.0 ** math.ceil(math.log10(max(pos)))
-    return (lo, hi * 10.0) if hi <= lo else (lo, hi)
+def _scale(values) -> Scale:
+    return log_scale(values) if all(v > 0 for v in values) else linear(values)
 
 
 def score_curves(curves: dict[str, list[tuple[int, float]]], *, title: str,
                  ylabel: str = "best dev nRMSE so far") -> str | None:
     """Best-so-far score against counted solver evaluations, one step line per curve.
 
-    ``curves``: label -> [(evaluation number, best score so far), ...]. Log scale when every
-    score is positive (nRMSE spans decades); None if there is nothing to draw."""
-    drawable = {k: v for k, v in curves.items() if v}
+    ``curves``: label -> [(evaluation number, best score so far), ...]. None if there is
+    nothing to draw."""
+    drawable = {label: sorted((x, y) for x, y in pts if _finite(x) and _finite(y))
+                for label, pts in curves.items()}
+    drawable = {label: pts for label, pts in drawable.items() if pts}
     if not drawable:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for label, pts in drawable.items():
-        xs, ys = zip(*pts)
-        ax.step(xs, ys, where="post", label=label, marker="o", ms=3, lw=1.4)
-    ys_all = [y for pts in drawable.values() for _, y in pts]
-    if len(_positive(ys_all)) == len(ys_all):
-        ax.set_yscale("log")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # evaluations are counts
-    ax.set_xlabel("solver evaluations (feedback split)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    legend_outside(ax)
-    uri = _svg_uri(fig)
-    plt.close(fig)
-    return uri
+    xs = [x for pts in drawable.values() for x, _ in pts]
+    ys = [y for pts in drawable.values() for _, y in pts]
+    plot = Plot(linear(xs), _scale(ys), title=title, ylabel=ylabel, integer_x=True,
+                xlabel="solver evaluations (feedback split)")  # evaluations are counts
+    for i, (label, pts) in enumerate(drawable.items()):
+        plot.line(*zip(*pts), color=CYCLE[i % len(CYCLE)], step=True, marker=2.5, label=label)
+    return svg_uri(plot.svg())
 
 
-def round_figure(rows: list[tuple[str, float]], *, title: str):
-    """The matplotlib figure of :func:`round_bars` (None if nothing to draw)."""
-    rows = [(k, v) for k, v in rows if v is not None and math.isfinite(v)]
+def round_svg(rows: list[tuple[str, float]], *, title: str) -> bytes | None:
+    """Best score per tournament round, one point per round joined by a line (log axis over
+    whole decades when every score is positive); SVG bytes, None if nothing to draw."""
+    rows = [(str(k), v) for k, v in rows if _finite(v)]
     if not rows:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 3.0))
-    labels, values = zip(*rows)
+    values = [v for _, v in rows]
+    y = Scale(*decade_limits(values), log=True) if all(v > 0 for v in values) else linear(values)
+    every = math.ceil(len(rows) / 40)  # at most 40 round names under a 520 px frame
+    names = [(i, name if i % every == 0 else "") for i, (name, _) in enumerate(rows)]
     # points joined by a line, not bars: a bar's length on a log axis depends on where the axis
     # happens to start, so bars would exaggerate or hide the differences between rounds
-    ax.plot(range(len(values)), values, "-o", color="#4a7bb7", ms=5, lw=1.2)
-    ax.set_xticks(range(len(values)), labels, rotation=30, ha="right", fontsize=8)
-    ax.set_xlim(-0.5, len(values) - 0.5)
-    if len(_positive(values)) == len(values):
-        ax.set_yscale("log")
-        ax.set_ylim(*decade_limits(values))
-    ax.set_ylabel("best score")
-    ax.set_title(title)
-    ax.grid(True, axis="y", which="both", alpha=0.3)
-    return fig
+    plot = Plot(Scale(-0.5, len(rows) - 0.5), y, title=title, xlabel="", ylabel="best score",
+                height=200, xticks=names, xrotate=30, grid_x=False, pad=0)
+    plot.line(range(len(rows)), values, color=BLUE, width=1.2, marker=3.0)
+    return plot.svg()
 
 
 def round_bars(rows: list[tuple[str, float]], *, title: str) -> str | None:
-    """Best score per tournament round, one point per round (log axis over whole decades when
-    every score is positive), as a data URI."""
-    fig = round_figure(rows, title=title)
-    if fig is None:
-        return None
-    uri = _svg_uri(fig)
-    _plt().close(fig)
-    return uri
+    """:func:`round_svg` as a data URI (the name is older than the chart: it has no bars)."""
+    return svg_uri(round_svg(rows, title=title))
 
 
 def pareto_svg(view, *, metric: str, title: str, bar: float | None = None) -> bytes | None:
     """Score against solver time per sample for every placed solver of a
-    :class:`~pdesharp.report.pareto.ParetoView`: the front as a staircase, the winner as a star,
-    ``bar`` (a time objective's highest eligible score) as a dashed line. SVG bytes, or None if
-    there is nothing to draw. Log axes when every value is positive (both span decades)."""
-    fig = pareto_figure(view, metric=metric, title=title, bar=bar)
-    if fig is None:
+    :class:`~pdesharp.report.pareto.ParetoView`: the front as a staircase with each point's id,
+    the winner as a star, ``bar`` (a time objective's highest eligible score) as a dashed line,
+    the legend outside the frame on the right. SVG bytes, or None if there is nothing to draw."""
+    pts = [p for p in view.points if _finite(p.per_sample) and _finite(p.score)]
+    if not pts:
         return None
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    _plt().close(fig)
-    return buf.getvalue()
-
-
-def pareto_figure(view, *, metric: str, title: str, bar: float | None = None):
-    """The matplotlib figure of :func:`pareto_svg` (None if nothing to draw); the legend sits
-    outside the axes, so it never covers a solver."""
-    if not view.points:
-        return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    xs = [p.per_sample for p in view.points]
-    ys = [p.score for p in view.points]
-    ax.scatter(xs, ys, s=22, color="#9aa5b1", label="evaluated solver", zorder=2)
-    front = sorted(view.front, key=lambda p: (p.per_sample, p.score))
+    bar = bar if _finite(bar) and bar > 0 else None
+    xs, ys = [p.per_sample for p in pts], [p.score for p in pts]
+    plot = Plot(_scale(xs), _scale(ys + ([bar] if bar else [])), title=title, ylabel=metric,
+                xlabel="solver time per sample (s, evaluator's clock)", width=480, height=320,
+                minor_labels=True)
+    plot.points(xs, ys, color=GREY, r=3.0, label="evaluated solver")
+    front = sorted((p for p in pts if p.front), key=lambda p: (p.per_sample, p.score))
     if front:
-        ax.step([p.per_sample for p in front], [p.score for p in front], where="post",
-                color="#d9822b", lw=1.4, zorder=3)
-        ax.scatter([p.per_sample for p in front], [p.score for p in front], s=34,
-                   color="#d9822b", label="Pareto front", zorder=4)
+        fx, fy = [p.per_sample for p in front], [p.score for p in front]
+        plot.line(fx, fy, color=ORANGE, step=True, marker=4.0, label="Pareto front")
         for p in front:
-            ax.annotate(p.id, (p.per_sample, p.score), textcoords="offset points",
-                        xytext=(4, 4), fontsize=7)
-    win = view.winner
+            plot.note(p.per_sample, p.score, p.id)
+    win = next((p for p in pts if p.winner), None)
     if win is not None:
-        ax.scatter([win.per_sample], [win.score], marker="*", s=220, color="#c23030",
-                   edgecolor="black", linewidth=0.6, label=f"winner {win.id}", zorder=5)
-    if bar is not None and math.isfinite(bar) and bar > 0:
-        ax.axhline(bar, ls="--", lw=1, color="#4a7bb7", label=f"objective: eligible up to {bar:.2g}", zorder=1)
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    compact = FuncFormatter(lambda v, _: f"{v:.2g}")  # 0.03 and 4e-10, not 3x10^-2 crowding
-    for axis, values, scale in ((ax.xaxis, xs, ax.set_xscale), (ax.yaxis, ys, ax.set_yscale)):
-        if len(_positive(values)) == len(values):
-            scale("log")
-            axis.set_major_formatter(compact)
-            axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-            axis.set_minor_formatter(compact)
-    ax.set_xlabel("solver time per sample (s, evaluator's clock)")
-    ax.set_ylabel(metric)
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    legend_outside(ax)
-    return fig
-
-
-def svg_uri(svg: bytes | None) -> str | None:
-    return None if svg is None else "data:image/svg+xml;base64," + base64.b64encode(svg).decode()
+        plot.points([win.per_sample], [win.score], color=RED, r=9.0, shape="star",
+                    label=f"winner {win.id}")
+    if bar:
+        plot.hline(bar, color=BLUE, label=f"objective: eligible up to {bar:.2g}")
+    return plot.svg()

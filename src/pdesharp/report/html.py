@@ -1,7 +1,7 @@
 """``pdesharp report``: one self-contained HTML file for a run folder or a bench folder.
 
 Self-contained means the page loads nothing: the stylesheet is inlined, every figure is a
-base64 ``data:`` URI (matplotlib SVG, the evaluator's PNG), and there is no script. Every text
+base64 ``data:`` URI (our own SVG, the evaluator's PNG), and there is no script. Every text
 that came from a model or from solver code is HTML-escaped by Jinja2's autoescaping.
 
     path = write_report("runs/advection-20261122-...")            # -> <run>/report.html
