@@ -200,6 +200,7 @@ def xml_text(text: object, limit: int = 200) -> str:
     cut to ``limit``, without the characters XML forbids, with ``& < > " '`` escaped."""
     return html.escape(_NOT_XML.sub("", one_line(text, limit)), quote=True)
 
+
 MAX_FOLDER_ENTRIES = 100_000  # files and folders a run or bench folder may hold
 MAX_FILE_BYTES = 64 << 20  # of one file read from such a folder (a report's PNG, summary.json)
 
