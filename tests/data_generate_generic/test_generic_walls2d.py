@@ -229,3 +229,23 @@ def test_data_generate_cli_makes_a_2d_walled_example(tmp_path, capsys):
         * math.cos(0.5)
     assert np.abs(u[:, :, :, 0] - wall).max() < 1e-5
     assert not (tmp_path / "heat.hdf5.partial").exists()
+
+
+def test_wall_values_of_a_batch_are_those_of_each_state():
+    """Radau's Jacobian columns are filled as one batch [K, n_u, *shape] (integrate_walls'
+    vectorized right-hand side): each state gets exactly the wall values it gets alone, with
+    time-dependent Dirichlet data and Robin and Neumann walls in both directions. Tolerance:
+    the same 2x2 solves per wall line in both paths, so agreement to a few ulps of the values
+    (O(1) here); 1e-13 leaves a margin of ~100 ulps for a BLAS that sums in another order."""
+    task = make_task(["dt(u) - 0.02*(dx(u, 2) + dy(u, 2))"], ["u"], space=("x", "y"),
+                     boundary="x = 0: dx(u) = 0; x = 1: dx(u) + 2*u = sin(t); y = 0: u = t; "
+                              "y = 1: dn(u) = 0")
+    box = make_box(task, 9, 12)
+    bc = WallConditions(task, ["u"])
+    batch = np.random.default_rng(0).uniform(-1.0, 1.0, (5, 1) + box.shape)
+    alone = batch.copy()
+    for u in alone:
+        bc.fill(u, 0.3, box)
+    bc.fill(batch, 0.3, box)
+    assert np.abs(batch - alone).max() < 1e-13
+    assert np.abs(batch[:, 0, 1:-1, 0] - 0.3).max() < 1e-13  # the Dirichlet side y = 0: u = t
