@@ -342,3 +342,26 @@ def test_fuzz_the_reader_never_runs_anything_and_raises_only_its_own_error(tmp_p
         watching[0] = False
     assert not events and not marker.exists()
     assert built > 50 and refused > 1000  # both branches exercised
+
+
+def test_array_functions_need_scipy_only_for_special_functions():
+    """equation.array_function: NumPy alone for what NumPy has (no scipy.special import, 0.6 s
+    per process), scipy.special's ufuncs for the rest; the same numbers either way. Tolerance:
+    both print the same NumPy calls for the elementary functions (exact equality); erf against
+    math.erf pointwise to 1e-15 (a few ulps of values below 1)."""
+    import math
+
+    import numpy as np
+    import sympy as sp
+
+    from pdesharp.equation import ARRAY_MODULES, array_function
+
+    x, t = sp.symbols("x t", real=True)
+    elementary = sp.Piecewise((sp.sin(x) * sp.exp(-t), x < 0.5), (sp.Abs(x) ** 1.5, True)) \
+        + sp.Max(x, t) + sp.tanh(x) * sp.Heaviside(x - t)
+    xs, ts = np.linspace(-1.0, 2.0, 7), np.linspace(0.0, 1.0, 7)
+    assert np.array_equal(array_function([x, t], elementary)(xs, ts),
+                          sp.lambdify([x, t], elementary, ARRAY_MODULES)(xs, ts))
+    got = array_function([x], [sp.erf(x), sp.cos(x)])(xs)  # a list: one special function in it
+    assert np.allclose(got[0], [math.erf(v) for v in xs], rtol=0, atol=1e-15)
+    assert np.array_equal(got[1], np.cos(xs))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from pdesharp.equation import ARRAY_MODULES, EquationError
+from pdesharp.equation import EquationError, array_function
 from pdesharp.task import Task
 
 
@@ -62,7 +62,7 @@ def conserved_quantities(task: Task) -> list[Conserved]:
         numeric = q.xreplace(dict(zip(funcs, symbols))).xreplace(values)
         if numeric.free_symbols - set(symbols):  # q involves x or t explicitly: not a density
             continue
-        fn = sp.lambdify(symbols, numeric, modules=ARRAY_MODULES)
+        fn = array_function(symbols, numeric)
         names = system.unknowns
 
         def evaluate(fields: dict[str, np.ndarray], fn=fn, names=names) -> np.ndarray:

@@ -22,7 +22,7 @@ from pdesharp.builtin.steady_system import SteadySystem
 from pdesharp.builtin.structure import structure
 from pdesharp.builtin.system_analysis import constrained_analysis, steady_system_analysis
 from pdesharp.builtin.wellposed import refuse_if_ill_posed
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 from pdesharp.records import Analysis, AnalysisStep, Classification, StabilityBound
 from pdesharp.task import Task
 
@@ -168,7 +168,7 @@ def _max_abs(exprs, law: BalanceLaw, task: Task, pts: dict) -> float:
     best = 0.0
     for e in exprs:
         # (a complex infinity, cbrt(u)' at u = 0, prints as nothing NumPy knows: inf instead)
-        fn = sp.lambdify(args, sp.sympify(e).subs(subs).xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
+        fn = array_function(args, sp.sympify(e).subs(subs).xreplace({sp.zoo: sp.oo}))
         with np.errstate(all="ignore"):
             val = np.abs(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(
                 len(next(iter(pts.values()))))
@@ -191,7 +191,7 @@ def _coupled_rate(law: BalanceLaw, facts, task: Task, pts: dict, h) -> float:
     # NumPy cannot stack ("setting an array element with a sequence")
     for r in range(law.nvar):
         for c in range(law.nvar):
-            fn = sp.lambdify(args, mat[r, c].subs(subs).xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
+            fn = array_function(args, mat[r, c].subs(subs).xreplace({sp.zoo: sp.oo}))
             with np.errstate(all="ignore"):
                 vals[r, c] = np.broadcast_to(np.asarray(fn(*[pts[a] for a in args]),
                                                         dtype=complex), (n,))

@@ -6,7 +6,7 @@ import numpy as np
 import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 
 
 def freeze_space(S: sp.Expr, w: sp.Symbol, coords) -> tuple[sp.Expr, dict]:
@@ -62,7 +62,7 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
     probes += [(q, 1e3) for q in (0.3, 1.0, 1.7)]  # overflow check of growing exponentials
     for cand in candidates:
         try:
-            fn = sp.lambdify((q0, tau), cand.subs(values), ARRAY_MODULES)
+            fn = array_function((q0, tau), cand.subs(values))
             with np.errstate(all="ignore"):
                 ok = all(np.isfinite(complex(fn(q, t))) and abs(complex(fn(q, t)).imag) < 1e-12
                          for q, t in probes)
@@ -71,7 +71,7 @@ def exact_source_step(S: sp.Expr, w: sp.Symbol, tau, q0, params) -> sp.Expr | No
         if ok:
             # check it really solves the ODE (guards against a wrong branch)
             resid = sp.diff(cand, tau) - S.subs(w, cand)
-            r = sp.lambdify((q0, tau), resid.subs(values), ARRAY_MODULES)
+            r = array_function((q0, tau), resid.subs(values))
             with np.errstate(all="ignore"):
                 if all(abs(complex(r(q, t))) < 1e-6 for q, t in probes if t < 10):
                     return cand

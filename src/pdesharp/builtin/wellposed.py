@@ -55,7 +55,7 @@ def refuse_if_ill_posed(law: BalanceLaw, task, values: dict, h: list[float], pts
 def _growth(law: BalanceLaw, task, values: dict, h: list[float], pts: dict) -> list:
     """Per axis: (k_max, growth at k_max / 2, growth at k_max), growths per sampled state."""
     from pdesharp.builtin.families.jet_form import jet_split
-    from pdesharp.equation import ARRAY_MODULES
+    from pdesharp.equation import array_function
 
     split = jet_split(law)
     if split is None:
@@ -80,7 +80,7 @@ def _growth(law: BalanceLaw, task, values: dict, h: list[float], pts: dict) -> l
                 if p % 2 or not along(orders) or not split.rest[j].has(s):
                     continue
                 c = almost_everywhere(sp.diff(split.rest[j], s)).xreplace(zero).subs(values)
-                fn = sp.lambdify(args, c.xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
+                fn = array_function(args, c.xreplace({sp.zoo: sp.oo}))
                 with np.errstate(all="ignore"):
                     v = np.real(np.asarray(fn(*[pts[x] for x in args]), dtype=complex))
                 D[:, j] += np.nan_to_num(v * np.ones(npts)) * (-1.0) ** (p // 2) * k**p

@@ -79,7 +79,7 @@ def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> t
     """(dt, term): the step the explicit remainder allows on the data grid (the rule above,
     its coefficients at the sampled states with zero derivatives) and the term that sets it."""
     from pdesharp.builtin.families.jet_form import jet_split
-    from pdesharp.equation import ARRAY_MODULES
+    from pdesharp.equation import array_function
 
     from pdesharp.builtin.families.jet_form import stabilisable
 
@@ -95,7 +95,7 @@ def explicit_step(law: BalanceLaw, values: dict, h: list[float], pts: dict) -> t
         best = 0.0
         for i, e in enumerate(split.rest):
             d = almost_everywhere(sp.diff(e, s)).xreplace(zero).subs(values)
-            fn = sp.lambdify(args, d.xreplace({sp.zoo: sp.oo}), ARRAY_MODULES)
+            fn = array_function(args, d.xreplace({sp.zoo: sp.oo}))
             with np.errstate(all="ignore"):
                 v = np.real(np.asarray(fn(*[pts[a] for a in args]), dtype=complex)) * np.ones(npts)
             v = v[np.isfinite(v)]

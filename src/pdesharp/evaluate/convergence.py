@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.interpolate import interp1d
 
 from pdesharp.evaluate.child import as_outputs, solver_args
 from pdesharp.evaluate.metrics import stack_fields
@@ -92,6 +91,8 @@ def grid_error(coarse: np.ndarray, fine_on_coarse: np.ndarray) -> float:
 
 
 def fine_to_coarse(u_fine, x_fine, t_fine, x_coarse, t_coarse) -> np.ndarray:
+    from scipy.interpolate import interp1d  # here: 1 s of imports a run without the test skips
+
     in_space = interp1d(x_fine, u_fine, axis=2, kind="linear", fill_value="extrapolate")(x_coarse)
     return interp1d(t_fine, in_space, axis=1, kind="linear", fill_value="extrapolate")(t_coarse)
 
@@ -178,6 +179,8 @@ def time_1d(spec: ChildSpec, inputs: dict) -> Plan:
         base = random_hd_ics(xf, bsz=conv["batch"])
         # CodePDE draws all three fields with the same seed: identical ICs, interpolated down
         stacked = np.stack([base] * len(initial), axis=-1)
+        from scipy.interpolate import interp1d
+
         down = interp1d(xf, stacked, axis=1, kind="linear", fill_value="extrapolate")
     cases, xcs = [], []
     for nx in grids:

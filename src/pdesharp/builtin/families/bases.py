@@ -160,7 +160,7 @@ def parity_compatible(law: BalanceLaw, bases: list[AxisBasis], exprs: list, doma
 def _compatible(law, bases, exprs, domain) -> bool:
     import numpy as np
 
-    from pdesharp.equation import ARRAY_MODULES
+    from pdesharp.equation import array_function
 
     rng = np.random.default_rng(0)
     # the derivatives the terms use (jets): d^o w_j is odd about a wall when w_j is, flipped
@@ -191,7 +191,7 @@ def _compatible(law, bases, exprs, domain) -> bool:
                 if e == 0:
                     continue
                 try:
-                    fn = sp.lambdify(args, e, ARRAY_MODULES)
+                    fn = array_function(args, e)
                     with np.errstate(all="ignore"):
                         lhs = np.asarray(fn(*moved), dtype=complex) * np.ones(16)
                         rhs = np.asarray(fn(*pts), dtype=complex) * np.ones(16)

@@ -32,7 +32,7 @@ from pdesharp.data.generate.generic_ic import _evaluate as _evaluate_modes
 from pdesharp.data.generate.generic_ic import draw_coefficients, mode_vectors
 from pdesharp.data.generate.generic_symbolic import SpectralGrid, UnsupportedTask
 from pdesharp.data.generate.generic_time import dop853, etdrk4
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 from pdesharp.task import Task
 
 DEFAULT_NX = {1: 256, 2: 64, 3: 32}
@@ -105,11 +105,9 @@ class _Operators:
         self.f_jets = jets.used(law.elliptic_rhs)
         base = [jets.symbol(j, (0,) * law.dim) for j in range(len(law.names))]
         args = base + [s for *_, s in self.rest_jets] + list(law.coords) + [law.t]
-        self.rest = sp.lambdify(args, [sp.sympify(e).subs(values) for e in law.rest],
-                                ARRAY_MODULES)
+        self.rest = array_function(args, [sp.sympify(e).subs(values) for e in law.rest])
         fargs = base[:law.n_evolved] + [s for *_, s in self.f_jets] + list(law.coords) + [law.t]
-        self.F = sp.lambdify(fargs, [sp.sympify(e).subs(values) for e in law.elliptic_rhs],
-                             ARRAY_MODULES)
+        self.F = array_function(fargs, [sp.sympify(e).subs(values) for e in law.elliptic_rhs])
         self.X = g.coords()
 
     def _times(self, M, v):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 from pdesharp.task import Task
 
 
@@ -145,7 +145,7 @@ class _Compiled:
                 f"the generic generator cannot evaluate {sorted(map(str, stray))}: coefficient "
                 "fields (functions of space given as solver inputs) are not supported")
         self.children = [(_Compiled(d.expr, ctx), ctx.orders(d)) for d in derivs]
-        self.fn = sp.lambdify(ctx.arg_symbols + holders, body, modules=ARRAY_MODULES)
+        self.fn = array_function(ctx.arg_symbols + holders, body)
 
     def __call__(self, env: list[Any], grid: SpectralGrid) -> Any:
         vals = [grid.derivative(child(env, grid), orders) for child, orders in self.children]
@@ -383,7 +383,7 @@ def compile_system(task: Task, bounded: bool = False) -> CompiledSystem:
                 f"task {task.name!r}: the time-derivative part of the system is singular "
                 f"(mass matrix {mass.tolist()} has zero determinant), so u_t is not determined")
         ut = [sp.cancel(e) for e in mass.LUsolve(-rvec)]
-    ut_fn = sp.lambdify(ctx.arg_symbols + rsyms, ut, modules=ARRAY_MODULES)
+    ut_fn = array_function(ctx.arg_symbols + rsyms, ut)
     rest_nodes = [_Compiled(r, ctx) for r in rests]
     linear = _linear_parts(mass, rests, funcs, ctx) if not mass.free_symbols \
         else [[] for _ in funcs]

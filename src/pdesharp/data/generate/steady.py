@@ -30,7 +30,7 @@ from sympy.core.function import AppliedUndef
 from pdesharp.boundary import BoundaryError, task_boundary
 from pdesharp.data.generate.generic_bounded import ChebyshevGrid
 from pdesharp.data.generate.generic_symbolic import UnsupportedTask
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 from pdesharp.grid import output_grid
 from pdesharp.task import Task
 
@@ -94,10 +94,10 @@ class _Residual:
         values = {sp.Symbol(k, real=True): v for k, v in task.constants.items()}
         args = [*coords, *syms]
         plain = plain.subs(values)
-        self.F = sp.lambdify(args, plain, ARRAY_MODULES)
+        self.F = array_function(args, plain)
         slopes = [sp.diff(plain, s) for s in syms]
         self.linear = not any(d.has(*syms) for d in slopes)  # one Newton step is the solve
-        self.dF = [sp.lambdify(args, d, ARRAY_MODULES) for d in slopes]
+        self.dF = [array_function(args, d) for d in slopes]
 
 
 def _fd(x: np.ndarray, order: int) -> sps.csr_matrix:
@@ -133,8 +133,8 @@ class _Collocation:
                 c = spec.condition(eq.unknowns[0], axis, side)
                 ca, cb = (float(sp.sympify(e).subs(values)) for e in (c.a, c.b))
                 tsym = [sp.Symbol(eq.space[b], real=True) for b in other] or [sp.Symbol("_t")]
-                g = np.broadcast_to(np.asarray(sp.lambdify(tsym, sp.sympify(c.g).subs(values),
-                                                           ARRAY_MODULES)(T), float), T.shape)
+                g_t = array_function(tsym, sp.sympify(c.g).subs(values))
+                g = np.broadcast_to(np.asarray(g_t(T), float), T.shape)
                 idx = [slice(None)] * dim
                 idx[a] = -1 if side else 0
                 idx = tuple(idx)

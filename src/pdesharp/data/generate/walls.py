@@ -21,7 +21,7 @@ import sympy as sp
 
 from pdesharp.boundary import task_boundary
 from pdesharp.data.generate.chebyshev import ChebyshevBox
-from pdesharp.equation import ARRAY_MODULES
+from pdesharp.equation import array_function
 from pdesharp.task import Task
 
 
@@ -74,7 +74,7 @@ class WallConditions:
                         continue
                     a, b = (float(sp.sympify(e).subs(values)) for e in (c.a, c.b))
                     g = sp.sympify(c.g).subs(values)
-                    row.append(WallCondition(a, b, sp.lambdify([t, *xs], g, ARRAY_MODULES),
+                    row.append(WallCondition(a, b, array_function([t, *xs], g),
                                              bool(g == 0)))
                 per_axis.append(row)
             self.sides.append(per_axis)
