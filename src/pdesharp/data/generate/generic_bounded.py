@@ -98,7 +98,8 @@ def _radau(system, bc: WallConditions, box: ChebyshevBox, free: np.ndarray, u0: 
 
         def fun(t, y):
             # vectorized: Radau's finite-difference Jacobian asks for all its columns in one
-            # call (y [n, K]), one batched right-hand side instead of K (70% of the calls)
+            # call (y [n, K]), one batched right-hand side instead of K (1D Zakharov example:
+            # 38 Jacobians of 126 columns were 4,800 calls beside Radau's 6,700 others)
             cols = y.reshape(len(y), -1)
             u = np.repeat(full[None], cols.shape[1], axis=0)  # [K, n_u, *shape]
             u[:, free] = cols.T
