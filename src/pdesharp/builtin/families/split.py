@@ -282,7 +282,7 @@ def _advance_to(U, t0, t1, grid, prm):
 # frame costs one product; deferring the close to one batched transform, as on spectra, costs
 # a forward transform of all frames more: measured slower). The frame loop stays for the rest.
 # APEBench Fisher-KPP (one Strang step per frame, 8 x 160 points, in-process CPU per sample):
-# 0.88 ms on spectra, 0.66 ms dense; its Richardson design (8 steps per frame) 12.2 -> 6.6 ms.
+# 0.68 ms on spectra, 0.47 ms dense; its Richardson design (8 steps per frame) 13.3 -> 7.3 ms.
 EVOLVE_SPECTRAL = EVOLVE.replace("def _evolve(", "def _evolve_frames(") + '''
 
 def _spectral_strang(Uh, t, dt, n, grid, prm):
@@ -295,14 +295,14 @@ def _spectral_strang(Uh, t, dt, n, grid, prm):
     return Uh
 
 
-def _dense_strang(U, t, dt, n, grid, prm):
-    """n Strang steps on the values U [1, B, N] with dense diffusion products (grid["dense"]):
-    the half steps between steps merged, n + 1 products; the exact source step on [B, N]."""
+def _dense_strang(V, t, dt, n, grid, prm):
+    """n Strang steps on the values V [B, N] with dense diffusion products (grid["dense"]): the
+    half steps between steps merged, n + 1 products."""
     half = _propagator(0.5 * dt, grid, prm)
-    V = U[0] @ half
+    V = V @ half
     for i in range(n - 1):
         V = source_exact(V, dt, grid["X"], prm) @ _propagator(dt, grid, prm)
-    return (source_exact(V, dt, grid["X"], prm) @ half)[None]
+    return source_exact(V, dt, grid["X"], prm) @ half
 
 
 def _forward_last(U, grid):
@@ -331,7 +331,7 @@ def _evolve(W0, t_coordinate, prm):
     U, grid = _init_state(W0, prm)
     dense = grid["dense"]
     step = _dense_strang if dense else _spectral_strang
-    S = U if dense else _forward_last(U, grid)  # the state: values or spectra
+    S = U[0] if dense else _forward_last(U, grid)  # the state: values [B, N] or spectra
     frames = [S]
     with np.errstate(all="ignore"):
         for j in range(1, len(t_coordinate)):
@@ -344,8 +344,10 @@ def _evolve(W0, t_coordinate, prm):
             else:
                 S = step(S, t0, h, n, grid, prm)
             frames.append(S)
-        S = np.stack(frames, axis=2)  # [var, B, T, ...]
-        W = _output(S if dense else _inverse_last(S, grid), grid, prm)
+        if dense:
+            W = _output(np.stack(frames, axis=1)[None], grid, prm)  # [var, B, T, N]
+        else:
+            W = _output(_inverse_last(np.stack(frames, axis=2), grid), grid, prm)
     out = list(W)  # fresh arrays (stacked or transformed here)
     for k, w in enumerate(W0):
         out[k][:, 0] = w  # the initial data as given
