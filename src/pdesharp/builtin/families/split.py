@@ -154,15 +154,16 @@ class SplitFamily(Family):
 
 SPLIT_DRIVER = '''
 # ---- block: Strang splitting (exact diffusion / exact or RK4 source / explicit flux) ----
-# The diffusion step as a dense circulant matrix product on 1D grids with B N^2 at most this
-# (B rows of N cells): below it one matmul beats the rfft, multiply, irfft calls' overheads,
-# above it the transforms' N log N wins, and OpenBLAS starts threads there (MNK > 2^18)
+# The diffusion step as a dense circulant matrix product on 1D grids of at most 256 cells with
+# B N^2 at most DENSE_MAX (B rows of N cells): there one matmul beats the rfft, multiply, irfft
+# calls' overheads (8 x 160: 18 us against 45); beyond, the transforms' B N log N wins (1 x 512:
+# 45 us against 30), and OpenBLAS starts threads above MNK = 2^18 (slower on a busy machine)
 DENSE_MAX = 2**18
 
 
 def _dense(shape):
     """Whether data [B, N] take the dense diffusion step (the rule above)."""
-    return DIM == 1 and shape[0] * shape[-1] ** 2 <= DENSE_MAX
+    return DIM == 1 and shape[-1] <= 256 and shape[0] * shape[-1] ** 2 <= DENSE_MAX
 
 
 def _init_state(W0, prm):
