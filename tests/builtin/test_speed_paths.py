@@ -80,10 +80,59 @@ def test_split_family_on_spectra_equals_the_frame_loop():
                      {"SYMBOL": "fd2", "SPLIT_DT": 0.004, "SPLITTING": "richardson"}):
             ns = _namespace(task, "split", **axes)
             assert ns["SOURCE_EXACT"] and not ns["HAS_FLUX"]  # the spectral path is the one run
-            fast = ns["_evolve"]([u0], t, {})[0]
-            loop = ns["_evolve_frames"]([u0], t, {})[0]
-            assert np.array_equal(fast[:, 0], u0)
-            assert np.abs(fast - loop).max() <= 1e-13, axes
+            for dense_max in (ns["DENSE_MAX"], 0):  # 1D: dense products, then FFTs
+                ns["DENSE_MAX"] = dense_max
+                fast = ns["_evolve"]([u0], t, {})[0]
+                loop = ns["_evolve_frames"]([u0], t, {})[0]
+                assert np.array_equal(fast[:, 0], u0)
+                assert np.abs(fast - loop).max() <= 1e-13, axes
+
+
+def test_split_dense_diffusion_equals_the_fft_path_where_it_applies():
+    # on small 1D grids the exact diffusion is a product with the dense circulant propagator:
+    # the FFT path's operator, so the same numbers up to round-off; taken only where the
+    # generated rule says (1D, N <= 256, B N^2 <= DENSE_MAX: not for a large batch or grid,
+    # never in 2D)
+    eps = np.finfo(float).eps
+    rng = np.random.default_rng(9)
+    t = np.array([0.0, 0.01, 0.03, 0.031, 0.08])
+    task = _task("dt(u) - 0.01*dx(u, 2) - 5*u*(1 - u)")
+    assert "\nDENSE_MAX = 2**18\n" in render(task, family("split").design(), problem(task))
+    for sym, splitting in (("spectral", "strang"), ("fd2", "richardson")):
+        ns = _namespace(task, "split", SYMBOL=sym, SPLIT_DT=0.004, SPLITTING=splitting)
+        rule = ns["DENSE_MAX"]
+        for n in (48, 45):  # even and odd grids (only the even one has a Nyquist mode)
+            u0 = 0.5 + 0.4 * np.tanh(rng.standard_normal((5, n)))
+            ns["DENSE_MAX"] = rule
+            U, grid = ns["_init_state"]([u0], {})
+            ns["DENSE_MAX"] = 0
+            _, fft = ns["_init_state"]([u0], {})
+            assert grid["dense"] and not fft["dense"]
+            # one application: the product rounds each output by at most N eps sum_i |u_i H_ij|
+            # <= N eps max|u| ||H||_1, the kernel and the FFT path by eps log2(N) times as much
+            # at most; 10x margin
+            for tau in (1e-4, 0.004, 0.1):
+                H = ns["_propagator"](tau, grid, {})
+                assert H.shape == (n, n)
+                one = 10 * eps * n * np.log2(n) * np.abs(H).sum(axis=0).max() * np.abs(U).max()
+                err = np.abs(ns["_diffuse"](U, tau, grid, {}) - ns["_diffuse"](U, tau, fft, {}))
+                assert err.max() <= one, (sym, n, tau)
+            # whole solves: at most 3 (steps + frames) applications (Richardson runs three
+            # Strang steps per step), each error carried to the end by the logistic flow
+            # (Lipschitz e^{r T}, r = 5) and Richardson's weights (4 + 1) / 3
+            ns["DENSE_MAX"] = rule
+            dense = ns["_evolve"]([u0], t, {})[0]
+            ns["DENSE_MAX"] = 0
+            plain = ns["_evolve"]([u0], t, {})[0]
+            applications = 3 * (t[-1] / 0.004 + len(t))
+            assert np.abs(dense - plain).max() <= applications * one * np.exp(5 * t[-1]) * 5 / 3
+    ns["DENSE_MAX"] = rule
+    assert ns["_init_state"]([np.zeros((8, 160))], {})[1]["dense"]  # APEBench's 1D size
+    assert not ns["_init_state"]([np.zeros((8, 256))], {})[1]["dense"]  # 8 * 256^2 > 2^18
+    assert not ns["_init_state"]([np.zeros((1, 512))], {})[1]["dense"]  # N > 256
+    ns2 = _namespace(_task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - 5*u*(1 - u)", space=("x", "y")),
+                     "split")
+    assert not ns2["_init_state"]([np.zeros((1, 8, 8))], {})[1]["dense"]
 
 
 def _fft_roundoff(x, n_points):

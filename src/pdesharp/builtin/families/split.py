@@ -3,9 +3,10 @@
 For a scalar law ``dt u + div F(u) = D lap(u) + S(u, x, t)`` with constant D on a periodic box
 (1D or 2D), each step is ``D(dt/2) R(dt) D(dt/2)`` with ``R = S(dt/2) H(dt) S(dt/2)``: the
 diffusion is solved exactly in Fourier space (with the spectral symbol k^2 or the central
-difference one), the local ODE ``du/dt = S(u, x)`` in closed form when SymPy finds one (RK4
-sub-steps otherwise, and always when S depends on t), and the flux by one explicit
-finite-volume step. Splitting error is O(dt^2); ``SPLIT_DT`` caps the step. Without a flux,
+difference one; on small 1D grids as a product with the same operator's dense circulant
+matrix), the local ODE ``du/dt = S(u, x)`` in closed form when SymPy finds one (RK4 sub-steps
+otherwise, and always when S depends on t), and the flux by one explicit finite-volume step.
+Splitting error is O(dt^2); ``SPLIT_DT`` caps the step. Without a flux,
 ``SPLITTING = "richardson"`` combines n and 2n Strang steps as (4 S_2n - S_n) / 3, which cancels
 the dt^2 term of Strang's even error expansion (order 4 at three times the work per step).
 Compositions of order > 2 with real coefficients (Yoshida, Suzuki) need a negative sub-step,
@@ -153,6 +154,16 @@ class SplitFamily(Family):
 
 SPLIT_DRIVER = '''
 # ---- block: Strang splitting (exact diffusion / exact or RK4 source / explicit flux) ----
+# The diffusion step as a dense circulant matrix product on 1D grids of at most 256 cells with
+# B N^2 at most DENSE_MAX (B rows of N cells): there one matmul beats the rfft, multiply, irfft
+# calls' overheads (8 x 160: 18 us against 45); beyond, the transforms' B N log N wins (1 x 512:
+# 45 us against 30), and OpenBLAS starts threads above MNK = 2^18 (slower on a busy machine)
+DENSE_MAX = 2**18
+
+
+def _dense(shape):
+    """Whether data [B, N] take the dense diffusion step (the rule above)."""
+    return DIM == 1 and shape[-1] <= 256 and shape[0] * shape[-1] ** 2 <= DENSE_MAX
 
 
 def _init_state(W0, prm):
@@ -161,29 +172,42 @@ def _init_state(W0, prm):
     k2 = 0.0
     for k, h in zip(ks, grid["h"]):
         k2 = k2 + (k**2 if SYMBOL == "spectral" else (2.0 - 2.0 * np.cos(k * h)) / h**2)
-    grid["k2"], grid["cache"] = k2, {}
+    grid["k2"], grid["cache"], grid["dense"] = k2, {}, _dense(W0[0].shape)
     return np.array(to_conservative(W0, prm)), grid
 
 
 def _output(U, grid, prm):
-    return to_primitive(U, prm)
+    return U  # the unknowns are the conserved quantities (the family's condition)
 
 
-def _diffuse(U, tau, grid, prm):
-    """Exact solution of u_t = D lap(u) over tau on the periodic grid (SYMBOL: spectral or fd2)."""
-    if tau == 0.0:
-        return U
+def _propagator(tau, grid, prm):
+    """exp(tau D lap) on the periodic grid (SYMBOL: spectral or fd2), cached per tau: the factor
+    on the spectra, or on a small 1D grid (grid["dense"]) the circulant matrix H[i, j] = g[j - i]
+    with g = irfft(factor) the kernel: U @ H is one BLAS call for three FFT calls."""
     key = round(tau, 14)
     if key not in grid["cache"]:
         if len(grid["cache"]) > 8:  # steps that follow the CFL bound vary: keep the cache small
             grid["cache"].clear()
-        grid["cache"][key] = np.exp(-diffusion_coefficient(prm) * grid["k2"] * tau)
+        op = np.exp(-diffusion_coefficient(prm) * grid["k2"] * tau)
+        if grid["dense"]:  # row i is the kernel shifted by i: windows of [g, g], backwards
+            n = grid["shape"][0]
+            windows = np.lib.stride_tricks.sliding_window_view(np.tile(np.fft.irfft(op, n), 2), n)
+            op = np.ascontiguousarray(windows[n:0:-1])
+        grid["cache"][key] = op
+    return grid["cache"][key]
+
+
+def _diffuse(U, tau, grid, prm):
+    """Exact solution of u_t = D lap(u) over tau."""
+    if tau == 0.0:
+        return U
+    op = _propagator(tau, grid, prm)
+    if grid["dense"]:
+        return (U.reshape(-1, op.shape[0]) @ op).reshape(U.shape)
     if U.ndim == 3:  # 1D: rfft/irfft skip rfftn's argument handling (most of a small call)
-        return np.fft.irfft(np.fft.rfft(U, axis=-1) * grid["cache"][key], n=grid["shape"][0],
-                            axis=-1)
+        return np.fft.irfft(np.fft.rfft(U, axis=-1) * op, n=grid["shape"][0], axis=-1)
     axes = tuple(range(2, U.ndim))
-    return np.fft.irfftn(np.fft.rfftn(U, axes=axes) * grid["cache"][key], s=grid["shape"],
-                         axes=axes)
+    return np.fft.irfftn(np.fft.rfftn(U, axes=axes) * op, s=grid["shape"], axes=axes)
 
 
 def _react(U, t, tau, grid, prm):
@@ -249,17 +273,22 @@ def _advance_to(U, t0, t1, grid, prm):
 '''
 
 
-# Without a flux, and with a source step that sets no step bound (exact, or none), the state can
-# stay in Fourier space: a Strang step is then D(dt/2) R(dt) D(dt/2) with the diffusion a product
-# of spectra (adjacent half steps merge), one inverse and one forward transform per step around
-# the pointwise reaction, and the output frames' spectra are stored and transformed back in one
-# call at the end. The frame loop (two transform pairs per step and frame) stays for the rest.
-# APEBench Fisher-KPP (one Strang step per frame of 8 x 160 points): half the transforms.
+# Without a flux, and with a source step that sets no step bound (exact, or none), the frames
+# are equal Strang steps D(h/2) R(h) D(h/2) with no step-size rule to consult. On most grids
+# the state stays in Fourier space: the diffusion is a product of spectra, one inverse and one
+# forward transform per step around the pointwise reaction, and the output frames' spectra are
+# transformed back in one call at the end (half the transforms of the frame loop). On a small
+# 1D grid (_dense) the state stays in values and a frame is n Strang steps with the half steps
+# between them merged: n + 1 products with the dense propagators, no transforms (closing every
+# frame costs one product; deferring the close to one batched transform, as on spectra, costs
+# a forward transform of all frames more: measured slower). The frame loop stays for the rest.
+# APEBench Fisher-KPP (one Strang step per frame, 8 x 160 points, in-process CPU per sample):
+# 0.68 ms on spectra, 0.47 ms dense; its Richardson design (8 steps per frame) 13.3 -> 7.3 ms.
 EVOLVE_SPECTRAL = EVOLVE.replace("def _evolve(", "def _evolve_frames(") + '''
 
 def _spectral_strang(Uh, t, dt, n, grid, prm):
     """n Strang steps D(dt/2) R(dt) D(dt/2) on the spectra Uh (space axes last)."""
-    half = _diffusion_factor(0.5 * dt, grid, prm)
+    half = _propagator(0.5 * dt, grid, prm)
     for i in range(n):
         U = _inverse_last(Uh * half, grid)
         U = _react(U, t + i * dt, dt, grid, prm)
@@ -267,13 +296,14 @@ def _spectral_strang(Uh, t, dt, n, grid, prm):
     return Uh
 
 
-def _diffusion_factor(tau, grid, prm):
-    key = ("factor", round(tau, 14))
-    if key not in grid["cache"]:
-        if len(grid["cache"]) > 8:
-            grid["cache"].clear()
-        grid["cache"][key] = np.exp(-diffusion_coefficient(prm) * grid["k2"] * tau)
-    return grid["cache"][key]
+def _dense_strang(V, t, dt, n, grid, prm):
+    """n Strang steps on the values V [B, N] with dense diffusion products (grid["dense"]): the
+    half steps between steps merged, n + 1 products."""
+    half = _propagator(0.5 * dt, grid, prm)
+    V = V @ half
+    for i in range(n - 1):
+        V = source_exact(V, dt, grid["X"], prm) @ _propagator(dt, grid, prm)
+    return source_exact(V, dt, grid["X"], prm) @ half
 
 
 def _forward_last(U, grid):
@@ -290,7 +320,8 @@ def _inverse_last(Uh, grid):
 
 
 def _evolve(W0, t_coordinate, prm):
-    """The frames by Strang steps on spectra (see the block's comment); else the frame loop."""
+    """The frames by Strang steps on spectra or, on small 1D grids, with dense diffusion
+    products (see the block's comment); else the frame loop."""
     if HAS_FLUX or (HAS_SOURCE and not SOURCE_EXACT):
         return _evolve_frames(W0, t_coordinate, prm)
     W0 = [np.asarray(w, dtype=np.float64) for w in W0]
@@ -299,21 +330,26 @@ def _evolve(W0, t_coordinate, prm):
         W0 = [np.take(w, np.arange(w.shape[ax] - 1), axis=ax) for w in W0]
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
     U, grid = _init_state(W0, prm)
-    Uh = _forward_last(U, grid)
-    frames = [Uh]
+    dense = grid["dense"]
+    step = _dense_strang if dense else _spectral_strang
+    S = U[0] if dense else _forward_last(U, grid)  # the state: values [B, N] or spectra
+    frames = [S]
     with np.errstate(all="ignore"):
         for j in range(1, len(t_coordinate)):
             t0, span = float(t_coordinate[j - 1]), float(t_coordinate[j] - t_coordinate[j - 1])
             n = max(1, int(np.ceil(span / SPLIT_DT - 1e-9))) if np.isfinite(SPLIT_DT) else 1
             h = span / n
             if SPLITTING == "richardson":  # (4 S_2n - S_n) / 3: the dt^2 term cancels
-                Uh = (4.0 * _spectral_strang(Uh, t0, 0.5 * h, 2 * n, grid, prm)
-                      - _spectral_strang(Uh, t0, h, n, grid, prm)) / 3.0
+                S = (4.0 * step(S, t0, 0.5 * h, 2 * n, grid, prm)
+                     - step(S, t0, h, n, grid, prm)) / 3.0
             else:
-                Uh = _spectral_strang(Uh, t0, h, n, grid, prm)
-            frames.append(Uh)
-        W = _output(_inverse_last(np.stack(frames, axis=2), grid), grid, prm)  # [var, B, T, ...]
-    out = [np.array(w) for w in W]
+                S = step(S, t0, h, n, grid, prm)
+            frames.append(S)
+        if dense:
+            W = _output(np.stack(frames, axis=1)[None], grid, prm)  # [var, B, T, N]
+        else:
+            W = _output(_inverse_last(np.stack(frames, axis=2), grid), grid, prm)
+    out = list(W)  # fresh arrays (stacked or transformed here)
     for k, w in enumerate(W0):
         out[k][:, 0] = w  # the initial data as given
     for ax in wrap:  # the repeated node, on the time-stacked arrays [B, T, ...]
