@@ -16,14 +16,14 @@ connected AF_UNIX stream pair (see :func:`seccomp_program`).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import platform
 import resource
 import struct
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+# dlopen(NULL): the C library the interpreter already links (find_library spawns ldconfig)
+_libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.prctl.restype = ctypes.c_int
 
