@@ -30,6 +30,11 @@ except ImportError:
 # path ~2100 s of ~6150 s of test time under load), longer than everything else one worker runs
 SPLIT_FILES = {"tests/builtin/test_default_path.py",
                "tests/data_generate_generic/test_examples_any_seed.py"}
+# The tests of one Ray instance: one worker runs them all, so that one instance is started
+# (~8 s) and torn down after the last of them (tests/cluster/conftest.py: package scope); an
+# idle Ray instance costs ~3.5 s of CPU a minute, which two workers' instances alive to the end
+# of the session used to take from the rest of the suite
+RAY_PACKAGE = "tests/cluster/"
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -41,6 +46,8 @@ def pytest_xdist_make_scheduler(config, log):
     class Scheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path.startswith(RAY_PACKAGE):
+                return RAY_PACKAGE
             return nodeid if path in SPLIT_FILES else path
 
     return Scheduling(config, log)

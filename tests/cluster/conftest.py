@@ -1,5 +1,6 @@
-"""One real Ray instance for the whole test session: 2 CPUs, node address 127.0.0.1, its own
-temp folder and auth token (not ~/.ray), shut down at the end with nothing left running.
+"""One real Ray instance for the tests of this package (one xdist worker runs them all, see
+tests/conftest.py): 2 CPUs, node address 127.0.0.1, its own temp folder and auth token (not
+~/.ray), shut down after the package's last test with nothing left running.
 
 Tests that need it skip with the reason if Ray is not installed (pip install 'pdesharp[ray]').
 """
@@ -16,7 +17,7 @@ import pytest
 SOLVERS = Path(__file__).resolve().parents[1] / "evaluate" / "solvers"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # torn down after the package's last test (one worker's)
 def ray_cluster():
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'pdesharp[ray]'")
     import psutil
