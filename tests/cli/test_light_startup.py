@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,7 @@ for argv in json.loads(sys.argv[2]):
                 code = main(argv)
         except SystemExit as exc:
             code = exc.code
-        report = {"code": code, "text": text.getvalue()[:300],
+        report = {"code": code, "text": text.getvalue()[:4000],
                   "heavy": [m for m in heavy if m in sys.modules]}
         os.write(write, json.dumps(report).encode())
         os._exit(0)
@@ -46,14 +47,32 @@ print(json.dumps(out))
 """
 
 
+def finished_run(folder: Path) -> Path:
+    """A run folder with a summary, made here (this process may import anything: the commands
+    run in a fresh one)."""
+    from pdesharp.pipeline import SolveConfig, dump_config
+    from pdesharp.store import RunStore
+    from pdesharp.task import load_task
+
+    store = RunStore.create(folder, task=load_task("advection"),
+                            config=dump_config(SolveConfig(task="advection")), run_id="done")
+    store.set_status("finished")
+    store.write_summary(best_dev_score=1.234567e-4, test_nrmse=9.876543e-5)
+    store.close()
+    return folder / "done"
+
+
 def test_help_and_run_folder_commands_import_no_numerical_library(tmp_path) -> None:
     missing = str(tmp_path / "no-such-run")
+    runs = tmp_path / "runs"
+    run = finished_run(runs)
     commands = [
         ["solve", "--help"], ["resume", "--help"], ["runs", "--help"], ["show", "--help"],
         ["report", "--help"], ["eval", "--help"], ["data", "--help"], ["tasks", "--help"],
         ["bench", "--help"], ["suite", "--help"], ["models", "--help"],
         ["translate", "--help"], ["sandbox", "--help"],
-        ["runs", "--out", str(tmp_path)],          # an empty runs folder: listed, no task read
+        ["runs", "--out", str(runs)],              # the runs are listed from the store alone
+        ["show", str(run)],
         ["show", missing],                         # refused before any task is read
         ["resume", missing],
     ]
@@ -66,8 +85,10 @@ def test_help_and_run_folder_commands_import_no_numerical_library(tmp_path) -> N
         assert r is not None, f"pdesharp {' '.join(argv)} died without a report"
         if "--help" in argv:  # the help really was printed, and the command exited 0
             assert r["code"] == 0 and "usage: pdesharp" in r["text"], r
-        elif argv[0] != "runs":  # a missing run folder: refused, non-zero
+        elif missing in argv:  # a missing run folder: refused, non-zero
             assert r["code"] not in (0, None), r
+        else:  # the run is listed and shown, with its score
+            assert r["code"] in (0, None) and "1.235e-04" in r["text"], r
         assert r["heavy"] == [], f"pdesharp {' '.join(argv)} imported {r['heavy']}"
 
 
