@@ -17,13 +17,17 @@ import pytest
 HEAVY = ("sympy", "scipy", "h5py", "numpy", "numba")
 
 # One process; each command runs in a forked child of it, so that what one command imports
-# cannot hide what another imports, without paying an interpreter start per command.
+# cannot hide what another imports, without paying an interpreter start (and the light
+# imports every command shares) per command.
 PROBE = r"""
 import contextlib, io, json, os, sys
-from pdesharp.cli import main
+from pdesharp.cli import build_parser, main
 
 heavy = json.loads(sys.argv[1])
-out = {}
+# the whole command line (`pdesharp --help`), built once here: it must be light too, and the
+# children then pay only for what running their command imports
+build_parser()
+out = {"(the whole parser)": {"heavy": [m for m in heavy if m in sys.modules]}}
 for argv in json.loads(sys.argv[2]):
     read, write = os.pipe()
     pid = os.fork()
@@ -80,6 +84,7 @@ def test_help_and_run_folder_commands_import_no_numerical_library(tmp_path) -> N
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)
+    assert results["(the whole parser)"]["heavy"] == [], results["(the whole parser)"]
     for argv in commands:
         r = results[" ".join(argv)]
         assert r is not None, f"pdesharp {' '.join(argv)} died without a report"
