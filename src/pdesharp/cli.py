@@ -14,16 +14,19 @@ COMMAND_MODULES = [
     "tasks", "eval", "data", "solve", "translate", "runs", "bench", "report", "models",
     "sandbox", "suite",
 ]
+# Subcommands registered by a module of another name.
+COMMAND_HOMES = {"resume": "solve", "show": "runs"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with ``command`` (the subcommand a user typed, when a module of
-    that name registers it) only that subcommand's module is imported: a command that needs
+    that name, or :data:`COMMAND_HOMES`, says where it is registered) only that module is imported: a command that needs
     no task starts in a fraction of a second instead of importing SymPy, SciPy and h5py."""
     if command == "--version":
         return _parser([])
-    if command in COMMAND_MODULES:
-        parser = _parser([command])
+    home = COMMAND_HOMES.get(command, command)
+    if home in COMMAND_MODULES:
+        parser = _parser([home])
         if command in _subparsers(parser).choices:
             return parser
     return _parser(COMMAND_MODULES)

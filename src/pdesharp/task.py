@@ -11,15 +11,17 @@ from __future__ import annotations
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import keyword
 import math
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pdesharp.equation import EquationError, ParsedSystem, parse_system
 from pdesharp.untrusted import MAX_YAML_BYTES, task_name, yaml_data
+
+if TYPE_CHECKING:  # SymPy (through pdesharp.equation) is imported once an equation is parsed
+    from pdesharp.equation import ParsedSystem
 
 
 class TaskError(ValueError):
@@ -230,6 +232,8 @@ class Task(_Model):
                 raise ValueError(f"codepde.template: {problem}")
         if eq.time is not None and self.time_span is None:
             raise ValueError("a time-dependent task needs time_span")
+        from pdesharp.equation import EquationError
+
         try:
             self.system
         except EquationError as exc:
@@ -239,6 +243,8 @@ class Task(_Model):
     @cached_property
     def system(self) -> ParsedSystem:
         """The parsed equation system (parameters and constants as symbols)."""
+        from pdesharp.equation import parse_system
+
         eq = self.equation
         return parse_system(
             eq.equations,

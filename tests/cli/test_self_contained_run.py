@@ -36,7 +36,19 @@ def data_run(tmp_path_factory, shared_data):
     got = pdesharp("solve", TASK, "--max-evals", "1", *QUICK, "--run-id", "r1",
                    cwd=work, env={"PDESHARP_DATA": str(data)})
     assert got.returncode == 0, got.stderr
+    # an untouched copy, before any test resumes r1: the lock tests below start from a copy of
+    # it (a budget-stopped run, as a solve of their own would leave) instead of solving again
+    shutil.copytree(work / "runs" / "r1", root / "pristine" / "r1")
     return root, data, work / "runs" / "r1"
+
+
+def budget_stopped_run(data_run, dest: Path) -> Path:
+    """A copy of the module's run as its solve left it (budget stop after one evaluation; its
+    data recorded as an absolute data folder the module keeps): a folder of its own."""
+    root = data_run[0]
+    shutil.copytree(root / "pristine" / "r1", dest)
+    assert rows(dest / "run.sqlite", "SELECT status FROM runs")[0][0] == "budget_stop"
+    return dest
 
 
 def test_run_records_where_its_data_came_from(data_run):
@@ -88,12 +100,8 @@ def test_failed_resume_changes_nothing_then_data_dir_fixes_it(tmp_path, shared_d
     assert events == [{"changed": ["dev_data", "max_evals"]}]
 
 
-def test_refused_resume_writes_nothing(tmp_path, shared_data):
-    got = pdesharp("solve", TASK, "--dev-data", str(shared_data / DEV),
-                   "--max-evals", "1", *QUICK, "--out", str(tmp_path), "--run-id", "busy",
-                   "--quiet")
-    assert got.returncode == 0, got.stderr
-    run = tmp_path / "busy"
+def test_refused_resume_writes_nothing(data_run, tmp_path):
+    run = budget_stopped_run(data_run, tmp_path / "busy")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (run / "run.lock").write_text(str(sleeper.pid))  # a live process works on the run
@@ -106,12 +114,8 @@ def test_refused_resume_writes_nothing(tmp_path, shared_data):
         sleeper.wait()
 
 
-def test_two_resumes_at_once_one_runs_one_is_refused(tmp_path, shared_data):
-    got = pdesharp("solve", TASK, "--dev-data", str(shared_data / DEV),
-                   "--max-evals", "1", *QUICK, "--out", str(tmp_path), "--run-id", "two",
-                   "--quiet")
-    assert got.returncode == 0, got.stderr
-    run = tmp_path / "two"
+def test_two_resumes_at_once_one_runs_one_is_refused(data_run, tmp_path):
+    run = budget_stopped_run(data_run, tmp_path / "two")
     argv = [sys.executable, "-m", "pdesharp.cli", "resume", str(run), "--max-evals", "3",
             "--quiet"]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -13,9 +13,6 @@ from rich.text import Text
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
 from pdesharp.commands.sandbox import (add_executor_arguments, add_sandbox_arguments,
                                        sandbox_or_exit)
-from pdesharp.data.hdf5 import DataError
-from pdesharp.data.paths import DataNotFound
-from pdesharp.evaluate.residual import EXPLANATION as RESIDUAL_EXPLAINED
 from pdesharp.untrusted import one_line, tail, terminal
 
 RESIDUAL_LABEL = "PDE residual"
@@ -69,7 +66,11 @@ def _fmt(v, spec: str = ".3e") -> str:
 
 
 def run(args) -> int:
+    # imported here, not at the top: `pdesharp eval --help` must not import SymPy, h5py, SciPy
+    from pdesharp.data.hdf5 import DataError
+    from pdesharp.data.paths import DataNotFound
     from pdesharp.evaluate import Evaluator
+    from pdesharp.evaluate.residual import EXPLANATION as RESIDUAL_EXPLAINED
 
     task = task_or_exit(args.task)
     path = Path(args.solver)

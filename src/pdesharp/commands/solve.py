@@ -11,20 +11,31 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+# Only what the command line and the run-folder look-ups need (`runs`, `show`, `report` import
+# this module too): the pipeline, the task reader (SymPy) and the data readers (h5py, NumPy)
+# are imported by the functions that run a command, so `--help` and `pdesharp runs` start fast.
 from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
 from pdesharp.commands.sandbox import add_executor_arguments, add_sandbox_arguments
-from pdesharp.commands.solve_display import Display  # noqa: F401 - the live panel
-from pdesharp.commands.solve_run import run_solve
 from pdesharp.llm.cli_args import add_llm_arguments
-from pdesharp.pipeline import SolveConfig, config_of, dump_config
 from pdesharp.store import RunStore, RunStoreError, new_run_id
-from pdesharp.synthesis.judges import CODE_BUDGET
+from pdesharp.synthesis.listing import CODE_BUDGET
 from pdesharp.synthesis.ranking import OBJECTIVE_HELP, Objective, ObjectiveError
-from pdesharp.task import TaskError, load_task, load_task_file
 from pdesharp.untrusted import UnsafeFolder, check_folder, one_line, path_component
 
+if TYPE_CHECKING:
+    from pdesharp.pipeline import SolveConfig
+
 DEFAULT_OUT = "runs"
+
+
+def __getattr__(name: str):
+    if name == "Display":  # the live panel, re-exported lazily (PEP 562)
+        from pdesharp.commands.solve_display import Display
+
+        return Display
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(sub) -> None:
@@ -211,6 +222,10 @@ def resolved_data(data_dir: str | None, dev_data: str | None, test_data: str | N
 
 
 def cmd_solve(args) -> int:
+    from pdesharp.commands.solve_run import run_solve
+    from pdesharp.pipeline import SolveConfig, dump_config
+    from pdesharp.task import load_task
+
     task_or_exit(args.task)
     if not args.model:
         print(NO_MODEL_NOTICE, file=sys.stderr)
@@ -298,6 +313,8 @@ USER_SETTINGS = {"unsafe_no_isolation": "--unsafe-no-isolation", "device": "--de
 def user_settings(args, config: SolveConfig) -> dict:
     """The resume's own value of each of :data:`USER_SETTINGS` (``api_key_env`` is kept in
     ``config.llm``); fails naming the flags to pass when the run folder records another."""
+    from pdesharp.pipeline import SolveConfig
+
     given = {k: getattr(args, k, None) or None for k in USER_SETTINGS}
     if given["prices"]:
         given["prices"] = str(Path(given["prices"]).expanduser().resolve())
@@ -356,6 +373,8 @@ def cmd_resume(args) -> int:
     if store is None:  # already finished: nothing to do
         lock.unlink(missing_ok=True)
         return 0
+    from pdesharp.commands.solve_run import run_solve
+    from pdesharp.pipeline import dump_config
 
     def on_start() -> None:  # the run is set up and going: now record the resume
         if changes:
@@ -368,6 +387,9 @@ def cmd_resume(args) -> int:
 def _resume_setup(args, path: Path):
     """The run's store, config (with the resume's changes), task and changes; store None
     when the run is already finished."""
+    from pdesharp.pipeline import config_of
+    from pdesharp.task import TaskError, load_task_file
+
     store = RunStore.open(path, readonly=True)  # (checked by cmd_resume) only read: nothing written
     complete = all((store.dir / f).is_file() for f in ("summary.json", "report.md"))
     if store.status == "finished" and complete:
