@@ -218,8 +218,10 @@ def test_data_generate_cli_makes_a_2d_walled_example(tmp_path, capsys):
     task_file = tmp_path / "heat_dirichlet2d.yaml"
     task_file.write_text(yaml.safe_dump(spec))
     path = tmp_path / "heat.hdf5"
-    rc = main(["data", "generate", str(task_file), "--samples", "1",
-               "--seed", "5", "--nx", "13", "--out", str(path)])
+    # no reference-error estimate (a finer run of the sample; tests/data_generate_generic/
+    # test_reference_error.py covers it): the walls and the grid are what this checks
+    rc = main(["data", "generate", str(task_file), "--samples", "1", "--seed", "5", "--nx", "13",
+               "--check-samples", "0", "--out", str(path)])
     assert rc in (0, None), capsys.readouterr()
     with h5py.File(path, "r") as h5:
         u = h5["tensor"][...]
