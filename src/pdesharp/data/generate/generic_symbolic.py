@@ -115,13 +115,20 @@ class SpectralGrid:
             arr = arr.reshape((1,) * (self.dim + 1 - arr.ndim) + arr.shape)
         return np.broadcast_to(arr, arr.shape[:1] + self.shape)
 
-    def derivative(self, value: Any, orders: tuple[int, ...]) -> np.ndarray:
-        spec = self.fft(self.full(value))
+    def _filter(self, orders: tuple[int, ...]) -> np.ndarray:
         key = tuple(orders)
         filt = self._filters.get(key)
         if filt is None:
             filt = self._filters[key] = self.mask * self.symbol(key)
-        return self.ifft(spec * filt)
+        return filt
+
+    def derivative(self, value: Any, orders: tuple[int, ...]) -> np.ndarray:
+        return self.ifft(self.fft(self.full(value)) * self._filter(orders))
+
+    def derivatives(self, value: Any, orders: list[tuple[int, ...]]) -> list[np.ndarray]:
+        """:meth:`derivative` for several orders of one value: one forward transform."""
+        spec = self.fft(self.full(value))
+        return [self.ifft(spec * self._filter(o)) for o in orders]
 
     def dealias(self, value: Any) -> np.ndarray:
         return self.ifft(self.fft(self.full(value)) * self.mask)
@@ -156,11 +163,25 @@ class _Compiled:
             raise UnsupportedTask(
                 f"the generic generator cannot evaluate {sorted(map(str, stray))}: coefficient "
                 "fields (functions of space given as solver inputs) are not supported")
-        self.children = [(_Compiled(d.expr, ctx), ctx.orders(d)) for d in derivs]
+        # derivatives of one inner expression (u_x, u_y, u_xx, u_yy of u) share its evaluation
+        # and, on a Fourier grid, its transform
+        inner: dict[sp.Expr, list[tuple[int, tuple[int, ...]]]] = {}
+        for i, d in enumerate(derivs):
+            inner.setdefault(d.expr, []).append((i, ctx.orders(d)))
+        self.children = [(_Compiled(e, ctx), uses) for e, uses in inner.items()]
+        self.n_derivs = len(derivs)
         self.fn = array_function(ctx.arg_symbols + holders, body)
 
     def __call__(self, env: list[Any], grid: SpectralGrid) -> Any:
-        vals = [grid.derivative(child(env, grid), orders) for child, orders in self.children]
+        vals: list[Any] = [None] * self.n_derivs
+        for child, uses in self.children:
+            value = child(env, grid)
+            if len(uses) > 1 and isinstance(grid, SpectralGrid):
+                got = grid.derivatives(value, [orders for _, orders in uses])
+            else:
+                got = [grid.derivative(value, orders) for _, orders in uses]
+            for (i, _), v in zip(uses, got):
+                vals[i] = v
         return self.fn(*env, *vals)
 
 
