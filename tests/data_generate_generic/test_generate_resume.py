@@ -22,7 +22,7 @@ from pdesharp.data.generate import chunked
 
 CLI = [sys.executable, "-c", "import sys; from pdesharp.cli import main; sys.exit(main())"]
 
-# Walls: the Chebyshev generator integrates one sample at a time, a second or so each.
+# Walls: the Chebyshev generator integrates one sample at a time (0.1-0.2 s each).
 WALLS = textwrap.dedent("""\
     name: heat_robin
     equation: dt(u) = 0.05*dx(u, 2) + sin(pi*x)
@@ -47,9 +47,11 @@ def _generate(spec: Path, out: Path, samples: int, *extra: str) -> list[str]:
 
 
 def test_ctrl_c_keeps_finished_samples_and_the_rerun_resumes_to_identical_data(tmp_path):
-    # six samples of ~1.3 s: the interrupt sent after the first lands well before the last even
-    # on a loaded machine (with three, a fresh-clone run under load finished before it did)
-    N = 6
+    # twelve samples of 0.1-0.2 s CPU each (measured; they took ~1.3 s before the generator got
+    # faster): the interrupt, sent as the first is logged, has the other eleven (~1.7 s of CPU,
+    # several seconds on a loaded machine) to land in; reacting takes the test milliseconds.
+    # With three slow samples a fresh-clone run under load once finished before it landed.
+    N = 12
     spec = tmp_path / "heat_robin.yaml"
     spec.write_text(WALLS)
     out = tmp_path / "dev.hdf5"
