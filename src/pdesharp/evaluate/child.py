@@ -144,7 +144,9 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> N
         with open("solver.py", "w") as fh:
             fh.write(code)
         sys.path.insert(0, os.getcwd())  # solvers may import helper modules they write beside
-        os.write(ready_w, b"R")
+        # the solver's clock starts here, read before any of its code runs (so it is ours): the
+        # watchdog, woken later on a loaded machine, would start it late and undercount it
+        os.write(ready_w, b"R" + struct.pack("d", time.monotonic()))
         os.close(ready_w)
 
         status["stage"] = "loading the solver"
@@ -425,8 +427,11 @@ def main(argv: list[str]) -> int:
         readable, _, _ = select.select(watch, [], [],
                                        min(remaining, SCRATCH_POLL if poll else 1.0))
         if ready_r in readable:
-            if t_ready is None and os.read(ready_r, 1) == b"R":
-                t_ready = time.monotonic()
+            sent = os.read(ready_r, 9) if t_ready is None else b""  # one write < PIPE_BUF
+            if sent[:1] == b"R":
+                # the runner's time (before the solver's code exists), never after our own
+                t_ready = struct.unpack("d", sent[1:])[0] if len(sent) == 9 else time.monotonic()
+                t_ready = min(max(t_ready, t_fork), time.monotonic())
                 _emit(events_fd, ev="ready", t=t_ready)
             watch.remove(ready_r)
             os.close(ready_r)
