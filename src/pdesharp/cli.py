@@ -19,9 +19,10 @@ COMMAND_HOMES = {"resume": "solve", "show": "runs"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; with ``command`` (the subcommand a user typed, when a module of
-    that name, or :data:`COMMAND_HOMES`, says where it is registered) only that module is imported: a command that needs
-    no task starts in a fraction of a second instead of importing SymPy, SciPy and h5py."""
+    """The whole command line; with ``command`` (the subcommand a user typed, registered by the
+    module of that name or the one :data:`COMMAND_HOMES` names) only that module is imported: a
+    command that needs no task starts in a fraction of a second instead of importing SymPy,
+    SciPy and h5py."""
     if command == "--version":
         return _parser([])
     home = COMMAND_HOMES.get(command, command)
