@@ -54,8 +54,9 @@ def _read(path: Path) -> tuple[dict, dict]:
     return arrays, attrs
 
 
-def _generate(spec: Path, out: Path, samples: int, *extra: str) -> list[str]:
-    return CLI + ["data", "generate", str(spec), "--samples", str(samples), "--seed", "5",
+def _generate(spec: Path, out: Path, samples: int, *extra: str, cli: list[str] = CLI
+              ) -> list[str]:
+    return cli + ["data", "generate", str(spec), "--samples", str(samples), "--seed", "5",
                   "--nx", "16", "--out", str(out), *extra]
 
 
@@ -68,9 +69,8 @@ def test_ctrl_c_keeps_finished_samples_and_the_rerun_resumes_to_identical_data(t
     spec = tmp_path / "heat_robin.yaml"
     spec.write_text(SLOWER)
     out = tmp_path / "dev.hdf5"
-    proc = subprocess.Popen(INTERRUPTIBLE + _generate(spec, out, N, *NO_CHECK)[len(CLI):],
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_generate(spec, out, N, *NO_CHECK, cli=INTERRUPTIBLE),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = []
     deadline = time.monotonic() + 240
     for line in proc.stderr:  # the log: one line per finished sample
