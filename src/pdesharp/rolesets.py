@@ -18,6 +18,7 @@ of any real model. The format::
         context: ["judge-2"] # optional: all substrings must occur somewhere in the messages
         sample: 3           # optional: only for this ChatParams.sample_index
         delay_s: 0.1        # optional: this reply takes longer (to shuffle concurrent calls)
+        until_file: /tmp/go # optional: ... but no longer than until this file exists
         reply: |
           ...
 """
@@ -88,9 +89,13 @@ class RulesModel:
         if self.call_log:
             self._log(messages, params or ChatParams())
         reply = await self._scripted.chat(messages, params)
-        delay = self.delay_s + self._last_rule.get("delay_s", 0.0)
-        if delay:
-            await asyncio.sleep(delay)
+        rule = self._last_rule
+        delay = self.delay_s + rule.get("delay_s", 0.0)
+        until = Path(rule["until_file"]) if rule.get("until_file") else None
+        loop = asyncio.get_running_loop()
+        end = loop.time() + delay
+        while loop.time() < end and not (until and until.exists()):
+            await asyncio.sleep(min(0.1 if until else delay, end - loop.time()))
         return reply
 
 

@@ -26,7 +26,9 @@ from suite_helpers import import_one_d
 pytestmark = pytest.mark.slow
 
 # The exact solution of c3_poisson1d (u = sin(pi x) + x), written by us as a scripted reply;
-# sample 0 answers at once, samples 1-3 only after DELAY s: the case is killed between.
+# sample 0 answers at once, samples 1-3 only once the test has killed the worker (it writes
+# GO after the kill; DELAY s at most): the case is killed between, and its second attempt in a
+# new worker is answered at once (it used to wait out the DELAY too, 25 s of an idle worker).
 REPLY = """Plan: the exact solution.
 ```python
 import numpy as np
@@ -36,13 +38,14 @@ def solver(grid, kappa):
 ```
 """
 DELAY = 25.0
+GO = "worker-killed"
 
 
 def _rules(tmp_path: Path) -> tuple[Path, Path]:
     log = tmp_path / "calls.jsonl"
     rules = [{"tag": "codepde.generate", "sample": 0, "reply": REPLY}] + \
-        [{"tag": "codepde.generate", "sample": k, "delay_s": DELAY + k, "reply": REPLY}
-         for k in (1, 2, 3)]
+        [{"tag": "codepde.generate", "sample": k, "delay_s": DELAY + k, "reply": REPLY,
+          "until_file": str(tmp_path / GO)} for k in (1, 2, 3)]
     path = tmp_path / "rules.yaml"
     path.write_text("# written by us (pdesharp tests); not a model's output\n"
                     + json.dumps({"call_log": str(log), "rules": rules}))
@@ -117,6 +120,7 @@ def test_a_worker_lost_mid_case_is_retried_without_repeating_recorded_work(ray_c
     (worker,) = {c["pid"] for c in _calls(log)}  # the process that made the case's calls
     assert worker != os.getpid()
     os.kill(worker, signal.SIGKILL)
+    (tmp_path / GO).touch()  # the calls of the next attempt are answered at once
     recorded_evals = _rows(db, "SELECT seq, ts, candidate_id, split FROM evaluations "
                                "ORDER BY seq")
     recorded_calls = [r for r in _journal_calls(db) if r[5] == "model"]

@@ -135,3 +135,29 @@ def test_delay_interleaves_concurrent_callers():
 
     asyncio.run(main())
     assert [kind for kind, _ in order[:5]] == ["start"] * 5
+
+
+def test_a_rules_reply_held_until_a_file_exists_answers_when_it_appears(tmp_path):
+    """The rules model's `until_file`: a reply delayed by up to 60 s is answered as soon as the
+    file appears (written 0.3 s after the call here), and a rule without it still waits its
+    delay. Bounds: 30 s and 0.25 s, far from both the 60 s delay and the 0.3 s write even on a
+    loaded machine."""
+    import threading
+    import time
+
+    from pdesharp.rolesets import RulesModel
+
+    go = tmp_path / "go"
+    model = RulesModel([{"tag": "held", "delay_s": 60, "until_file": str(go), "reply": "late"},
+                        {"tag": "slow", "delay_s": 0.3, "reply": "slow"}])
+    timer = threading.Timer(0.3, go.touch)
+    timer.start()
+    start = time.monotonic()
+    try:
+        assert ask(model, "q", tag="held").text == "late"
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 30
+    start = time.monotonic()
+    assert ask(model, "q", tag="slow").text == "slow"
+    assert time.monotonic() - start >= 0.25
