@@ -102,6 +102,26 @@ CASES = {
         def solver(u0_batch, t_coordinate, beta):
             sys.exit(3)
     """,
+    # the libraries the file imports are imported before its clock starts (child.py
+    # preload_libraries; the runner itself imports NumPy only) ...
+    "preloaded": """
+        LOADED = "scipy.sparse.linalg" in sys.modules
+        import scipy.sparse.linalg
+        def solver(u0_batch, t_coordinate, beta):
+            if not LOADED:
+                raise RuntimeError("scipy.sparse.linalg was not imported before the solver")
+            return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
+    """,
+    # ... except after a line that sets the environment, which a library reads at its import
+    "environment_first": """
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        LOADED = "scipy.sparse.linalg" in sys.modules
+        import scipy.sparse.linalg
+        def solver(u0_batch, t_coordinate, beta):
+            if LOADED:
+                raise RuntimeError("scipy.sparse.linalg was imported before the file set it up")
+            return np.repeat(u0_batch[:, None], len(t_coordinate), axis=1)
+    """,
 }
 
 
@@ -254,6 +274,38 @@ def test_exception_message_and_traceback(results):
 def test_sys_exit_is_an_error(results):
     r = results["exits"]
     assert r.status == "error" and "SystemExit" in r.message
+
+
+def test_the_files_libraries_are_imported_before_its_clock_and_in_its_order(results):
+    assert results["preloaded"].status == "ok", results["preloaded"].message
+    assert results["environment_first"].status == "ok", results["environment_first"].message
+
+
+def test_library_imports_reads_the_import_lines_and_names_library_modules_only():
+    from pdesharp.evaluate.child import library_imports, preload_libraries
+
+    code = textwrap.dedent('''\
+        """A docstring: import scipy.linalg"""
+        from __future__ import annotations
+        import numpy as np, scipy.sparse.linalg as spla  # two
+        from scipy.fft import rfft, next_fast_len
+        from scipy import (integrate,
+                           optimize as opt)
+        import json, solver_helper
+        from . import sibling
+        def solver():
+            import scipy.special  # indented: read when it runs
+        import numba
+        os.environ["NUMBA_NUM_THREADS"] = "1"
+        import scipy.signal
+    ''')
+    assert library_imports(code) == [
+        "numpy", "scipy.sparse.linalg", "scipy.fft", "scipy.fft.rfft",
+        "scipy.fft.next_fast_len", "scipy", "scipy.integrate", "scipy.optimize", "numba"]
+    assert len(library_imports("import scipy.fft\n" * 500)) == 64  # bounded
+    # names that are not modules are skipped, and nothing outside the three libraries loads
+    assert preload_libraries("from numpy import pi\nimport json\n") == []
+    assert preload_libraries("import os\nimport os.path\n") == []
 
 
 def test_env_allowlist_directly(monkeypatch):

@@ -176,8 +176,9 @@ def split_lines(front: LibraryFront) -> list[str]:
         return []
     once = max(s.first - w.warm * s.batch, 0.0)
     ev = "" if s.evaluator is None else (
-        f" pdesharp's evaluator times one call in a fresh sealed process, from after NumPy's import"
-        f" to the process's end (the module's import and planning included): {s.evaluator:.3g} s"
+        f" pdesharp's evaluator times one call in a fresh sealed process, from after the imports"
+        f" of the NumPy/SciPy/Numba modules its file names to the process's end (the rest of the"
+        f" module's import and planning included): {s.evaluator:.3g} s"
         f" per sample for this winner, against {w.warm:.3g} s warm.")
     text = (f"One-off and per sample: of the winner's cold {w.cold:.3g} s, importing the module"
             f" takes {s.imports:.3g} s and the first call on the batch of {s.batch} samples"
