@@ -282,7 +282,7 @@ def test_the_files_libraries_are_imported_before_its_clock_and_in_its_order(resu
 
 
 def test_library_imports_reads_the_import_lines_and_names_library_modules_only():
-    from pdesharp.evaluate.child import library_imports, preload_libraries
+    from pdesharp.evaluate.preload import library_imports, preload_libraries
 
     code = textwrap.dedent('''\
         """A docstring: import scipy.linalg"""
