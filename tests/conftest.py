@@ -48,8 +48,8 @@ SPLIT_FILES = {"tests/builtin/test_default_path.py",
                "tests/data_generate_generic/test_examples_any_seed.py"}
 # The tests of one Ray instance: one worker runs them all, so that one instance is started
 # (~8 s) and torn down after the last of them (tests/cluster/conftest.py: package scope); an
-# idle Ray instance costs ~3.3 s of CPU a minute (measured), which two workers' instances alive to the end
-# of the session used to take from the rest of the suite
+# idle Ray instance costs ~3.3 s of CPU a minute (measured), which two workers' instances alive
+# to the end of the session used to take from the rest of the suite
 RAY_PACKAGE = "tests/cluster/"
 
 

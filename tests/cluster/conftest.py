@@ -64,18 +64,17 @@ def _no_leftovers(psutil, ours: list, wait: float = 30.0) -> None:
     import warnings
 
     gone, alive = psutil.wait_procs(ours, timeout=wait)
-    idle = []
+    idle, left = [], []
     for p in alive:  # started by this session: ours to end
         try:
-            if "ray::IDLE" in (p.name(), " ".join(p.cmdline()).strip()):
-                idle.append(p.pid)
-        except psutil.Error:
-            pass
-        p.kill()
+            name = (p.name(), " ".join(p.cmdline()).strip())
+            p.kill()
+        except psutil.Error:  # ended between the wait and now
+            continue
+        (idle if "ray::IDLE" in name else left).append(p.pid)
     if idle:
         warnings.warn(f"idle Ray worker(s) still running {wait:.0f} s after shutdown, killed:"
                       f" {idle}", stacklevel=1)
-    left = [p.pid for p in alive if p.pid not in idle]
     assert not left, f"Ray processes still running after shutdown: {left}"
 
 

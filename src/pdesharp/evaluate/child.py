@@ -147,9 +147,7 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> N
         with open("solver.py", "w") as fh:
             fh.write(code)
         status["stage"] = "importing the solver's libraries"
-        t0 = time.monotonic()
-        status["libraries"] = preload.preload_libraries(code)
-        status["library_seconds"] = round(time.monotonic() - t0, 4)
+        preload.preload_libraries(code)
         sys.path.insert(0, os.getcwd())  # solvers may import helper modules they write beside
         # the solver's clock starts here, read before any of its code runs (so it is ours): the
         # watchdog, woken later on a loaded machine, would start it late and undercount it
