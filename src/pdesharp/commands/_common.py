@@ -9,6 +9,11 @@ if TYPE_CHECKING:
     from pdesharp.task import Task
 
 
+def comma_list(text: str) -> list[str]:
+    """An argparse type: "a, b,,c" -> ["a", "b", "c"]."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def add_task_argument(parser, *, positional: bool = False) -> None:
     help_ = "built-in task name or path to a task YAML file"
     if positional:

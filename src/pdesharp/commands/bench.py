@@ -7,17 +7,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from pdesharp.commands._common import fail
+from pdesharp.commands._common import comma_list, fail
 from pdesharp.commands.solve_display import result_words
 from pdesharp.commands.sandbox import add_executor_arguments
 from pdesharp.commands.solve import add_objective_arguments
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
 from pdesharp.progress import Progress
 from pdesharp.untrusted import terminal
-
-
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def register(sub) -> None:
@@ -27,8 +23,8 @@ def register(sub) -> None:
                     "write table.md / table.csv / table.json in the bench folder. Methods: "
                     "sharp, codepde, codepde-r, cot, moa, cepo (cot/moa/cepo are our "
                     "re-implementations of OptiLLM's techniques unless --optillm-url is given).")
-    p.add_argument("--tasks", required=True, type=_csv, help="comma-separated task names")
-    p.add_argument("--methods", type=_csv, default=["sharp", "codepde", "codepde-r", "cot",
+    p.add_argument("--tasks", required=True, type=comma_list, help="comma-separated task names")
+    p.add_argument("--methods", type=comma_list, default=["sharp", "codepde", "codepde-r", "cot",
                                                      "moa", "cepo"],
                    help="comma-separated methods (default: all six)")
     p.add_argument("--model", required=True,

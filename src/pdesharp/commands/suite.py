@@ -6,8 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pdesharp.commands._common import fail
-from pdesharp.commands.bench import _csv
+from pdesharp.commands._common import comma_list, fail
 from pdesharp.commands.solve import add_objective_arguments
 from pdesharp.commands.solve_display import result_words
 from pdesharp.llm.cli_args import add_llm_arguments, llm_options
@@ -28,7 +27,7 @@ def register(sub) -> None:
     run.add_argument("suite", help="the suite folder")
     run.add_argument("--out", default=None,
                      help="results folder (default runs/suite-<suite folder name>)")
-    run.add_argument("--methods", type=_csv, default=["sharp"],
+    run.add_argument("--methods", type=comma_list, default=["sharp"],
                      help="comma-separated: sharp (PDE-SHARP, default), codepde, codepde-r, "
                           "cot, moa, cepo")
     run.add_argument("--model", default="builtin",
@@ -94,7 +93,7 @@ def register(sub) -> None:
     imp.add_argument("source", nargs="?", default=None,
                      help="pdeagent: the JSONL file; codepde: unused; apebench: unused")
     imp.add_argument("--out", required=True, help="the suite folder to write")
-    imp.add_argument("--ids", type=_csv, default=None,
+    imp.add_argument("--ids", type=comma_list, default=None,
                      help="only these record ids / task names / scenario names")
     imp.add_argument("--force", action="store_true", help="rewrite existing case folders")
     imp.add_argument("--samples", type=int, default=4,

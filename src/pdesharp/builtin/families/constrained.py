@@ -39,7 +39,7 @@ from pdesharp.builtin.families.wall_spectral_block import BLOCK
 from pdesharp.builtin.physics import coords_line, npcode, params_lines, unpack
 
 
-def _commutes(law: ConstrainedLaw) -> bool:
+def projection_commutes(law: ConstrainedLaw) -> bool:
     """L is the same scalar operator on every evolved unknown a projection constraint involves
     (and couples them to nothing), so that the projection commutes with it."""
     if not law.n_pressure:
@@ -68,7 +68,7 @@ class ConstrainedFamily(Family):
     )
 
     def applies(self, p: Problem) -> bool:
-        return isinstance(p.struct, ConstrainedLaw) and _commutes(p.struct)
+        return isinstance(p.struct, ConstrainedLaw) and projection_commutes(p.struct)
 
     def candidates(self, p: Problem) -> list[Design]:
         return [self.design(), self.design(CFL=0.5), self.design(INTEGRATOR="if_rk4"),

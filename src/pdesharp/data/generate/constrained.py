@@ -44,7 +44,7 @@ ATTRS = {"name": "Fourier pseudo-spectral method of lines with constraints solve
 def law_of(task: Task):
     """The task's constrained structure, or UnsupportedTask (the generator's) naming why not."""
     from pdesharp.builtin.constraint import constrained_law
-    from pdesharp.builtin.families.constrained import _commutes
+    from pdesharp.builtin.families.constrained import projection_commutes
     from pdesharp.builtin.refusal import UnsupportedTask as Refused
 
     try:
@@ -54,7 +54,7 @@ def law_of(task: Task):
     if "half" in law.kinds:
         raise UnsupportedTask(f"task {task.name!r}: a Dirichlet condition at one wall and a"
                               " Neumann one at the other (quarter-wave modes) with constraints")
-    if not _commutes(law):
+    if not projection_commutes(law):
         raise UnsupportedTask(f"task {task.name!r}: a projection constraint whose viscous part"
                               " differs between the unknowns it constrains")
     if not _parities_kept(law, task):
