@@ -5,6 +5,7 @@ family's streamlined ETDRK4 still fourth order. In-process (our own generated co
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -27,8 +28,12 @@ def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6
 
 
 def _namespace(task, fam, **axes):
+    return _exec(render(task, family(fam).design(**axes), problem(task)))
+
+
+def _exec(code):
     ns: dict = {}
-    exec(compile(render(task, family(fam).design(**axes), problem(task)), "<solver>", "exec"), ns)
+    exec(compile(code, "<solver>", "exec"), ns)
     return ns
 
 
@@ -350,6 +355,10 @@ def test_spectral_kept_block_step_equals_the_full_size_step():
         for integ in ("etdrk4", "if_rk4"):
             ns = _namespace(task, "spectral", INTEGRATOR=integ, REFINE=refine)
             assert ns["DEALIAS"] == rule
+            if refine == 2:  # a judge's edit of REFINE alone (the file's other lines kept)
+                edited = re.sub(r"^REFINE = .*$", "REFINE = 1.5", code, flags=re.M)
+                assert "REFINE = 1.5" in edited
+                assert _exec(edited)["DEALIAS"] == 3
             vh, grid = ns["_init_state"]([0.5 * rng.standard_normal(shape)], {})
             fast = plain = vh
             for _ in range(3):

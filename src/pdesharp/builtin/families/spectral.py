@@ -321,7 +321,7 @@ class SpectralFamily(Family):
             A, D, c, high = linear_parts(law)
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": law.has_viscous,
                  "HAS_SOURCE": law.has_source, "PRIMITIVE_FORM": prim is not None,
-                 "DEALIAS": self.dealias(d, p)}
+                 "EXACT_DEALIAS": dealias_rule(law) if prim is None else 3}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += physics_source(law, p.law_facts)
         row = lambda r: "[" + ", ".join(f"float({npcode(e)})" for e in r) + "]"  # noqa: E731

