@@ -5,6 +5,7 @@ family's streamlined ETDRK4 still fourth order. In-process (our own generated co
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -27,8 +28,12 @@ def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6
 
 
 def _namespace(task, fam, **axes):
+    return _exec(render(task, family(fam).design(**axes), problem(task)))
+
+
+def _exec(code):
     ns: dict = {}
-    exec(compile(render(task, family(fam).design(**axes), problem(task)), "<solver>", "exec"), ns)
+    exec(compile(code, "<solver>", "exec"), ns)
     return ns
 
 
@@ -295,3 +300,115 @@ def test_wall_spectral_coupled_products_and_cosine_transforms_equal_the_plain_on
     for f, s in zip(fast, slow):
         # the same operations in the same order up to the products' summation: round-off
         assert np.abs(f - s).max() <= 100 * np.finfo(float).eps * np.abs(s).max()
+
+
+def _plain_step(ns, vh, grid, h, prm):
+    """One step of the textbook schemes on full-size spectra: numpy's transforms of the masked
+    spectra, the physics' own source minus c w, full-size coefficients by the contour mean
+    (written here, apart from the generated code's kept-block step)."""
+    axes, s, mask = grid["axes"], grid["shape"], grid["mask"]
+    c = grid["lin"][2].reshape((-1,) + (1,) * (len(s) + 1))
+
+    def N(v):
+        W = np.fft.irfftn(v * mask, s=s, axes=axes)
+        return np.fft.rfftn(np.array(ns["source"](W, grid["X"], 0.0, prm)) - c * W,
+                            axes=axes) * mask
+    z = grid["L"] * h
+    e, e2 = np.exp(z), np.exp(z / 2)
+    if ns["INTEGRATOR"] != "etdrk4":
+        a = N(vh)
+        b = N(e2 * (vh + 0.5 * h * a))
+        cc = N(e2 * vh + 0.5 * h * b)
+        d = N(e * vh + h * e2 * cc)
+        return e * vh + h / 6 * (e * a + 2 * e2 * (b + cc) + d)
+    r = z[..., None] + np.exp(2j * np.pi * (np.arange(64) + 0.5) / 64)
+    q = h * np.mean((np.exp(r / 2) - 1) / r, axis=-1)
+    f1 = h * np.mean((-4 - r + np.exp(r) * (4 - 3 * r + r**2)) / r**3, axis=-1)
+    f2 = h * np.mean((2 + r + np.exp(r) * (r - 2)) / r**3, axis=-1)
+    f3 = h * np.mean((-4 - 3 * r - r**2 + np.exp(r) * (4 - r)) / r**3, axis=-1)
+    nv = N(vh)
+    a = e2 * vh + q * nv
+    na = N(a)
+    nb = N(e2 * vh + q * na)
+    nc = N(e2 * a + q * (2 * nb - nv))
+    return e * vh + f1 * nv + 2 * f2 * (na + nb) + f3 * nc
+
+
+def test_spectral_kept_block_step_equals_the_full_size_step():
+    # the stages run on the block of modes the dealiasing keeps (a quarter of the half-spectrum
+    # under the 1/2 rule), with the source's explicit part written in Horner form: against the
+    # full-size textbook step, 2D (odd and even sides) and 3D, both integrators, a cubic source
+    # (1/2 rule) and a quadratic one (2/3 rule)
+    rng = np.random.default_rng(5)
+    sh = ("dt(u) + 0.3*u + 2*(dx(u, 2) + dy(u, 2)) + dx(u, 4) + 2*dx(dy(u, 2), 2) + dy(u, 4)"
+          " - u**2 + u**3")
+    cases = ((sh, ("x", "y"), (2, 9, 8), 2, 4),  # the 1/2 rule from a 2x grid on
+             (sh, ("x", "y"), (2, 10, 8), 1.5, 3),  # the 2/3 rule below it
+             ("dt(u) - 0.02*(dx(u, 2) + dy(u, 2)) - u*(1 - u)", ("x", "y"), (2, 12, 13), 1, 3),
+             ("dt(u) - 0.02*(dx(u, 2) + dy(u, 2) + dz(u, 2)) - u + u**3", ("x", "y", "z"),
+              (1, 5, 4, 6), 2, 4))
+    for equation, space, shape, refine, rule in cases:
+        task = _task(equation, space=space)
+        code = render(task, family("spectral").design(REFINE=refine), problem(task))
+        explicit = code[code.index("def explicit_source"):code.index("def linear_parts")]
+        assert "**3" not in explicit  # Horner form, small powers as products
+        for integ in ("etdrk4", "if_rk4"):
+            ns = _namespace(task, "spectral", INTEGRATOR=integ, REFINE=refine)
+            assert ns["DEALIAS"] == rule
+            if refine == 2:  # a judge's edit of REFINE alone (the file's other lines kept)
+                edited = re.sub(r"^REFINE = .*$", "REFINE = 1.5", code, flags=re.M)
+                assert "REFINE = 1.5" in edited
+                assert _exec(edited)["DEALIAS"] == 3
+            vh, grid = ns["_init_state"]([0.5 * rng.standard_normal(shape)], {})
+            fast = plain = vh
+            for _ in range(3):
+                fast = ns["_step"](fast, 0.0, 0.01, grid, {})
+                plain = _plain_step(ns, plain, grid, 0.01, {})
+            assert fast.shape == plain.shape
+            # round-off of a few steps of transforms of O(1) fields; the kept block is exact
+            # outside (the same exp(hL) vh), so any stage-weight or block slip is O(h) instead
+            scale = np.abs(plain).max()
+            assert np.abs(fast - plain).max() <= 1e3 * np.finfo(float).eps * scale * np.log2(
+                vh.size)
+
+
+def test_half_rule_removes_the_cubic_aliasing_the_two_thirds_rule_leaves():
+    # u^3 of a field with modes |m| < n/r has modes |m| < 3n/r: on the n grid, those above
+    # n/2 alias back onto m - n, among the kept modes for r = 3, never for r = 4 (1/2 rule).
+    # Against the product on a 4x grid (no aliasing)
+    from pdesharp.builtin.families.spectral import dealias_rule
+    n = 24
+    m = np.arange(n // 2 + 1)
+    rng = np.random.default_rng(9)
+    for rule, aliased in ((4, False), (3, True)):
+        keep = rule * m < n
+        coef = (rng.standard_normal(m.size) + 1j * rng.standard_normal(m.size)) * keep
+        coef[0] = coef[0].real
+        u = np.fft.irfft(coef, n)
+        fine = np.fft.irfft(coef, 4 * n) * 4  # the same series at 4x the points
+        exact = np.fft.rfft(fine**3)[:m.size] / 4
+        err = np.abs(np.fft.rfft(u**3)[keep] - exact[keep]).max()
+        assert (err > 1e-8 * np.abs(exact).max()) == aliased, (rule, err)
+    for eq, rule in (("dt(u) - 0.01*dx(u, 2) - u + u**3", 4),
+                     ("dt(u) + 0.5*dx(u**2) - 0.01*dx(u, 2)", 3),
+                     ("dt(u) - 0.01*dx(u, 2) - sin(u)", 3),
+                     ("dt(u) + dx(u**2) - 0.01*dx(u, 2) + u**5", 4)):
+        assert dealias_rule(problem(_task(eq)).struct) == rule, eq
+
+
+def test_small_powers_print_as_products_where_asked():
+    # u**3 as u*u*u (NumPy's u**3 calls pow): the same values, in any position
+    import sympy as sp
+
+    from pdesharp.builtin.physics import npcode
+    u, v = sp.symbols("u v")
+    x = np.linspace(-1.5, 2.0, 7)
+    y = np.linspace(0.5, 1.5, 7)
+    for e in (u**3, -u**4 + 2 * u**3, (u + v)**3, sp.sqrt(1 + u**4), 1 / (2 + u**3),
+              (1 + u**3)**2, u**5, u**-3 + v**2):
+        text = npcode(e, products=True)
+        assert "**3" not in text and "**4" not in text
+        got = eval(text, {"np": np, "u": x, "v": y})
+        want = eval(npcode(e), {"np": np, "u": x, "v": y})
+        # two products in place of one correctly rounded power: a few ulps of the value
+        assert np.allclose(got, want, rtol=8 * np.finfo(float).eps, atol=0.0)

@@ -288,11 +288,12 @@ def _wavenumbers(shape):
     return ks
 
 
-def _dealias_mask(shape):
-    """Keep |m| < n/3 on every axis: products of two kept modes alias only onto dropped ones."""
+def _dealias_mask(shape, rule=3):
+    """Keep |m| < n/rule on every axis: products of rule - 1 kept modes alias only onto dropped
+    ones (3: Orszag's 2/3 rule for quadratic terms; 4, the 1/2 rule, for cubic ones)."""
     mask = True
     for a, n in enumerate(shape):
         m = np.fft.rfftfreq(n, 1.0 / n) if a == len(shape) - 1 else np.fft.fftfreq(n, 1.0 / n)
-        mask = mask & (3 * np.abs(m) < n).reshape((-1,) + (1,) * (len(shape) - a - 1))
+        mask = mask & (rule * np.abs(m) < n).reshape((-1,) + (1,) * (len(shape) - a - 1))
     return mask
 '''

@@ -9,25 +9,34 @@ CONSERVATIVE_RHS = '''
 
 
 def _nonlinear(vh, t, grid, prm):
-    """Fourier transform of dt w minus its exactly integrated linear part L w (no zero-filled
-    accumulator, no subtraction of a linear part that is zero: a stage is a handful of
-    operations on small arrays, where each call's overhead counts)."""
-    W = _physical(vh, grid)
-    A, D, c = grid["lin"]
+    """Fourier transform of dt w minus its exactly integrated linear part L w, full size."""
+    return _spectrum(_nonlinear_cut(vh[_cut(grid)[1]], t, grid, prm), grid)
+
+
+def _nonlinear_cut(g, t, grid, prm):
+    """The same on the kept block: from the state's (g), N's. No zero-filled accumulator, no
+    linear part subtracted where it is zero: a stage is a handful of operations on small
+    arrays, where each pass and each call count."""
+    W = _physical_cut(g, grid)
+    A = grid["lin"][0]
     shape = (-1,) + (1,) * (W.ndim - 1)
-    out = 0.0
+    out = None
     if HAS_FLUX:
-        for a, k in enumerate(grid["k"]):
+        for a, k in enumerate(grid["kc"]):
             F = np.array(flux(W, grid["X"], t, prm, a))
             if np.any(A[a]):
                 F = F - A[a].reshape(shape) * W
-            out = out - 1j * k[..., :_cut(grid)[0]] * _forward_cut(F, grid)
+            term = -1j * k * _forward_cut(F, grid)
+            out = term if out is None else out + term
     if HAS_SOURCE:
-        S = np.array(source(W, grid["X"], t, prm))
-        if np.any(c):
-            S = S - c.reshape(shape) * W
-        out = out + _forward_cut(S, grid)
-    return _spectrum(out, grid)
+        S = _forward_cut(_stacked(explicit_source(W, grid["X"], t, prm)), grid)
+        out = S if out is None else out + S
+    return np.zeros_like(g) if out is None else out
+
+
+def _stacked(fields):
+    """[var, ...] from a list of arrays (a view of the only one, not a copy)."""
+    return fields[0][None] if len(fields) == 1 else np.array(fields)
 
 
 def _stable_dt(vh, t, grid, prm):
@@ -35,8 +44,7 @@ def _stable_dt(vh, t, grid, prm):
     rate = _wave_rate(W, t, grid, prm) if HAS_FLUX else 0.0
     if HAS_SOURCE:
         eps = 1e-6 * (1.0 + np.abs(W))
-        c = grid["lin"][2].reshape((-1,) + (1,) * (W.ndim - 1))
-        f = lambda V: np.array(source(V, grid["X"], t, prm)) - c * V  # noqa: E731
+        f = lambda V: np.array(explicit_source(V, grid["X"], t, prm))  # noqa: E731
         rate = max(rate, float(np.max(np.abs((f(W + eps) - f(W)) / eps))))
     return CFL / rate if rate > 0 else np.inf
 
@@ -50,18 +58,25 @@ PRIMITIVE_RHS = '''
 def _fields(vh, grid):
     """w and its spectral derivatives along each axis, on the dealiased field: one inverse
     transform of the stacked spectra (per-call overhead dominates at these sizes)."""
-    c = _cut(grid)[0]
-    vm = vh[..., :c]
-    out = _physical(np.stack([vm] + [1j * k[..., :c] * vm for k in grid["k"]]), grid)
+    return _fields_cut(vh[_cut(grid)[1]], grid)
+
+
+def _fields_cut(g, grid):
+    """The same from the kept block g."""
+    out = _physical_cut(np.stack([g] + [1j * k * g for k in grid["kc"]]), grid)
     return out[0], out[1:]
 
 
 def _nonlinear(vh, t, grid, prm):
-    """Fourier transform of dt w minus its exactly integrated linear part L w: the remainder of
-    the primitive-variable form, derivatives taken spectrally."""
-    W, WX = _fields(vh, grid)
-    N = np.array(remainder(W, WX, grid["X"], t, prm))
-    return _spectrum(_forward_cut(N, grid), grid)
+    """Fourier transform of dt w minus its exactly integrated linear part L w, full size."""
+    return _spectrum(_nonlinear_cut(vh[_cut(grid)[1]], t, grid, prm), grid)
+
+
+def _nonlinear_cut(g, t, grid, prm):
+    """The same on the kept block: the remainder of the primitive-variable form, derivatives
+    taken spectrally (one inverse transform of the stacked spectra)."""
+    W, WX = _fields_cut(g, grid)
+    return _forward_cut(np.array(remainder(W, WX, grid["X"], t, prm)), grid)
 
 
 def _stable_dt(vh, t, grid, prm):
@@ -90,12 +105,13 @@ def _coefficients(grid, h):
     """exp(hL), exp(hL/2) and the ETDRK4 weights (contour integral over a circle of radius 1
     around each hL, which avoids the cancellation of their closed forms for small |hL|). The
     contour sums run over the distinct values of hL only: an isotropic operator repeats each
-    value many times over a 2D or 3D grid (|k|^2 is shared by every mode on a circle)."""
+    value many times over a 2D or 3D grid (|k|^2 is shared by every mode on a circle). Then
+    exp(hL) and, on the kept block (the stages'), every one of them."""
     key = round(h, 14)
     if key in grid["cache"]:
         return grid["cache"][key]
     L = grid["L"]
-    plan = (hash(L.tobytes()), L.shape, key, INTEGRATOR)
+    plan = (hash(L.tobytes()), grid["shape"], key, INTEGRATOR)  # (n = 2m, 2m + 1: one L)
     if plan in _PLANS:
         grid["cache"][key] = _PLANS[plan]
         return _PLANS[plan]
@@ -114,6 +130,9 @@ def _coefficients(grid, h):
         f2 = 2.0 * mean((2.0 + lr + el * (lr - 2.0)) / lr**3)  # x2: the b stage's weight
         f3 = mean((-4.0 - 3.0 * lr - lr**2 + el * (4.0 - lr)) / lr**3)
         out = (e, e2, q, f1, f2, f3)
+    # the stages' coefficients on the kept block (one contiguous pass each)
+    keep = _cut(grid)[1]
+    out = (e,) + tuple(np.ascontiguousarray(f[keep]) for f in out)
     if len(_PLANS) >= _PLAN_SETS:
         _PLANS.clear()
     _PLANS[plan] = grid["cache"][key] = out
@@ -121,22 +140,44 @@ def _coefficients(grid, h):
 
 
 def _step(vh, t, h, grid, prm):
-    N = lambda v, s: _nonlinear(v, t + s * h, grid, prm)  # noqa: E731
+    """One step. The stages see the state through the dealiasing mask only (_nonlinear_cut):
+    they run on the kept block, and the modes outside it move by exp(hL) alone."""
+    N = lambda v, s: _nonlinear_cut(v, t + s * h, grid, prm)  # noqa: E731
+    keep = _cut(grid)[1]
+    v = vh[keep]
     if INTEGRATOR == "etdrk4":
-        e, e2, q, f1, f2, f3 = _coefficients(grid, h)
-        half = e2 * vh  # shared by the first two stages
-        nv = N(vh, 0.0)
-        a = half + q * nv
+        # in place where an array is not needed again; the same sums in the same order
+        e, ek, e2, q, f1, f2, f3 = _coefficients(grid, h)
+        half = e2 * v  # shared by the first two stages
+        nv = N(v, 0.0)
+        a = q * nv
+        a += half
         na = N(a, 0.5)
-        nb = N(half + q * na, 0.5)
-        nc = N(e2 * a + q * (2.0 * nb - nv), 1.0)
-        return e * vh + f1 * nv + f2 * (na + nb) + f3 * nc
-    e, e2 = _coefficients(grid, h)
-    a = N(vh, 0.0)
-    b = N(e2 * (vh + 0.5 * h * a), 0.5)
-    c = N(e2 * vh + 0.5 * h * b, 0.5)
-    d = N(e * vh + h * e2 * c, 1.0)
-    return e * vh + h / 6.0 * (e * a + 2.0 * e2 * (b + c) + d)
+        b = q * na
+        b += half
+        nb = N(b, 0.5)
+        s = 2.0 * nb
+        s -= nv
+        s *= q
+        s += e2 * a
+        nc = N(s, 1.0)
+        kept = ek * v
+        kept += f1 * nv
+        na += nb
+        na *= f2
+        kept += na
+        nc *= f3
+        kept += nc
+    else:
+        e, ek, e2 = _coefficients(grid, h)
+        a = N(v, 0.0)
+        b = N(e2 * (v + 0.5 * h * a), 0.5)
+        c = N(e2 * v + 0.5 * h * b, 0.5)
+        d = N(ek * v + h * e2 * c, 1.0)
+        kept = ek * v + h / 6.0 * (ek * a + 2.0 * e2 * (b + c) + d)
+    out = e * vh
+    out[keep] = kept
+    return out
 
 
 def _steps(span, dt, exact):
