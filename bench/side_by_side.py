@@ -19,9 +19,9 @@ initial-condition generators, py-pde's examples on boxes with walls):
    kept in the work folder and reused while the pdesharp sources are unchanged;
 3. the library's accuracy-time curve: a sweep of its step count (exponax: substeps per frame,
    ETDRK order 2 and 4, float32 and float64; py-pde: explicit Runge-Kutta with an adaptive
-   tolerance, on the data grid and on a 3x finer one) against the reference, each point a fresh
-   process (bench/sbs_worker.py: cold = library import + set-up + first batch; warm = per sample
-   of the batch solved again, median);
+   tolerance, on the data grid and on a 3x finer one, with its NumPy and its Numba backend)
+   against the reference, each point a fresh process (bench/sbs_worker.py: cold = library
+   import + set-up + first batch; warm = per sample of the batch solved again, median);
 4. pairing: the winner and the library points that bracket its accuracy are run again in turns,
    ``--repeat`` times, and the medians of those runs give the ratios.
 
@@ -190,10 +190,14 @@ def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
     # and accuracy on those), and only on the data grid (a 3x finer 2D grid costs ~80x)
     tols = (1e-3, 1e-4, 1e-6) if quick else (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
     few = {"max_samples": 2} if quick else {}
-    rk = [({"solver": "runge-kutta", "adaptive": True, "tol": tol, **few}, r)
-          for r in ((1,) if quick else (1, 3)) for tol in tols]
+    # both backends: numba compiles the stepper at every eq.solve (py-pde 0.59: ~14-30 s per
+    # sample on a 48^2 grid, whatever the work), NumPy does not (0.06 s per sample warm there)
+    # but pays Python per step; a user picks the faster, and so does the front
+    rk = [({"solver": "runge-kutta", "adaptive": True, "tol": tol, "backend": b, **few}, r)
+          for r in ((1,) if quick else (1, 3)) for tol in tols for b in ("numpy", "numba")]
     # the examples' own fixed-step explicit Euler, at a few steps per frame
-    euler = [({"solver": "euler", "dt": case.dt_frame / m}, 1) for m in (10, 100, 1000)]
+    euler = [({"solver": "euler", "dt": case.dt_frame / m, "backend": b}, 1)
+             for m in (10, 100, 1000) for b in ("numpy", "numba")]
     return rk if quick else rk + euler
 
 
