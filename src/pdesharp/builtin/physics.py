@@ -224,8 +224,11 @@ def coords_line(law_coords, exprs, time=None, indent: str = "    ") -> str:
 
 
 def ret(exprs, like: str = "W[0]") -> str:
-    """``return [...]`` with every entry broadcast to the shape of ``like``."""
-    return "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in exprs) + "]\n"
+    """``return [...]`` with every entry broadcast to the shape of ``like``; cubes and fourth
+    powers as products (these functions run on whole arrays every stage: NumPy's u**3 is a
+    general power, ~50x u*u*u on [8, 48, 48]; Allen-Cahn's wall-spectral winner 1.5x faster)."""
+    return ("    return [" + ", ".join(f"({npcode(e, products=True)}) + _zero" for e in exprs)
+            + "]\n")
 
 
 def _fn(head: str, doc: str, law: BalanceLaw, exprs, body_unpack: str, returns: str) -> str:

@@ -126,4 +126,5 @@ def remainder_source(law: BalanceLaw, rest, jets) -> str:
             + (unpack(jet_names, "J", rest) if jet_names else "")
             + "    _zero = np.zeros(np.broadcast_shapes(np.shape(W[0]), *[np.shape(x) for x in"
             " X]))\n" + params_lines(law.params, rest) + coords_line(law.coords, rest, law.t)
-            + "    return [" + ", ".join(f"({npcode(e)}) + _zero" for e in rest) + "]\n\n\n")
+            + "    return [" + ", ".join(f"({npcode(e, products=True)}) + _zero" for e in rest)
+            + "]\n\n\n")
