@@ -186,3 +186,28 @@ CASES: list[Case] = [
 
 BY_NAME = {c.name: c for c in CASES}
 QUICK = ("ape_adv1d", "ape_kdv1d", "ape_fisher1d", "ape_sh2d", "pp_heat2d", "pp_allen_cahn2d")
+
+
+def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
+    """The library's settings, coarse to fine: (config, grid refinement)."""
+    if case.library == "exponax":
+        if case.params["kind"] == "linear":  # exact in time: one step per frame
+            return [({"substeps": 1, "x64": x}, 1) for x in (False, True)]
+        subs = (1, 4, 16) if quick else (1, 2, 4, 8, 16, 32, 64)
+        out = [({"substeps": s, "order": o, "x64": x}, 1)
+               for x in (False, True) for o in (2, 4) for s in subs]
+        # a twice finer grid (the data's modes all kept under the 2/3 rule), at its best settings
+        return out + [({"substeps": s, "order": 4, "x64": True}, 2) for s in subs]
+    # py-pde solves one sample at a time: --quick times it on two of them (per-sample times
+    # and accuracy on those), and only on the data grid (a 3x finer 2D grid costs ~80x)
+    tols = (1e-3, 1e-4, 1e-6) if quick else (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+    few = {"max_samples": 2} if quick else {}
+    # both backends: numba compiles the stepper at every eq.solve (py-pde 0.59: ~14-30 s per
+    # sample on a 48^2 grid, whatever the work), NumPy does not (0.06 s per sample warm there)
+    # but pays Python per step; a user picks the faster, and so does the front
+    rk = [({"solver": "runge-kutta", "adaptive": True, "tol": tol, "backend": b, **few}, r)
+          for r in ((1,) if quick else (1, 3)) for tol in tols for b in ("numpy", "numba")]
+    # the examples' own fixed-step explicit Euler, at a few steps per frame
+    euler = [({"solver": "euler", "dt": case.dt_frame / m, "backend": b}, 1)
+             for m in (10, 100, 1000) for b in ("numpy", "numba")]
+    return rk if quick else rk + euler
