@@ -24,8 +24,8 @@ def register(sub) -> None:
                     "sharp, codepde, codepde-r, cot, moa, cepo (cot/moa/cepo are our "
                     "re-implementations of OptiLLM's techniques unless --optillm-url is given).")
     p.add_argument("--tasks", required=True, type=comma_list, help="comma-separated task names")
-    p.add_argument("--methods", type=comma_list, default=["sharp", "codepde", "codepde-r", "cot",
-                                                     "moa", "cepo"],
+    p.add_argument("--methods", type=comma_list,
+                   default=["sharp", "codepde", "codepde-r", "cot", "moa", "cepo"],
                    help="comma-separated methods (default: all six)")
     p.add_argument("--model", required=True,
                    help="model spec of every method, e.g. openai:gpt-4o-mini, or compat:NAME "
