@@ -67,8 +67,9 @@ BUILTIN = {
     "advection": ([], 3e-3),
     # 21 frames: pseudo-spectral 2.1e-4, MUSCL-mc 1.8e-5; the published best is 1.05e-4 on 201
     "burgers": (["FRAMES", 21], 1e-3),
-    # full window: pseudo-spectral/exact-split designs 1e-5 to 1e-4; the published best is 2.3e-3
-    "reacdiff1d": ([], 2e-3),
+    # full window: pseudo-spectral/exact-split designs 1e-5 to 1e-4, the published best 2.3e-3;
+    # 21 frames (half the time of the full window here): the winner 1.0e-6
+    "reacdiff1d": (["FRAMES", 21], 2e-3),
     # 6 frames of the (only) two-sample CNS file: pseudo-spectral in primitive variables 5.5e-4
     # (1/4 grid) and 4.1e-4 (data grid), the finite-volume design with an implicit viscous step
     # ~2e-4 (the data were made by a MUSCL scheme in float32: 5.0e-3 from the PDE over 101 frames)
@@ -97,7 +98,10 @@ def test_builtin_task_through_the_real_pipeline(task, tmp_path, monkeypatch, sha
 
 # the issue's seven user PDEs and one example per new capability: example YAML, reference from
 # examples/tasks/make_reference.py (exact, manufactured or an independent generator), tolerance
-# with the reason (measured through this same path)
+# with the reason (measured through this same path on all the file's samples). The suite
+# scores the first sample only (--max-samples 1, a third to a half of the solver time): every
+# bound holds there with a margin of 2.5 or more (measured 2026-11-29; allen_cahn_neumann1d
+# 4.1e-8, shear_advection2d 4.9e-6, bbm_walls1d 2.4e-4), except the breather's (ALL_SAMPLES)
 EXAMPLE_TOLERANCE = {
     # issue row 1: x- and t-forcing; pseudo-spectral ETDRK4 matches the 5x DOP853 run (9e-10)
     "forced_burgers1d": (1e-6, 3),
@@ -178,14 +182,20 @@ EXAMPLE_TOLERANCE = {
 }
 
 
+# the breather's first sample alone scores 4.6e-4, over the bound 2e-4 that its three samples
+# meet together (4.2e-5): it keeps them all
+ALL_SAMPLES = {"sine_gordon_breather1d"}
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLE_TOLERANCE))
 def test_example_task_through_the_real_pipeline(name, tmp_path, monkeypatch, example_data):
     tol, evals = EXAMPLE_TOLERANCE[name]
     # no audit: these check the designs' accuracy; a 2D example's audit alone takes about a
     # minute (the floor and `auto` on the default path: test_default_path_fresh.py)
+    samples = () if name in ALL_SAMPLES else ("--max-samples", "1")
     code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / f"{name}.yaml"),
                                "--dev-data", str(example_data / name / "dev.hdf5"),
-                               "--audit", "off", evals=evals)
+                               "--audit", "off", *samples, evals=evals)
     assert code == 0, summary
     assert summary["best_dev_score"] < tol, summary
     assert standalone(run / "best_solver.py")
@@ -263,17 +273,18 @@ def test_the_judges_refine_the_cells_of_a_riemann_problem_between_walls(tmp_path
     shock): 8.0e-3 with 2x, 3.5e-3 with 4x. Every judge refines a Riemann problem first, the
     robust one by a 4x leap off the output grid (issue 26), so round 1 already reaches 4x and
     round 2 8x (1.6e-3 in 8 evaluations; 66 s per sample, measured outside the suite).
-    The suite runs Sod alone (the file's first sample): the same rounds, 1.7e-3 at 8x in 6
-    evaluations, a third of the time of all three samples (the bound 4e-3 is the 4x error)."""
+    The suite runs Sod alone (the file's first sample) for one round: 3.7e-3 at 4x in 4
+    evaluations (two rounds: 1.7e-3 at 8x in 6, twice the time). The bound 5e-3 sits between
+    the 4x error and the 2x one (8.0e-3): it holds only if round 1 went past 2x."""
     monkeypatch.delenv("PDESHARP_MODEL", raising=False)
     out = tmp_path / "runs"
     argv = ["solve", str(EXAMPLES / "sod1d.yaml"), "--out", str(out), "--run-id", "r",
-            "--quiet", "--no-convergence", "--candidates", "3", "--max-evals", "6",
-            "--max-rounds", "2", "--rejudge-cycles", "0", "--max-samples", "1",
+            "--quiet", "--no-convergence", "--candidates", "3", "--max-evals", "4",
+            "--max-rounds", "1", "--rejudge-cycles", "0", "--max-samples", "1",
             "--dev-data", str(example_data / "sod1d" / "dev.hdf5")]
     assert main(argv) in (0, None)
     summary = json.loads((out / "r" / "summary.json").read_text())
-    assert summary["best_dev_score"] < 4e-3, summary
+    assert summary["best_dev_score"] < 5e-3, summary
     best = (out / "r" / "best_solver.py").read_text()
     assert "REFINE = 4" in best or "REFINE = 8" in best
 
