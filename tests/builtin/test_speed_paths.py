@@ -5,6 +5,7 @@ family's streamlined ETDRK4 still fourth order. In-process (our own generated co
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -483,6 +484,23 @@ def test_an_edited_dealias_line_is_what_the_solver_computes():
     b = _exec(half)["solver"](u0, t)
     scale = np.abs(a).max()
     assert 1e3 * np.finfo(float).eps * scale < np.abs(a - b).max() <= 1e-3 * scale
+
+
+def test_a_solver_rendered_before_the_dealias_axis_still_reads_back():
+    # files of earlier runs (resumed, or handed to a judge) computed the rule outside the
+    # header: "DEALIAS = EXACT_DEALIAS if ...". That line is not an axis value: the design
+    # reads back with the default rule instead of not at all (which would make the judges
+    # treat the file as foreign); a header line that does not parse still rejects the file
+    from pdesharp.builtin.design_header import read_design
+    fam = family("spectral")
+    task = _task(SH, space=("x", "y"))
+    code = render(task, fam.design(REFINE=3, CFL=0.2), problem(task))
+    old = re.sub(r"^DEALIAS = 3  #.*\n", "", code, flags=re.M).replace(
+        "DEALIAS_RULE = DEALIAS if 3 <= DEALIAS <= 2 * REFINE else 3",
+        "DEALIAS = EXACT_DEALIAS if 3 * REFINE >= 2 * EXACT_DEALIAS else 3")
+    assert "DEALIAS = EXACT_DEALIAS" in old and "DEALIAS = 3  #" not in old
+    assert read_design(old) == fam.design(REFINE=3, CFL=0.2)
+    assert read_design(code.replace("CFL = 0.2  #", "CFL = 0.2x  #")) is None
 
 
 def test_small_powers_print_as_products_where_asked():
