@@ -449,6 +449,41 @@ def test_dealiasing_toggle_moves():
             two_thirds, q, "accuracy", False) if m[0] == "DEALIAS"], eq
 
 
+def test_a_judge_seeking_speed_proposes_the_half_rule_and_one_seeking_accuracy_does_not():
+    # the judges' path end to end: a 2x-grid Swift-Hohenberg solver under the 2/3 rule, below
+    # the objective's bar (fastest-below:1e-6): among a robust judge's next proposals is the
+    # DEALIAS line set to 4 (a patch that applies, titled with the new rule); under the
+    # accuracy objective no judge proposes it (it is a speed move only)
+    import asyncio
+
+    from pdesharp.builtin import BuiltinJudge
+    from pdesharp.builtin.design_header import read_design
+    from pdesharp.records import Candidate, EvalResult
+    from pdesharp.roles import PoolEntry, RoundInfo
+    from pdesharp.synthesis.patch import apply_patch
+    task = _task(SH, space=("x", "y"))
+    code = render(task, family("spectral").design(REFINE=2))
+    base = PoolEntry(candidate=Candidate(id="b", code=code, origin="genesis", title="b"),
+                     result=EvalResult(status="ok", split="dev", feedback="nrmse", nrmse=5e-7,
+                                       solver_seconds=1.0))
+    seen = {}
+    for objective, bar in (("fastest-below:1e-6", 1e-6), ("accuracy", None)):
+        for name in ("judge-1", "judge-2", "judge-3"):
+            judge = BuiltinJudge(name=name)
+            judge.observe(RoundInfo(cycle=0, round=1, max_rounds=4, cycles=1, objective=objective,
+                                    bar=bar, best_score=5e-7, executed=1))
+            for _ in range(4):  # a judge never proposes a design twice: its next ones
+                prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+                if prop.patch:
+                    seen.setdefault(objective, []).append((prop.title, prop.patch))
+    half = [patch for title, patch in seen["fastest-below:1e-6"] if title == "DEALIAS -> 4"]
+    assert half, [t for t, _ in seen["fastest-below:1e-6"]]
+    new = apply_patch(code, half[0])
+    assert read_design(new) == family("spectral").design(REFINE=2, DEALIAS=4)
+    assert "1/2 dealiasing" in new.split("\n", 1)[0]
+    assert not [t for t, _ in seen.get("accuracy", []) if t.startswith("DEALIAS")]
+
+
 def test_an_edited_dealias_line_is_what_the_solver_computes():
     # a judge's patch of DEALIAS (the built-in judges' constant_patch) changes the kept modes:
     # on the 16 x 16 internal grid (8 x 8 data, REFINE 2) |m| < 16/4 keeps 7 rows x 4 columns
