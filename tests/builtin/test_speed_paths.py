@@ -27,6 +27,11 @@ def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6
         "data": {"fields": {"u": "tensor"}, "t_key": "t-coordinate"}})
 
 
+# APEBench's Swift-Hohenberg (r = 0.7, k = 1): a cubic source, a 4th-order linear part
+SH = ("dt(u) + 0.3*u + 2*(dx(u, 2) + dy(u, 2)) + dx(u, 4) + 2*dx(dy(u, 2), 2) + dy(u, 4)"
+      " - u**2 + u**3")
+
+
 def _namespace(task, fam, **axes):
     return _exec(render(task, family(fam).design(**axes), problem(task)))
 
@@ -338,27 +343,21 @@ def test_spectral_kept_block_step_equals_the_full_size_step():
     # the stages run on the block of modes the dealiasing keeps (a quarter of the half-spectrum
     # under the 1/2 rule), with the source's explicit part written in Horner form: against the
     # full-size textbook step, 2D (odd and even sides) and 3D, both integrators, a cubic source
-    # (1/2 rule) and a quadratic one (2/3 rule)
+    # under either rule (the design's DEALIAS) and a quadratic one (2/3 rule)
     rng = np.random.default_rng(5)
-    sh = ("dt(u) + 0.3*u + 2*(dx(u, 2) + dy(u, 2)) + dx(u, 4) + 2*dx(dy(u, 2), 2) + dy(u, 4)"
-          " - u**2 + u**3")
-    cases = ((sh, ("x", "y"), (2, 9, 8), 3, 4),  # the 1/2 rule from a 3x grid on
-             (sh, ("x", "y"), (2, 10, 8), 2, 3),  # the 2/3 rule below it (Gray-Scott: 10x)
+    cases = ((SH, ("x", "y"), (2, 9, 8), 3, 4),  # the 1/2 rule, odd sides (27 x 24)
+             (SH, ("x", "y"), (2, 10, 8), 2, 3),  # the 2/3 rule on a 2x grid
              ("dt(u) - 0.02*(dx(u, 2) + dy(u, 2)) - u*(1 - u)", ("x", "y"), (2, 12, 13), 1, 3),
              ("dt(u) - 0.02*(dx(u, 2) + dy(u, 2) + dz(u, 2)) - u + u**3", ("x", "y", "z"),
-              (1, 5, 4, 6), 3, 4))
+              (1, 5, 4, 6), 2, 4))
     for equation, space, shape, refine, rule in cases:
         task = _task(equation, space=space)
-        code = render(task, family("spectral").design(REFINE=refine), problem(task))
+        code = render(task, family("spectral").design(REFINE=refine, DEALIAS=rule), problem(task))
         explicit = code[code.index("def explicit_source"):code.index("def linear_parts")]
         assert "**3" not in explicit  # Horner form, small powers as products
         for integ in ("etdrk4", "if_rk4"):
-            ns = _namespace(task, "spectral", INTEGRATOR=integ, REFINE=refine)
-            assert ns["DEALIAS"] == rule
-            if refine == 3:  # a judge's edit of REFINE alone (the file's other lines kept)
-                edited = re.sub(r"^REFINE = .*$", "REFINE = 2", code, flags=re.M)
-                assert "REFINE = 2" in edited
-                assert _exec(edited)["DEALIAS"] == 3
+            ns = _namespace(task, "spectral", INTEGRATOR=integ, REFINE=refine, DEALIAS=rule)
+            assert ns["DEALIAS_RULE"] == rule
             vh, grid = ns["_init_state"]([0.5 * rng.standard_normal(shape)], {})
             fast = plain = vh
             for _ in range(3):
@@ -394,6 +393,149 @@ def test_half_rule_removes_the_cubic_aliasing_the_two_thirds_rule_leaves():
                      ("dt(u) - 0.01*dx(u, 2) - sin(u)", 3),
                      ("dt(u) + dx(u**2) - 0.01*dx(u, 2) + u**5", 4)):
         assert dealias_rule(problem(_task(eq)).struct) == rule, eq
+
+
+def test_dealiasing_rule_is_a_design_axis_for_cubic_terms_only():
+    # cubic explicit terms (Swift-Hohenberg 2D): Genesis offers the 2x grid under both rules
+    # (the tournament measures which pays) and never the 1/2 rule below a 2x grid (it would
+    # drop data modes); quadratic terms and 1D (no time saved, 0.98x measured) only the 2/3
+    # rule. The rule is named in the title and written in the header where it is a choice
+    # (cubic terms, 1D too: a judge may edit it)
+    from pdesharp.builtin.design_header import header
+    fam = family("spectral")
+    rules = {}
+    for name, eq, space in (("cubic2d", SH, ("x", "y")),
+                            ("quadratic2d", "dt(u) - 0.02*(dx(u, 2) + dy(u, 2)) - u*(1 - u)",
+                             ("x", "y")),
+                            ("cubic1d", "dt(u) - 0.01*dx(u, 2) - u + u**3", ("x",))):
+        task = _task(eq, space=space)
+        p = problem(task)
+        cands = fam.candidates(p)
+        rules[name] = {(d["REFINE"], fam.dealias(d, p)) for d in cands}
+        # what a candidate asks for is what its solver computes (no 1/2 rule dropped silently)
+        assert all(fam.dealias(d, p) == d["DEALIAS"] for d in cands), name
+        for d in cands:
+            code = render(task, d, p)
+            want = "1/2 dealiasing" if fam.dealias(d, p) == 4 else "2/3 dealiasing"
+            assert want in code.split("\n", 1)[0], (name, d)
+            assert ("\nDEALIAS = " in header(code)) == name.startswith("cubic"), name
+    assert {(2, 3), (2, 4)} <= rules["cubic2d"]
+    assert all(r == 3 for _, r in rules["quadratic2d"] | rules["cubic1d"])
+    assert {(1, 3), (2, 3)} <= rules["quadratic2d"]
+
+
+def test_dealiasing_toggle_moves():
+    # fastest-below: from a 2x grid under the 2/3 rule, the 1/2 rule is a speed move predicted
+    # clearly faster (past the judges' 30% time margin, or they would not spend an evaluation
+    # on it); under the accuracy strategy the way back. Below a 2x grid no toggle (the 1/2
+    # rule would compute the 2/3 rule there: the same solver, the same key)
+    fam = family("spectral")
+    p = problem(_task(SH, space=("x", "y")))
+    two_thirds, half = fam.design(REFINE=2), fam.design(REFINE=2, DEALIAS=4)
+    toggle = [m for m in fam.speed_moves(two_thirds, p) if m[0] == "DEALIAS"]
+    assert [m[1] for m in toggle] == [4]
+    assert fam.cost(half, p) * 1.3 <= fam.cost(two_thirds, p)
+    assert fam.key(half, p) != fam.key(two_thirds, p)
+    assert [m[1] for m in fam.moves(half, p, "accuracy", False) if m[0] == "DEALIAS"] == [3]
+    assert not [m for m in fam.speed_moves(half, p) if m[0] == "DEALIAS"]
+    coarse = fam.design(REFINE=1)
+    assert not [m for m in fam.speed_moves(coarse, p) if m[0] == "DEALIAS"]
+    assert fam.key(coarse.with_(DEALIAS=4), p) == fam.key(coarse, p)
+    # a quadratic problem: the rule is not a choice; 1D: no time to gain. No toggle
+    for eq, space in (("dt(u) - 0.02*(dx(u, 2) + dy(u, 2)) - u*(1 - u)", ("x", "y")),
+                      ("dt(u) - 0.01*dx(u, 2) - u + u**3", ("x",))):
+        q = problem(_task(eq, space=space))
+        assert not [m for m in fam.speed_moves(two_thirds, q) + fam.moves(
+            two_thirds, q, "accuracy", False) if m[0] == "DEALIAS"], eq
+
+
+def test_a_judge_seeking_speed_proposes_the_half_rule_and_one_seeking_accuracy_does_not():
+    # the judges' path end to end: a 2x-grid Swift-Hohenberg solver under the 2/3 rule, below
+    # the objective's bar (fastest-below:1e-6): among a robust judge's next proposals is the
+    # DEALIAS line set to 4 (a patch that applies, titled with the new rule); under the
+    # accuracy objective no judge proposes it (it is a speed move only)
+    import asyncio
+
+    from pdesharp.builtin import BuiltinJudge
+    from pdesharp.builtin.design_header import read_design
+    from pdesharp.records import Candidate, EvalResult
+    from pdesharp.roles import PoolEntry, RoundInfo
+    from pdesharp.synthesis.patch import apply_patch
+    task = _task(SH, space=("x", "y"))
+    code = render(task, family("spectral").design(REFINE=2))
+    base = PoolEntry(candidate=Candidate(id="b", code=code, origin="genesis", title="b"),
+                     result=EvalResult(status="ok", split="dev", feedback="nrmse", nrmse=5e-7,
+                                       solver_seconds=1.0))
+    seen = {}
+    for objective, bar in (("fastest-below:1e-6", 1e-6), ("accuracy", None)):
+        for name in ("judge-1", "judge-2", "judge-3"):
+            judge = BuiltinJudge(name=name)
+            judge.observe(RoundInfo(cycle=0, round=1, max_rounds=4, cycles=1, objective=objective,
+                                    bar=bar, best_score=5e-7, executed=1))
+            for _ in range(4):  # a judge never proposes a design twice: its next ones
+                prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+                if prop.patch:
+                    seen.setdefault(objective, []).append((prop.title, prop.patch))
+    half = [patch for title, patch in seen["fastest-below:1e-6"] if title == "DEALIAS -> 4"]
+    assert half, [t for t, _ in seen["fastest-below:1e-6"]]
+    new = apply_patch(code, half[0])
+    assert read_design(new) == family("spectral").design(REFINE=2, DEALIAS=4)
+    assert "1/2 dealiasing" in new.split("\n", 1)[0]
+    assert not [t for t, _ in seen.get("accuracy", []) if t.startswith("DEALIAS")]
+
+
+def test_an_edited_dealias_line_is_what_the_solver_computes():
+    # a judge's patch of DEALIAS (the built-in judges' constant_patch) changes the kept modes:
+    # on the 16 x 16 internal grid (8 x 8 data, REFINE 2) |m| < 16/4 keeps 7 rows x 4 columns
+    # of the half-spectrum, |m| < 16/3 11 x 6. With REFINE edited to 1 the 1/2 rule would drop
+    # data modes: the solver computes the 2/3 rule, bit for bit the REFINE = 1 design's
+    from pdesharp.builtin.design_header import constant_patch, read_design
+    from pdesharp.synthesis.patch import apply_patch
+    fam = family("spectral")
+    task = _task(SH, space=("x", "y"), span=(0.0, 0.2), frames=3)
+    p = problem(task)
+    code = render(task, fam.design(REFINE=2), p)
+    half = apply_patch(code, constant_patch(code, {"DEALIAS": 4}))
+    assert read_design(half) == fam.design(REFINE=2, DEALIAS=4)
+    u0 = 0.3 * np.random.default_rng(7).standard_normal((2, 8, 8))
+    kept = {}
+    for name, text in (("2/3", code), ("1/2", half)):
+        ns = _exec(text)
+        _, grid = ns["_init_state"]([u0], {})
+        kept[name] = (int(grid["mask"].any(axis=1).sum()), int(grid["mask"].any(axis=0).sum()))
+    assert kept == {"2/3": (11, 6), "1/2": (7, 4)}
+    coarse = apply_patch(half, constant_patch(half, {"REFINE": 1}))
+    ns = _exec(coarse)
+    assert ns["DEALIAS"] == 4 and ns["DEALIAS_RULE"] == 3
+    t = np.linspace(0.0, 0.2, 3)
+    plain = _namespace(task, "spectral", REFINE=1)["solver"](u0, t)
+    assert np.array_equal(ns["solver"](u0, t), plain)
+    # and both rules solve the same PDE: the 2x grid keeps every data mode under either, so
+    # the solutions differ only by the aliasing and by the content the cubic term puts into
+    # the modes the 1/2 rule drops, which the unit box's k^4 damps hard (3e-12 here): far
+    # below the field's size (1e-3 of it), yet above round-off (1e3 ulps of the field: the
+    # rule did change the computation)
+    a = _exec(code)["solver"](u0, t)
+    b = _exec(half)["solver"](u0, t)
+    scale = np.abs(a).max()
+    assert 1e3 * np.finfo(float).eps * scale < np.abs(a - b).max() <= 1e-3 * scale
+
+
+def test_a_solver_rendered_before_the_dealias_axis_still_reads_back():
+    # files of earlier runs (resumed, or handed to a judge) computed the rule outside the
+    # header: "DEALIAS = EXACT_DEALIAS if ...". That line is not an axis value: the design
+    # reads back with the default rule instead of not at all (which would make the judges
+    # treat the file as foreign); a header line that does not parse still rejects the file
+    from pdesharp.builtin.design_header import read_design
+    fam = family("spectral")
+    task = _task(SH, space=("x", "y"))
+    code = render(task, fam.design(REFINE=3, CFL=0.2), problem(task))
+    old = re.sub(r"^DEALIAS = 3  #.*\n", "", code, flags=re.M).replace(
+        "DEALIAS_RULE = DEALIAS if 3 <= DEALIAS <= 2 * REFINE else 3",
+        "DEALIAS = EXACT_DEALIAS if 3 * REFINE >= 2 * EXACT_DEALIAS else 3")
+    assert "DEALIAS = EXACT_DEALIAS" in old and "DEALIAS = 3  #" not in old
+    assert read_design(old) == fam.design(REFINE=3, CFL=0.2)
+    assert read_design(code.replace("CFL = 0.2  #", "CFL = 0.2x  #")) is None
 
 
 def test_small_powers_print_as_products_where_asked():

