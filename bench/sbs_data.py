@@ -20,6 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sbs_cases import BY_NAME, Case  # noqa: E402
 from sbs_reference import converged  # noqa: E402
 
+# what a reference's arrays are: a reference.json without it (the fine run's Fourier series cut
+# to the data's modes, before 2026-11-29) is stale, and side_by_side.py makes it again
+OUTPUT = "fine-grid values at the data points"
+
 
 def exponax_ics(case: Case, samples: int, seed: int) -> np.ndarray:
     """[var, B, N...] from exponax's generators, configured as APEBench configures them."""
@@ -77,10 +81,13 @@ def write(case: Case, out: Path, samples: int, seed: int) -> dict:
     w0 = exponax_ics(case, samples, seed) if case.library == "exponax" else \
         pypde_ics(case, samples, seed)
     t0 = time.perf_counter()
-    sol, err = converged(w0, case.times, case.lengths, case.symbol, case.nonlinear,
-                         refine=case.ref_refine, substeps=case.ref_substeps, walls=case.walls)
+    sol, err, tail = converged(w0, case.times, case.lengths, case.symbol, case.nonlinear,
+                               refine=case.ref_refine, substeps=case.ref_substeps,
+                               walls=case.walls)
     meta = {"case": case.name, "samples": samples, "seed": seed, "substeps": case.ref_substeps,
-            "refine": case.ref_refine, "error_bound": err,
+            "refine": case.ref_refine, "output": OUTPUT, "error_bound": err,
+            "error_bound_covers": "time (the run with half the steps)",
+            "spatial_tail": tail,
             "seconds": time.perf_counter() - t0, "finite": bool(np.all(np.isfinite(sol)))}
     import h5py
     import yaml

@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from sbs_cases import BY_NAME, CASES, QUICK, Case, sweep  # noqa: E402
+from sbs_data import OUTPUT  # noqa: E402
 from sbs_reference import upsample  # noqa: E402
 
 
@@ -65,7 +66,8 @@ def log(msg: str) -> None:
 def ensure_data(case: Case, work: Path, samples: int) -> Path:
     d = work / case.name
     meta = d / "reference.json"
-    if meta.exists() and json.loads(meta.read_text()).get("samples") == samples:
+    got = json.loads(meta.read_text()) if meta.exists() else {}
+    if got.get("samples") == samples and got.get("output") == OUTPUT:
         return d
     log(f"{case.name}: initial data and converged reference ({samples} samples)")
     subprocess.run([sys.executable, str(HERE / "sbs_data.py"), case.name, str(d),
@@ -356,6 +358,12 @@ def at_library_best(case, d, obj, best, call, repeat) -> dict:
             "lib_at": best["nrmse"]}
 
 
+def reference_error(meta: dict) -> float:
+    """The reference's own error as its reference.json states it: the larger of the time bound
+    and the spatial estimate (sbs_reference.py); 0 when it states neither."""
+    return max(float(meta.get("error_bound") or 0.0), float(meta.get("spatial_tail") or 0.0))
+
+
 def table(results: list[dict]) -> str:
     head = ("| case | objective | pdesharp nRMSE | warm s/sample | cold s (batch) | library"
             " warm at that nRMSE | library cold | warm ratio | warm CPU ratio | cold ratio |"
@@ -373,6 +381,9 @@ def table(results: list[dict]) -> str:
                 note = f"{r['library']}'s most accurate point ({row['lib_at']:.1e}) beside it"
             if row.get("evaluator_per_sample"):
                 note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
+            own = reference_error(r.get("reference", {}))
+            if own and row["nrmse"] < 3 * own:  # at the reference's floor: below it is noise
+                note += f"; within 3x of the reference's own error (~{own:.1e})"
             lines.append(
                 f"| {r['case']} | {row['objective']} | {row['nrmse']:.2e} | {row['warm']:.2e} |"
                 f" {row['cold']:.2f} | {row['lib_warm']:.2e} | {row['lib_cold']:.2f} |"
