@@ -86,13 +86,15 @@ def test_spectral_path_heat_equation(tmp_path):
 @pytest.mark.slow  # the Hopf-Cole audit of a user Burgers task
 def test_burgers_user_task_hopf_cole_and_injected_drift(tmp_path):
     """Viscous Burgers under another name: spectral solution, checked against Hopf–Cole; a
-    reference made from the Hopf–Cole solution plus a mean drift is recovered."""
+    reference made from the Hopf–Cole solution plus a mean drift is recovered. One sample, a
+    travelling front of nonzero mean (a second one doubled the audit's CPU, ~7 s, and moved
+    nothing: recovered 1 + 5e-7 with two samples, 1 + 2e-6 with one; Hopf-Cole 2e-11, 1e-11)."""
     from pdesharp.audit.hopf_cole import solve as hopf_cole
 
     nu = 0.02
     times = np.linspace(0.0, 0.5, 11)
     x = (np.arange(128) + 0.5) / 128
-    u0 = np.stack([0.3 + np.sin(2 * np.pi * x), 0.6 * np.cos(4 * np.pi * x + 0.4)])
+    u0 = np.stack([0.3 + np.sin(2 * np.pi * x)])
     clean = np.stack([hopf_cole(u, x, times, nu) for u in u0])
     ref = clean + 1e-3 * times[None, :, None]
     injected = nrmse(clean, ref.astype(np.float32).astype(np.float64))

@@ -1,6 +1,9 @@
 """Issue 21.8 and 20.8: `pdesharp bench` takes --dev-data/--test-data/--no-convergence, so its
 cells are comparable with a `pdesharp solve` run on the same data; `--model builtin` benches
-sharp alone and says so. Real CLI, real sandbox, the built-in analyst (deterministic)."""
+sharp alone and says so. Real CLI, real sandbox, the built-in analyst (deterministic). The bench
+and the refusals run in real processes; the solve it is compared with, and a refusal of the
+same kind as the real-process ones below, run in-process (``pdesharp.cli.main``: the same code
+without another interpreter's start)."""
 
 from __future__ import annotations
 
@@ -8,10 +11,20 @@ import json
 
 from cli_helpers import pdesharp
 
+from pdesharp.cli import main
+
 QUICK = ("--no-convergence", "--max-samples", "1")
 
 
-def test_builtin_bench_cell_equals_a_solve_run_on_the_same_data(tmp_path, shared_data):
+def exit_status(argv: list[str]) -> int:
+    """``main(argv)``'s exit status as a process would have it (a refusal raises SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_builtin_bench_cell_equals_a_solve_run_on_the_same_data(tmp_path, shared_data, capsys):
     dev = str(shared_data / "advection_dev.hdf5")
     bench = pdesharp("bench", "--tasks", "advection", "--model", "builtin", "--dev-data", dev,
                      *QUICK, "--budget-evals", "2", "--out", str(tmp_path / "bench"))
@@ -26,18 +39,19 @@ def test_builtin_bench_cell_equals_a_solve_run_on_the_same_data(tmp_path, shared
     config = json.loads((cell / "config.json").read_text())
     assert config["dev_data"] == dev and config["convergence"] is False
 
-    solve = pdesharp("solve", "advection", "--dev-data", dev, *QUICK, "--max-evals", "2",
-                     "--out", str(tmp_path / "runs"), "--run-id", "s", "--quiet")
-    assert solve.returncode == 0, solve.stderr
+    assert main(["solve", "advection", "--dev-data", dev, *QUICK, "--max-evals", "2",
+                 "--out", str(tmp_path / "runs"), "--run-id", "s", "--quiet"]) == 0
     a = json.loads((cell / "summary.json").read_text())
     b = json.loads((tmp_path / "runs" / "s" / "summary.json").read_text())
     for key in ("best_id", "best_dev_score", "feedback_evaluations"):
         assert a[key] == b[key], key  # the same solvers ran on the same data: same numbers
 
     # the comparison settings are cell settings: changing one on the same folder is refused
-    again = pdesharp("bench", "--tasks", "advection", "--model", "builtin", "--dev-data", dev,
-                     "--max-samples", "1", "--budget-evals", "2", "--out", str(tmp_path / "bench"))
-    assert again.returncode == 2 and "convergence: False -> True" in again.stderr
+    capsys.readouterr()
+    code = exit_status(["bench", "--tasks", "advection", "--model", "builtin", "--dev-data", dev,
+                        "--max-samples", "1", "--budget-evals", "2", "--out",
+                        str(tmp_path / "bench")])
+    assert code == 2 and "convergence: False -> True" in capsys.readouterr().err
 
 
 def test_builtin_bench_of_baselines_only_is_refused(tmp_path):

@@ -69,10 +69,12 @@ def fill(folder) -> None:
 
 def test_full_disk_mid_run_one_line_resumable_nothing_lost(small_disk, shared_data):
     runs = small_disk / "runs"
-    # Burgers without its audit: more than one evaluation (advection ends after its first)
+    # Burgers without its audit: more than one evaluation (advection ends after its first).
+    # Three are enough: the disk fills once the first is recorded, and the run still has two
+    # to record (each over a second of sandbox and solver), which the resume then does
     argv = [sys.executable, "-m", "pdesharp.cli", "solve", "burgers", "--dev-data",
             str(shared_data / "burgers_dev.hdf5"), "--max-samples", "1", "--no-convergence",
-            "--audit", "off", "--max-evals", "5", "--workers", "1", "--out", str(runs),
+            "--audit", "off", "--max-evals", "3", "--workers", "1", "--out", str(runs),
             "--run-id", "full", "--quiet"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db = runs / "full" / "run.sqlite"

@@ -1,7 +1,11 @@
 """Issue 20.2 / 18.7: a run is self-contained, and a refused or failed command changes nothing.
 
-Real CLI in subprocesses, real sandbox, the shared Burgers dev file; small budgets
-(--max-evals, one sample) keep each run to seconds of solver time.
+Real CLI in subprocesses for what a user sees (a run made from $PDESHARP_DATA, show, report,
+resume from another shell, a resume refused for missing data, two resumes at once, a dead
+endpoint); real sandbox, the shared Burgers dev file; small budgets (--max-evals, one sample)
+keep each run to seconds of solver time. Where a command only sets a test up, or its outcome
+is already seen through a real process elsewhere in this file, it runs in-process
+(``pdesharp.cli.main``): the same code, without a second interpreter's start and imports.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import pdesharp, rows, snapshot
+
+from pdesharp.cli import main
 
 QUICK = ("--max-samples", "1", "--no-convergence", "--audit", "off")
 # Burgers without its audit: the built-in analyst's first design is not the last word there
@@ -79,9 +85,9 @@ def test_failed_resume_changes_nothing_then_data_dir_fixes_it(tmp_path, shared_d
     data = tmp_path / "d1"
     data.mkdir()
     shutil.copy(shared_data / DEV, data / "adv.hdf5")
-    got = pdesharp("solve", TASK, "--dev-data", str(data / "adv.hdf5"), "--max-evals",
-                   "1", *QUICK, "--out", str(tmp_path / "runs"), "--run-id", "m", "--quiet")
-    assert got.returncode == 0, got.stderr
+    # the run to resume (set-up, in-process; a subprocess solve is the module's fixture)
+    assert main(["solve", TASK, "--dev-data", str(data / "adv.hdf5"), "--max-evals", "1",
+                 *QUICK, "--out", str(tmp_path / "runs"), "--run-id", "m", "--quiet"]) == 0
     run = tmp_path / "runs" / "m"
     moved = tmp_path / "d2"
     data.rename(moved)  # the data folder moved: the recorded file is gone
@@ -90,9 +96,9 @@ def test_failed_resume_changes_nothing_then_data_dir_fixes_it(tmp_path, shared_d
     assert failed.returncode == 2
     assert "adv.hdf5" in failed.stderr and "--dev-data" in failed.stderr
     assert snapshot(run) == before  # no max_evals 16, no resume event, no status change
-    ok = pdesharp("resume", str(run), "--max-evals", "2", "--dev-data", str(moved / "adv.hdf5"),
-                  "--quiet")
-    assert ok.returncode == 0, ok.stderr
+    # the fix, in-process (a resume in a real process runs in the test above)
+    assert main(["resume", str(run), "--max-evals", "2", "--dev-data", str(moved / "adv.hdf5"),
+                 "--quiet"]) == 0
     config = json.loads((run / "config.json").read_text())
     assert config["max_evals"] == 2 and config["dev_data"] == str(moved / "adv.hdf5")
     events = [json.loads(d) for (d,) in rows(run / "run.sqlite",
@@ -100,14 +106,17 @@ def test_failed_resume_changes_nothing_then_data_dir_fixes_it(tmp_path, shared_d
     assert events == [{"changed": ["dev_data", "max_evals"]}]
 
 
-def test_refused_resume_writes_nothing(data_run, tmp_path):
+def test_refused_resume_writes_nothing(data_run, tmp_path, capsys):
+    # in-process (SystemExit(2) is a process's exit status 2): real processes that race for
+    # the lock are the next test's
     run = budget_stopped_run(data_run, tmp_path / "busy")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (run / "run.lock").write_text(str(sleeper.pid))  # a live process works on the run
         before = snapshot(run)
-        refused = pdesharp("resume", str(run), "--max-evals", "9", "--quiet")
-        assert refused.returncode == 2 and f"process {sleeper.pid}" in refused.stderr
+        with pytest.raises(SystemExit) as refused:
+            main(["resume", str(run), "--max-evals", "9", "--quiet"])
+        assert refused.value.code == 2 and f"process {sleeper.pid}" in capsys.readouterr().err
         assert snapshot(run) == before  # no resume event, no raised limit, no -wal/-shm
     finally:
         sleeper.kill()
@@ -116,7 +125,9 @@ def test_refused_resume_writes_nothing(data_run, tmp_path):
 
 def test_two_resumes_at_once_one_runs_one_is_refused(data_run, tmp_path):
     run = budget_stopped_run(data_run, tmp_path / "two")
-    argv = [sys.executable, "-m", "pdesharp.cli", "resume", str(run), "--max-evals", "3",
+    # one more evaluation for the one that runs (the module's run has one): the race for the
+    # lock is at the start, whatever the budget
+    argv = [sys.executable, "-m", "pdesharp.cli", "resume", str(run), "--max-evals", "2",
             "--quiet"]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -128,14 +139,21 @@ def test_two_resumes_at_once_one_runs_one_is_refused(data_run, tmp_path):
     assert rows(run / "run.sqlite", "SELECT status FROM runs")[0][0] == "budget_stop"
 
 
-def test_dead_endpoint_leaves_no_run_folder(tmp_path, shared_data):
-    for attempt in range(2):
-        got = pdesharp("solve", TASK, "--model", "compat:nobody", "--base-url",
-                       "http://127.0.0.1:9/v1", "--llm-retries", "0", "--no-cache",
-                       "--dev-data", str(shared_data / DEV), "--out",
-                       str(tmp_path), "--quiet", timeout=300)
-        assert got.returncode == 1, got.stderr
-        assert "127.0.0.1:9" in got.stderr and "was removed" in got.stderr
+def test_dead_endpoint_leaves_no_run_folder(tmp_path, shared_data, capsys):
+    argv = ["solve", TASK, "--model", "compat:nobody", "--base-url", "http://127.0.0.1:9/v1",
+            "--llm-retries", "0", "--no-cache", "--dev-data", str(shared_data / DEV), "--out",
+            str(tmp_path), "--quiet"]
+    got = pdesharp(*argv, timeout=300)  # as a user meets it: a real process
+    assert got.returncode == 1, got.stderr
+    assert "127.0.0.1:9" in got.stderr and "was removed" in got.stderr
+    # and again into the same folder (in-process: the same code, without a second interpreter)
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "127.0.0.1:9" in err and "was removed" in err
     assert list(tmp_path.iterdir()) == []
 
 

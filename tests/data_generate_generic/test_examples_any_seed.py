@@ -1,8 +1,10 @@
 """Every shipped example task generates data with any seed (issue 20: ``fisher_robin1d`` failed
 with seeds 1 and 3, ``isothermal_euler1d`` with every seed), its initial data within the
-example's ``generator.ranges``; the steady examples say why the generic generator cannot make
-them (or, where a steady generator exists, generate too). Small grids, two frames and loose tolerances keep this quick: it checks the initial data,
-the walls and that integration succeeds, not accuracy (the exact-solution tests do that)."""
+example's ``generator.ranges`` (two seeds per example); the steady examples say why the generic
+generator cannot make them (or, where a steady generator exists, generate too: one solution
+whatever the seed). Small grids, two frames and loose tolerances keep this quick: it checks
+the initial data, the walls and that integration succeeds, not accuracy (the exact-solution
+tests do that)."""
 
 from __future__ import annotations
 
@@ -55,10 +57,14 @@ def test_every_example_generates_with_several_seeds(name):
         # eigenvalues ~ degree^4) down; resolution is not what this test checks (in 2D the
         # initial data's conditions are checked on a fine grid whatever the degree)
         options["collocation"] = 12 if len(task.equation.space) == 2 else 32
-        # and Radau at rtol 1e-5: at 1e-7 the 1D Gross-Pitaevskii example takes ~190k
-        # right-hand sides per sample (60-250 s), at 1e-5 ~8k; a blow-up still fails Radau
-        options["rtol"] = 1e-5
-    for seed in (0, 1, 3):
+        # and Radau at rtol 1e-4: at 1e-7 the 1D Gross-Pitaevskii example takes ~190k
+        # right-hand sides per sample (60-250 s), at 1e-5 ~8k, at 1e-4 a quarter of that time
+        # (Zakharov between walls: 14 -> 6 s for three seeds); a blow-up still fails Radau and
+        # a non-finite value still fails the assertion below, whatever the tolerance
+        options["rtol"] = 1e-4
+    # two seeds: 1 and 3, the draws issue 20 saw fail (fisher_robin1d); a third seed cost a
+    # third more CPU (~15 s over the examples) for one more random draw per example
+    for seed in (1, 3):
         batch = make_batch(task, seed, 0, 1, nx, **options)
         for unknown, key in task.data.fields.items():
             field = batch.arrays[key]
