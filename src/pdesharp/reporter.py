@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
-from pdesharp.audit.runs import report_lines as audit_lines
+from pdesharp.audit.lines import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten

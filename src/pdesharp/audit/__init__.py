@@ -9,9 +9,20 @@ float32 storage floor (:mod:`.diagnostics`). Audits are cached by the data file'
 (:mod:`.cache`); runs use a cached audit to show the floor under their scores (:mod:`.runs`).
 """
 
-from pdesharp.audit.core import AuditResult, audit_file, audit_with_cache, cached_audit
-from pdesharp.audit.records import AuditReport
-from pdesharp.audit.solutions import AuditUnavailable
+from __future__ import annotations
+
+import importlib
+
+# where each name lives: imported on first use, so that a submodule that needs neither the
+# solvers nor SymPy (the report's sentences, :mod:`.lines`) does not pay for them (~1.3 s)
+_HOME = {"AuditResult": "core", "audit_file": "core", "audit_with_cache": "core",
+         "cached_audit": "core", "AuditReport": "records", "AuditUnavailable": "solutions"}
 
 __all__ = ["AuditReport", "AuditResult", "AuditUnavailable", "audit_file", "audit_with_cache",
            "cached_audit"]
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        return getattr(importlib.import_module(f"pdesharp.audit.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'pdesharp.audit' has no attribute {name!r}")

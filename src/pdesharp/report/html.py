@@ -24,7 +24,7 @@ from pathlib import Path
 
 import jinja2
 
-from pdesharp.audit.runs import report_lines as audit_lines
+from pdesharp.audit.lines import report_lines as audit_lines
 from pdesharp.report.figures import pareto_svg, png_uri, round_bars, score_curves, svg_uri
 from pdesharp.report.pareto import objective_bar
 from pdesharp.report.runview import RunView, load_run
