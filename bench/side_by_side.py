@@ -67,7 +67,8 @@ def ensure_data(case: Case, work: Path, samples: int) -> Path:
     d = work / case.name
     meta = d / "reference.json"
     got = json.loads(meta.read_text()) if meta.exists() else {}
-    if got.get("samples") == samples and got.get("output") == OUTPUT:
+    if (got.get("samples"), got.get("output"), got.get("refine"), got.get("substeps")) == \
+            (samples, OUTPUT, case.ref_refine, case.ref_substeps):
         return d
     log(f"{case.name}: initial data and converged reference ({samples} samples)")
     subprocess.run([sys.executable, str(HERE / "sbs_data.py"), case.name, str(d),
@@ -89,7 +90,9 @@ def ensure_winner(case: Case, d: Path, objective: str, key: str, force: bool,
     tag = "accuracy" if objective == "accuracy" else "fastest"
     run = d / "runs" / tag
     stamp = run / "bench_key.json"
-    want = {"key": key, "objective": objective}
+    # the sources and the data: a winner chosen against a reference made again is stale too
+    data = hashlib.sha256((d / "reference.json").read_bytes()).hexdigest()[:16]
+    want = {"key": key, "objective": objective, "reference": data}
     same = stamp.exists() and (json.loads(stamp.read_text()) == want or (
         keep and json.loads(stamp.read_text())["objective"] == objective))
     if not force and same and (run / "best_solver.py").exists():
