@@ -99,7 +99,7 @@ def test_builtin_task_through_the_real_pipeline(task, tmp_path, monkeypatch, sha
 # the seven user PDEs and one example per new capability: example YAML, reference from
 # examples/tasks/make_reference.py (exact, manufactured or an independent generator), tolerance
 # with the reason (measured through this same path on all the file's samples). The suite
-# scores the first sample only (--max-samples 1, a third to a half of the solver time): every
+# scores the first sample only (--max-samples 1: one of two or three samples): every
 # bound holds there with a margin of 2.5 or more (measured 2026-11-29; allen_cahn_neumann1d
 # 4.1e-8, shear_advection2d 4.9e-6, bbm_walls1d 2.4e-4), except the breather's (ALL_SAMPLES)
 EXAMPLE_TOLERANCE = {
