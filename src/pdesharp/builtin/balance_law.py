@@ -115,7 +115,9 @@ class BalanceLaw:
 
     @property
     def conservative_is_primitive(self) -> bool:
-        return all(sp.simplify(q - w) == 0 for q, w in zip(self.q, self.prims))
+        # asked dozens of times per run, a SymPy simplify per unknown each time
+        return self.derive("conservative_is_primitive", lambda law: all(
+            sp.simplify(q - w) == 0 for q, w in zip(law.q, law.prims)))
 
     def depends_on_space(self) -> bool:
         exprs = [e for row in self.flux + self.viscous for e in row] + self.source

@@ -48,33 +48,38 @@ def _mentions(top: ast.stmt) -> set[str]:
     return found
 
 
-def _first_dead(tree: ast.Module, entry: str) -> ast.stmt | None:
-    """The first removable function no other top-level statement mentions (each statement's
-    names collected once: a module of n definitions costs one walk, not n)."""
+def _dead(tree: ast.Module, entry: str) -> list[ast.stmt]:
+    """The removable functions no other live top-level statement mentions, to a fixed point (a
+    helper only a removed helper called goes too). Each statement's names are collected once:
+    one parse and one walk of the module, however long the chain."""
     names = [_mentions(top) for top in tree.body]
     count = Counter(name for found in names for name in found)
-    for top, found in zip(tree.body, names):
-        if _removable(top) and top.name != entry and count[top.name] == (top.name in found):
-            return top
-    return None
+    dead: list[int] = []
+    while True:
+        more = [k for k, (top, found) in enumerate(zip(tree.body, names))
+                if k not in dead and _removable(top) and top.name != entry
+                and count[top.name] == (top.name in found)]
+        if not more:
+            return [tree.body[k] for k in sorted(dead)]
+        for k in more:  # removing them all at once is removing them one by one
+            count.subtract(names[k])
+        dead += more
 
 
 def prune_unreachable(code: str, entry: str) -> tuple[str, list[str]]:
     """``code`` without the top-level functions nothing refers to (see the module docstring),
     and their names; the code unchanged when it does not parse or nothing can go."""
-    removed: list[str] = []
-    while True:
-        try:
-            tree = ast.parse(code)
-        except SyntaxError:
-            return code, removed
-        dead = _first_dead(tree, entry)
-        if dead is None:
-            return code, removed
-        lines = code.splitlines(keepends=True)
-        del lines[dead.lineno - 1:dead.end_lineno]
-        code = _tidy("".join(lines))
-        removed.append(dead.name)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code, []
+    dead = _dead(tree, entry)
+    if not dead:
+        return code, []
+    lines = code.splitlines(keepends=True)
+    for node in reversed(dead):  # whole lines: a def shares none with another statement
+        del lines[node.lineno - 1:node.end_lineno]
+    return _tidy("".join(lines)), [node.name for node in dead]
 
 
 def _tidy(code: str) -> str:

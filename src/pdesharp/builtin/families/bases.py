@@ -91,9 +91,13 @@ def _edges(law: BalanceLaw) -> list[tuple[int, int, tuple[int, ...]]]:
 def wall_bases(law: BalanceLaw) -> list[AxisBasis] | None:
     """Per axis, the kind and each unknown's parity; None when the walls or the couplings admit
     no common sine/cosine eigenbasis (inhomogeneous or Robin conditions, a condition on one end
-    only, odd self-couplings)."""
+    only, odd self-couplings). Computed once per law (asked per design while ranking)."""
     if not isinstance(law, BalanceLaw):
         return None
+    return law.derive("wall_bases", _wall_bases)
+
+
+def _wall_bases(law: BalanceLaw) -> list[AxisBasis] | None:
     bc = law.boundary
     edges = _edges(law)
     out = []

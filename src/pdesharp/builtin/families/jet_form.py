@@ -55,6 +55,10 @@ _CACHE: dict[str, JetSplit | None] = {}
 
 def jet_split(law: BalanceLaw) -> JetSplit | None:
     """The split of :func:`rate_in_jets` (cached per law), None when it does not exist."""
+    return law.derive("jet_split", _cached_split)
+
+
+def _cached_split(law: BalanceLaw) -> JetSplit | None:
     key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.high, law.extra,
                 law.mass, law.params, law.coords))
     if key not in _CACHE:

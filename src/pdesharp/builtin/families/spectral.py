@@ -67,7 +67,13 @@ from pdesharp.builtin.primitive_form import PrimitiveForm, primitive_form, remai
 def linear_parts(law: BalanceLaw):
     """Per component: advection A[a][i], diffusion D[a][i], reaction c[i] (constants, taken at
     w = 0) and the high-order terms; None when the viscous or high-order part is not a constant
-    diagonal operator (it would be stiff and explicit)."""
+    diagonal operator (it would be stiff and explicit). Computed once per law: a run asks for
+    it once per design key (SymPy's simplify, ~0.1 s on Swift-Hohenberg 2D, was 6 s of a
+    16-evaluation run)."""
+    return law.derive("linear_parts", _linear_parts)
+
+
+def _linear_parts(law: BalanceLaw):
     if not law.flux_form:
         return None  # terms kept as written: the sine/cosine/Fourier family takes them
     zero = {w: 0 for w in law.prims} | {g: 0 for row in law.grads for g in row}
@@ -145,7 +151,11 @@ def dealias_rule(law: BalanceLaw) -> int:
     exponax's for cubic terms) for cubic ones; not beyond 4. Where it is 4, the family's
     DEALIAS axis offers both rules and the tournament measures which pays
     (:meth:`SpectralFamily.dealias`; under the 1/2 rule the stages run on 0.25 of the 2D
-    half-spectrum instead of 0.44)."""
+    half-spectrum instead of 0.44). Computed once per law, like :func:`linear_parts`."""
+    return law.derive("dealias_rule", _dealias_rule)
+
+
+def _dealias_rule(law: BalanceLaw) -> int:
     if not law.conservative_is_primitive:
         return 3
     parts = linear_parts(law)

@@ -78,6 +78,10 @@ def split_linear(law: BalanceLaw) -> JetSplit | None:
     in w (those need derivatives of nonlinear expressions). A law with terms kept as written
     (or a Sobolev-type dt) is split in jets instead (:func:`~.jet_form.jet_split`: its remainder
     may use derivatives). Cached per law (families ask for it repeatedly while ranking)."""
+    return law.derive("split_linear", _cached_split_linear)
+
+
+def _cached_split_linear(law: BalanceLaw) -> JetSplit | None:
     if not law.flux_form:
         return jet_split(law)
     key = repr((law.prims, law.q, law.flux, law.viscous, law.source, law.high, law.params,
@@ -167,8 +171,10 @@ class WallSpectralFamily(Family):
     def smooth(self, p: Problem) -> bool:
         """Spectral accuracy: the equation maps the walls' odd/even extension into itself."""
         bases, split = self._parts(p)
-        dom = [tuple(p.task.domain[str(c)]) for c in p.struct.coords]
-        return parity_compatible(p.struct, bases, split.rest, dom)
+        dom = tuple(tuple(p.task.domain[str(c)]) for c in p.struct.coords)
+        # asked per design while ranking (SymPy: ~25 ms each); the law belongs to one task
+        return p.struct.derive(("parity_compatible", dom),
+                               lambda law: parity_compatible(law, bases, split.rest, list(dom)))
 
     def candidates(self, p: Problem) -> list[Design]:
         # the step first: the explicit part's rate rarely resolves an output interval finely

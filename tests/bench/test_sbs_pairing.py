@@ -1,0 +1,42 @@
+"""The side-by-side bench's pairing (bench/side_by_side.py): the library's time at pdesharp's
+accuracy along its front, and, where it cannot reach it, the time of its best accuracy, taken at
+the cheapest point of a flat front rather than its most costly one."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from side_by_side import at_accuracy, front  # noqa: E402
+
+
+def point(nrmse: float, warm: float) -> dict:
+    return {"nrmse": nrmse, "warm": warm, "cold": warm + 1.0, "config": {}, "refine": 1}
+
+
+# py-pde's heat 2D front was of this shape: the last tenth of accuracy costs 300x the time
+FLAT = [point(1e-2, 0.01), point(1.15e-5, 0.1), point(1.12e-5, 33.0)]
+
+
+def test_an_unreached_accuracy_pairs_with_the_cheapest_point_near_the_best():
+    fr = front(FLAT, "warm")
+    assert [p["warm"] for p in fr] == [0.01, 0.1, 33.0]
+    t, pts, reached = at_accuracy(fr, 1e-9, "warm")
+    # 1.15e-5 is within 1.1x of the best 1.12e-5: its 0.1 s is the library's time there, not 33 s
+    assert (t, reached) == (0.1, False) and pts == [FLAT[1]]
+
+
+def test_a_best_point_far_from_the_next_is_still_the_best():
+    steep = [point(1e-2, 0.01), point(2e-5, 0.1), point(1.12e-5, 33.0)]  # 2e-5: 1.8x the best
+    t, pts, reached = at_accuracy(front(steep, "warm"), 1e-9, "warm")
+    assert (t, reached) == (33.0, False) and pts == [steep[2]]
+
+
+def test_a_reached_accuracy_interpolates_log_log_between_its_bracket():
+    fr = front([point(1e-2, 0.01), point(1e-4, 1.0)], "warm")
+    t, pts, reached = at_accuracy(fr, 1e-3, "warm")
+    # halfway in log error between the bracket: halfway in log time, exp(mean(log)) = 0.1 s
+    assert reached and len(pts) == 2 and math.isclose(t, 0.1, rel_tol=1e-12)
