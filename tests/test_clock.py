@@ -148,3 +148,29 @@ def test_tasks_check_on_a_never_ending_equation_is_a_one_line_verdict(tmp_path):
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "floor of a number beyond 1e+308 in size is not allowed in equation 1" in proc.stderr
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_limit_shorter_than_entering_the_block_leaves_no_timer_behind(quiet):
+    """A limit of 1e-6 s passes while the clock is still being set up. The block must still be
+    the one that is stopped (TimeUp, or its quiet end), and on leaving no timer may stay armed
+    and the handler must be the caller's: a leaked timer struck 0.25 s later wherever the
+    program was (it broke pytest's report of a test that used a 1e-4 s record clock)."""
+    from pdesharp.clock import time_limit
+
+    before = signal.getsignal(signal.SIGALRM)
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]  # pytest-timeout's, when it uses signals
+    ended = 0
+    for _ in range(300):
+        try:
+            with time_limit(1e-6, quiet=quiet):
+                while True:  # only the clock ends this
+                    sum(range(100))
+        except TimeUp:
+            assert not quiet
+        ended += 1
+        value, interval = signal.getitimer(signal.ITIMER_REAL)
+        assert interval == 0.0 and (value == 0.0 if outer == 0 else 0 < value <= outer)
+        assert signal.getsignal(signal.SIGALRM) is before
+    assert ended == 300
+    time.sleep(0.3)  # past the old repeat interval: nothing strikes

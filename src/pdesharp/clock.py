@@ -52,17 +52,26 @@ def time_limit(seconds: float, quiet: bool = True):
     if not _main_thread():
         yield
         return
-    state = {"open": True}
+    # The timer is armed inside the try, so the finally always disarms it; and the handler
+    # raises only once the block has begun. A limit shorter than the few bytecodes between
+    # arming and the block (1e-4 s in a test) used to raise here, before the try: the timer
+    # then stayed armed and the handler installed, and _TimeUp struck 0.25 s later wherever
+    # the program was (pytest's own report writing).
+    state = {"open": False, "setup": True}
 
     def stop(signum, frame):
         if state["open"]:
             raise _TimeUp
+        if state["setup"]:  # past the limit before the block began: strike again at once
+            signal.setitimer(signal.ITIMER_REAL, 1e-3, REPEAT)
 
     outer = signal.getitimer(signal.ITIMER_REAL)[0]
     began = time.monotonic()
     old = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds, REPEAT)
     try:
+        signal.setitimer(signal.ITIMER_REAL, min(seconds, outer) if outer > 0 else seconds,
+                         REPEAT)
+        state["open"], state["setup"] = True, False
         yield
     except _TimeUp:
         state["open"] = False
