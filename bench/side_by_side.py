@@ -55,6 +55,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from sbs_cases import BY_NAME, CASES, QUICK, Case, sweep  # noqa: E402
 from sbs_data import OUTPUT  # noqa: E402
+from sbs_pairing import at_accuracy, best_point, front  # noqa: E402
 from sbs_reference import upsample  # noqa: E402
 
 
@@ -182,44 +183,6 @@ def work_job(case, d, kind, config, refine=1, repeat=3, solver=None, call=None) 
 
 
 # ---- 4. fronts, interpolation, pairing -----------------------------------------------------
-def front(points: list[dict], key: str) -> list[dict]:
-    """The Pareto front (faster and more accurate) by time ``key``, fastest first."""
-    ok = [p for p in points if not p.get("failed") and math.isfinite(p["nrmse"])]
-    out: list[dict] = []
-    for p in sorted(ok, key=lambda p: (p[key], p["nrmse"])):
-        if not out or p["nrmse"] < out[-1]["nrmse"]:
-            out.append(p)
-    return out
-
-
-# a library point within this factor of the library's best nRMSE counts as its best accuracy: on a
-# flat front (py-pde's heat 2D: 1.12e-5 at 33 s, 1.2e-5 at a fraction of that) the most accurate
-# point is a costly way to the same error, and pairing against it flattered pdesharp
-BEST_SLACK = 1.1
-
-
-def best_point(fr: list[dict]) -> dict:
-    """The library's fastest front point within :data:`BEST_SLACK` of its best nRMSE."""
-    floor = fr[-1]["nrmse"] * BEST_SLACK
-    return next(p for p in fr if p["nrmse"] <= floor)
-
-
-def at_accuracy(fr: list[dict], err: float, key: str):
-    """The library's time at accuracy ``err`` along its front (log-log linear between the two
-    points that bracket it): (time, bracketing points, reached). Not reached: the time of its
-    best accuracy (:func:`best_point`), reached False."""
-    if not fr:
-        return math.nan, [], False
-    best = best_point(fr)
-    if err < fr[-1]["nrmse"]:  # round-off levels (below 1e-13) count as equal accuracy
-        return best[key], [best], fr[-1]["nrmse"] < 1e-13
-    for a, b in zip(fr, fr[1:]):
-        if b["nrmse"] <= err <= a["nrmse"]:
-            s = (math.log(err) - math.log(a["nrmse"])) / (math.log(b["nrmse"]) - math.log(a["nrmse"]))
-            return math.exp(math.log(a[key]) + s * (math.log(b[key]) - math.log(a[key]))), [a, b], True
-    return fr[0][key], [fr[0]], True  # less accurate than the fastest point: its time
-
-
 def run_case(case: Case, args, key: str) -> dict:
     d = ensure_data(case, args.work, args.samples or (4 if args.quick else case.samples))
     ref_meta = json.loads((d / "reference.json").read_text())
