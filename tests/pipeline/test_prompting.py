@@ -37,6 +37,15 @@ def test_static_check_reasons():
     assert static_check(good.replace("beta)", "speed)"), task).startswith("solver takes")
     assert static_check("def solver(:\n", task).startswith("syntax error")
     assert "not installed" in static_check("import torchvision\n" + good, task)
+    # an import nested in any statement block is found (the check walks statements only)
+    nested = good.replace("    return u0_batch\n", "    for _ in range(1):\n        try:\n"
+                          "            pass\n        except ImportError:\n            if True:\n"
+                          "                with open('x'):\n"
+                          "                    from torchvision import ops\n    return u0_batch\n")
+    assert static_check(nested, task) == "imports torchvision, which is not installed"
+    cased = good.replace("    return u0_batch\n", "    match beta:\n        case 1:\n"
+                         "            import jax.numpy\n    return u0_batch\n")
+    assert static_check(cased, task) == "imports imaginary_lib.fft, which is not installed"
     assert static_check("import numpy\n", task) == "no top-level function solver"
     assert "numpy" in available_libraries()
     assert title_of("**Title:** WENO5 + SSPRK3\nmore") == "WENO5 + SSPRK3"

@@ -54,7 +54,7 @@ def _dead(tree: ast.Module, entry: str) -> list[ast.stmt]:
     one parse and one walk of the module, however long the chain."""
     names = [_mentions(top) for top in tree.body]
     count = Counter(name for found in names for name in found)
-    dead: list[int] = []
+    dead: set[int] = set()
     while True:
         more = [k for k, (top, found) in enumerate(zip(tree.body, names))
                 if k not in dead and _removable(top) and top.name != entry
@@ -63,7 +63,7 @@ def _dead(tree: ast.Module, entry: str) -> list[ast.stmt]:
             return [tree.body[k] for k in sorted(dead)]
         for k in more:  # removing them all at once is removing them one by one
             count.subtract(names[k])
-        dead += more
+        dead.update(more)
 
 
 def prune_unreachable(code: str, entry: str) -> tuple[str, list[str]]:
