@@ -44,7 +44,7 @@ def test_static_check_reasons():
                           "                    from torchvision import ops\n    return u0_batch\n")
     assert static_check(nested, task) == "imports torchvision, which is not installed"
     cased = good.replace("    return u0_batch\n", "    match beta:\n        case 1:\n"
-                         "            import jax.numpy\n    return u0_batch\n")
+                         "            import imaginary_lib.fft\n    return u0_batch\n")
     assert static_check(cased, task) == "imports imaginary_lib.fft, which is not installed"
     assert static_check("import numpy\n", task) == "no top-level function solver"
     assert "numpy" in available_libraries()
