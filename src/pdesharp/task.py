@@ -381,7 +381,7 @@ def load_task(name_or_path: str | Path) -> Task:
     text = str(name_or_path)
     if text in builtin_task_names():
         ref = resources.files("pdesharp") / "tasks" / f"{text}.yaml"
-        return task_from_dict(yaml.safe_load(ref.read_text()), f"built-in task {text!r}")
+        return task_from_dict(yaml_data(ref.read_bytes()), f"built-in task {text!r}")
     if text.endswith((".yaml", ".yml")) or Path(text).exists():
         return load_task_file(text)
     from pdesharp.examples import example_path

@@ -41,6 +41,26 @@ def test_check_says_why_not_and_exits_non_zero(tmp_path, capsys):
     assert "not supported" in out and "-u*dx(u, 3) in dt(u)" in out and "--model openai:gpt-4o" in out
 
 
+def test_a_refusal_says_the_users_names_not_the_codes(tmp_path, capsys, shared_data):
+    """An unknown named W is renamed for the generated code (W_, builtin.code_names);
+    `tasks check` and `solve` read the law once, on the code's names, and say the user's."""
+    path = tmp_path / "t.yaml"
+    spec = _spec(["dt(W) + W*dx(W, 3)"], unknowns=("W",))
+    for a in spec["solver"]["args"]:
+        if a.get("field") == "u":
+            a["field"] = "W"
+    path.write_text(yaml.safe_dump(spec))
+    assert main(["tasks", "check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "-W*dx(W, 3) in dt(W)" in out and "W_" not in out, out
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", str(path), "--out", str(tmp_path / "runs"), "--quiet",
+              "--dev-data", str(shared_data / "burgers_dev.hdf5")])
+    code = exit_.value.code
+    err = capsys.readouterr().err
+    assert code != 0 and "-W*dx(W, 3) in dt(W)" in err and "W_" not in err, err
+
+
 @pytest.mark.parametrize("spec,construct,hint", [
     (_spec(["dt(u)*dt(u) - dx(u, 2)"]), "the time derivative inside", "dt(u**2/2)"),
     (_spec(["dt(u) - dx(a*dx(u))"], coefficients=("a",)),

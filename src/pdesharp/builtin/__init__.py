@@ -39,11 +39,11 @@ def make_roles(config):
     if getattr(config, "task", ""):
         # fail before the run starts, with the offending term named, if the PDE is outside
         # the catalogue or its analysis fails (UnsupportedTask is a ValueError: the CLI reports
-        # it in one line and removes the fresh run folder)
+        # it in one line and removes the fresh run folder). One symbolic reading, on the names
+        # the code uses, within support's clock; the refusal says the user's names
         from pdesharp.builtin.support import support
 
         task = load_task(config.task)
-        structure(task)
         got = support(task, data_dir=data_dir if data_dir is not None else _default_data_dir(),
                       dev_data=getattr(config, "dev_data", None))
         if not got.supported:

@@ -4,6 +4,7 @@ from them and patch them with the same SEARCH/REPLACE blocks the LLM judges writ
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pdesharp.builtin.design import Design
@@ -18,6 +19,7 @@ def header(code: str) -> str:
     return m.group(1) if m else ""
 
 
+@functools.lru_cache(maxsize=256)  # the judges ask it of every pool file, every round
 def read_design(code: str) -> Design | None:
     """The design a generated solver was rendered from, read back from its constant lines
     (the design-axes header; axes that are fixed for the problem are read where they stand)."""

@@ -102,7 +102,7 @@ def _failed(what: str) -> str:
 def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     from pdesharp.builtin.analyst import BuiltinAnalyst
     from pdesharp.builtin.author import design_facts, problem, render
-    from pdesharp.builtin.code_names import code_task
+    from pdesharp.builtin.code_names import aliases, code_task, rename_text
     from pdesharp.builtin.families import applicable, candidate_designs, family
     from pdesharp.builtin.refusal import UnsupportedTask
     from pdesharp.builtin.structure import (ConstrainedLaw, EllipticProblem, SteadySystem,
@@ -111,8 +111,9 @@ def _support(task: Task, data_dir, dev_data, n_designs: int) -> Support:
     try:
         struct = structure(code_task(task))
         analysis = BuiltinAnalyst(data_dir=data_dir, dev_data=dev_data).analyse_sync(task)
-    except UnsupportedTask as exc:
-        return Support(supported=False, reason=str(exc))
+    except UnsupportedTask as exc:  # said in the user's names, not the code's (V0 for V0_)
+        back = {code: user for user, code in aliases(task).items()}
+        return Support(supported=False, reason=rename_text(str(exc), back))
     p = problem(task, design_facts(analysis))
     designs = candidate_designs(p)
     if not designs:
