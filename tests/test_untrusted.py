@@ -97,6 +97,27 @@ def test_yaml_data_refuses_aliases_deep_nesting_and_size():
         untrusted.yaml_data("note: " + "x" * untrusted.MAX_YAML_BYTES)
 
 
+def test_yaml_data_reads_every_shipped_task_as_the_pure_python_parser_does():
+    """yaml_data parses with libyaml when PyYAML has it: the same data as PyYAML's own safe
+    loader on every task file we ship, and the pure-Python parser's wording of an error."""
+    from pathlib import Path
+
+    import pytest
+    import yaml
+
+    import pdesharp
+
+    root = Path(pdesharp.__file__).resolve().parent
+    files = sorted((root / "tasks").glob("*.yaml")) + sorted(
+        (root.parents[1] / "examples" / "tasks").glob("*.yaml"))
+    assert len(files) > 40
+    for path in files:
+        text = path.read_text()
+        assert untrusted.yaml_data(text) == yaml.load(text, Loader=yaml.SafeLoader), path
+    with pytest.raises(yaml.YAMLError, match="mapping values are not allowed here"):
+        untrusted.yaml_data("title: Heat: 1D\n")
+
+
 def test_a_task_file_with_an_alias_bomb_is_refused_with_a_clear_error(tmp_path):
     import pytest
 

@@ -301,6 +301,20 @@ def yaml_data(text: str | bytes, *, limit: int = MAX_YAML_BYTES):
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return _bounded_load(text, loader)
+    except yaml.YAMLError:
+        if loader is yaml.SafeLoader:
+            raise
+        # the pure-Python parser's words for the same error, whether libyaml is there or not
+        # ("mapping values are not allowed here" and the marked line, which the translator's
+        # correction round quotes to the model)
+        return _bounded_load(text, yaml.SafeLoader)
+
+
+def _bounded_load(text: str, loader):
+    import yaml
+
     depth = 0  # of the collections around the next node
     for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.AliasEvent):

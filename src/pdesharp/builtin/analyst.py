@@ -112,13 +112,27 @@ class BuiltinAnalyst:
         struct = structure(task)
         names = [struct.name] if isinstance(struct, EllipticProblem) else struct.names
         bounds, notes = self.bounds_for(task, names)
-        if isinstance(struct, ConstrainedLaw):
-            return constrained_analysis(task, struct, notes)
-        if isinstance(struct, SteadySystem):
-            return steady_system_analysis(task, struct, notes)
-        if isinstance(struct, EllipticProblem):
-            return _elliptic_analysis(task, struct, bounds, notes)
-        return _law_analysis(task, struct, bounds, notes)
+        # a function of the task and the bounds alone: `tasks check`/the run's support check and
+        # the run's analysis step ask the same, once each (a copy: callers may edit theirs)
+        key = repr((task.model_dump_json(), bounds, notes))
+        if key not in _ANALYSES:
+            if len(_ANALYSES) >= 64:  # a long process (a suite of cases) keeps the recent ones
+                _ANALYSES.pop(next(iter(_ANALYSES)))
+            _ANALYSES[key] = _analysis(task, struct, bounds, notes)
+        return _ANALYSES[key].model_copy(deep=True)
+
+
+_ANALYSES: dict[str, Analysis] = {}
+
+
+def _analysis(task: Task, struct, bounds: DataBounds, notes: list[str]) -> Analysis:
+    if isinstance(struct, ConstrainedLaw):
+        return constrained_analysis(task, struct, notes)
+    if isinstance(struct, SteadySystem):
+        return steady_system_analysis(task, struct, notes)
+    if isinstance(struct, EllipticProblem):
+        return _elliptic_analysis(task, struct, bounds, notes)
+    return _law_analysis(task, struct, bounds, notes)
 
 
 def _space_order(task: Task) -> int:

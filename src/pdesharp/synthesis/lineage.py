@@ -15,6 +15,7 @@ child's live code comes from its parent; below :data:`REWRITE_SHARE` the child i
 from __future__ import annotations
 
 import ast
+import functools
 from collections import Counter
 
 REWRITE_SHARE = 1 / 3  # a child keeping less of its parent's lines than this is a rewrite
@@ -69,17 +70,23 @@ def _dead(tree: ast.Module, entry: str) -> list[ast.stmt]:
 def prune_unreachable(code: str, entry: str) -> tuple[str, list[str]]:
     """``code`` without the top-level functions nothing refers to (see the module docstring),
     and their names; the code unchanged when it does not parse or nothing can go."""
+    pruned, names = _pruned(code, entry)
+    return pruned, list(names)
+
+
+@functools.lru_cache(maxsize=64)  # every rewrite check prunes the parent again
+def _pruned(code: str, entry: str) -> tuple[str, tuple[str, ...]]:
     try:
         tree = ast.parse(code)
     except SyntaxError:
-        return code, []
+        return code, ()
     dead = _dead(tree, entry)
     if not dead:
-        return code, []
+        return code, ()
     lines = code.splitlines(keepends=True)
     for node in reversed(dead):  # whole lines: a def shares none with another statement
         del lines[node.lineno - 1:node.end_lineno]
-    return _tidy("".join(lines)), [node.name for node in dead]
+    return _tidy("".join(lines)), tuple(node.name for node in dead)
 
 
 def _tidy(code: str) -> str:
