@@ -101,38 +101,49 @@ def test_builtin_task_through_the_real_pipeline(task, tmp_path, monkeypatch, sha
 # with the reason (measured through this same path on all the file's samples). The suite
 # scores the first sample only (--max-samples 1: one of two or three samples): every
 # bound holds there with a margin of 2.5 or more (measured 2026-11-29; allen_cahn_neumann1d
-# 4.1e-8, shear_advection2d 4.9e-6, bbm_walls1d 2.4e-4), except the breather's (ALL_SAMPLES)
+# 4.1e-8, shear_advection2d 4.9e-6, bbm_walls1d 2.4e-4), except the breather's (ALL_SAMPLES).
+# The second number is the evaluation budget: 1 where Genesis' first design meets the bound
+# with a margin of 4 or more on that sample (measured 2026-11-29 with one evaluation, in the
+# comment as "first"); 3 where the tournament has to move past it (the judges' moves are what
+# those runs check)
 EXAMPLE_TOLERANCE = {
-    # issue row 1: x- and t-forcing; pseudo-spectral ETDRK4 matches the 5x DOP853 run (9e-10)
-    "forced_burgers1d": (1e-6, 3),
+    # issue row 1: x- and t-forcing; pseudo-spectral ETDRK4 matches the 5x DOP853 run (9e-10;
+    # first 2.1e-8)
+    "forced_burgers1d": (1e-6, 1),
     # row 2: a two-point problem, variable conductivity, Robin end; the output grid's second
-    # order gives 2.4e-4 at N = 128, a 3x grid with Richardson extrapolation 7.7e-8 (issue 19)
-    "poisson1d": (1e-6, 3),
+    # order gives 2.4e-4 at N = 128, a 3x grid with Richardson extrapolation 7.7e-8 (issue 19;
+    # first 5.0e-8)
+    "poisson1d": (1e-6, 1),
     # row 3: 2D steady, parameter kappa and constant c0, mixed sides; the output grid gives
-    # 2.4e-3 at N = 32, a 3x grid with Richardson 2.9e-6 (the spline of the data f: 2.2e-6)
-    "steady2d": (2e-5, 3),
+    # 2.4e-3 at N = 32, a 3x grid with Richardson 2.9e-6 (the spline of the data f: 2.2e-6;
+    # first 3.8e-6)
+    "steady2d": (2e-5, 1),
     # row 4: u_tt rewritten to a first-order system, exact Fourier matrix exponential (4e-12)
-    "wave1d": (1e-9, 3),
+    "wave1d": (1e-9, 1),
     # row 5: fourth order, spectral family; a 2x internal grid keeps all the data's modes (1.1e-5)
     "kuramoto_sivashinsky1d": (1e-4, 5),
     # row 6: 2D heat, exact propagator (4e-16)
-    "heat2d": (1e-9, 3),
+    "heat2d": (1e-9, 1),
     # row 7: Dirichlet walls, exact sine-series propagator (3e-16)
-    "heat_dirichlet1d": (1e-9, 3),
-    # time-dependent Dirichlet inflow + Neumann outflow, nonlinear flux, FV with ghost cells (2.6e-4)
-    "burgers_inflow1d": (2e-3, 3),
-    # Neumann and Robin ends, x-dependent source: FV, second order at N = 128 (1.2e-4)
-    "fisher_robin1d": (1e-3, 3),
-    # 2D Burgers, pseudo-spectral against the generator's 4x-grid spectral run (1.4e-4)
-    "burgers2d": (1e-3, 3),
-    # 2D reaction-diffusion, pseudo-spectral (3.7e-5)
-    "allen_cahn2d": (1e-3, 3),
-    # 2D advection-diffusion with forcing in x, y, t: exact with Duhamel's integral (6e-11)
-    "advection_diffusion2d": (1e-8, 3),
+    "heat_dirichlet1d": (1e-9, 1),
+    # time-dependent Dirichlet inflow + Neumann outflow, nonlinear flux, FV with ghost cells (2.6e-4;
+    # first 4.9e-7)
+    "burgers_inflow1d": (2e-3, 1),
+    # Neumann and Robin ends, x-dependent source: FV, second order at N = 128 (1.2e-4; first
+    # 1.3e-7)
+    "fisher_robin1d": (1e-3, 1),
+    # 2D Burgers, pseudo-spectral against the generator's 4x-grid spectral run (1.4e-4; first
+    # 2.5e-4)
+    "burgers2d": (1e-3, 1),
+    # 2D reaction-diffusion, pseudo-spectral (3.7e-5; first 2.2e-8)
+    "allen_cahn2d": (1e-3, 1),
+    # 2D advection-diffusion with forcing in x, y, t: exact with Duhamel's integral (6e-11;
+    # first 7.2e-11)
+    "advection_diffusion2d": (1e-8, 1),
     # the first-order wave system, exact matrix exponential per wavenumber (1.9e-14)
-    "wave_system1d": (1e-9, 3),
+    "wave_system1d": (1e-9, 1),
     # issue 19 item 1: Maxwell TM in a PEC square, exact sine/cosine propagator (7e-15)
-    "tm_cavity2d": (1e-11, 3),
+    "tm_cavity2d": (1e-11, 1),
     # items 1 and 2: 2D heat, time-dependent Dirichlet data on 17^2 nodes, method of lines,
     # best of three order-4/6 designs (1.6e-4; more evaluations move to finer grids: 3e-8)
     "heat_dirichlet2d": (1e-3, 3),
@@ -148,15 +159,15 @@ EXAMPLE_TOLERANCE = {
     # u*dx(u) as written, periodic: pseudo-spectral ETDRK4 (KdV 1.9e-8, viscous Burgers 5.9e-9)
     "kdv_soliton1d": (1e-6, 3),
     "burgers_nonconservative1d": (1e-7, 3),
-    # u*dx(u) between Dirichlet walls: method of lines (3.0e-8)
-    "burgers_nonconservative_walls1d": (1e-6, 3),
+    # u*dx(u) between Dirichlet walls: method of lines (3.0e-8; first 1.7e-7)
+    "burgers_nonconservative_walls1d": (1e-6, 1),
     # a product of derivatives dx(u)**2 between Neumann walls: cosine series (6.5e-11)
     "kpz_neumann1d": (1e-9, 3),
     # tau*(dt(u) - nu*dx(u, 2)) + u: the bracket expanded, exact sine propagator (5.6e-16)
-    "damped_heat_walls1d": (1e-12, 3),
+    "damped_heat_walls1d": (1e-12, 1),
     # a Piecewise source (the TypeError of the issue): exact sine propagator; the jump sampled
     # on 64 points bounds it (2.0e-4)
-    "heater_piecewise1d": (1e-3, 3),
+    "heater_piecewise1d": (1e-3, 1),
     # Sobolev-type dt(u - dx(u, 2)): periodic Fourier (1.3e-7), Dirichlet walls by the method of
     # lines with the operator inverted (2.0e-4)
     "bbm_soliton1d": (1e-6, 3),
@@ -174,11 +185,12 @@ EXAMPLE_TOLERANCE = {
     # issue 26 item 6, against Chebyshev collocation with Radau: Zakharov between walls, E = 0
     # and dx(n) = 0 (the method of lines took ~250 s per sample): the sine/cosine series, its
     # step bounded by the spectral radius of the jets' coupling (2 s per sample; 3.9e-6 and
-    # 3.0e-8 for the first two designs)
-    "zakharov_walls1d": (1e-4, 3),
+    # 3.0e-8 for the first two designs; first 6.9e-7 on the first sample)
+    "zakharov_walls1d": (1e-4, 1),
     # item 5: APEBench's viscous Burgers on 160 nodes, fronts two points wide (cell Peclet 2.0):
-    # pseudo-spectral on a 2x grid sampled at the nodes, first design (3.7e-5; WENO5 4.4e-3)
-    "apebench_burgers1d": (1e-4, 3),
+    # pseudo-spectral on a 2x grid sampled at the nodes, first design (3.7e-5; WENO5 4.4e-3;
+    # first 1.5e-5 on the first sample)
+    "apebench_burgers1d": (1e-4, 1),
 }
 
 
@@ -218,13 +230,16 @@ def test_ucm_start_up_of_channel_flow_between_walls(tmp_path, monkeypatch, examp
 
 # issue 19, items 3 and 4: steady problems given by formulas, the solver taking the grid (one
 # problem, no batch axis); references are closed forms (examples/tasks/reference_steady.py).
-# Chebyshev collocation comes first and is exact to round-off (measured through this path)
+# Chebyshev collocation is exact to round-off (measured through this path). It comes first,
+# so one evaluation (and the test split's) decides, except for the Peclet-100 layers, where the
+# first design scores 1.2e-5 and the judges refine it
 STEADY_TOLERANCE = {
     "poisson_formula2d": 1e-10,  # the issue's formula source (1.1e-14)
     "convection_diffusion2d": 1e-10,  # Pe = 100 layers, node grid: degree 64 (6.1e-15)
     "helmholtz2d": 1e-10,  # indefinite, Neumann and Robin sides (1.1e-13)
     "reaction_nonlinear1d": 1e-10,  # Newton, node grid, Neumann and Robin ends (2.7e-13)
 }
+STEADY_EVALS = {"convection_diffusion2d": 3}  # the others: 1
 
 
 @pytest.mark.slow
@@ -233,7 +248,8 @@ def test_steady_formula_task_through_the_real_pipeline(name, tmp_path, monkeypat
                                                        example_data):
     code, summary, run = solve(tmp_path, monkeypatch, str(EXAMPLES / f"{name}.yaml"),
                                "--dev-data", str(example_data / name / "dev.hdf5"),
-                               "--test-data", str(example_data / name / "test.hdf5"), evals=3)
+                               "--test-data", str(example_data / name / "test.hdf5"),
+                               evals=STEADY_EVALS.get(name, 1))
     assert code == 0, summary
     assert summary["best_dev_score"] < STEADY_TOLERANCE[name], summary
     # the test file has another N (64 against 50; 200 against 128): the solver takes any grid
