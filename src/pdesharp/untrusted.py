@@ -303,7 +303,7 @@ def yaml_data(text: str | bytes, *, limit: int = MAX_YAML_BYTES):
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return _bounded_load(text, loader)
-    except yaml.YAMLError:
+    except yaml.MarkedYAMLError:  # the parser's, not a bound's (those are said as they are)
         if loader is yaml.SafeLoader:
             raise
         # the pure-Python parser's words for the same error, whether libyaml is there or not
