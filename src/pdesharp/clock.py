@@ -18,14 +18,15 @@ is re-armed with what is left of it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -44,7 +45,7 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-@contextmanager
+@contextlib.contextmanager
 def time_limit(seconds: float, quiet: bool = True):
     """Give up the block after ``seconds`` (SIGALRM; in other threads the block runs without a
     limit: use :func:`within` there). ``quiet``: the block just ends at the limit; else
@@ -57,10 +58,14 @@ def time_limit(seconds: float, quiet: bool = True):
     # arming and the block (1e-4 s in a test) used to raise here, before the try: the timer
     # then stayed armed and the handler installed, and _TimeUp struck 0.25 s later wherever
     # the program was (pytest's own report writing).
-    state = {"open": False, "setup": True}
+    state = {"open": False, "setup": True, "walking": False}
+    me = sys._getframe()  # this generator's frame
+    owner = me.f_back.f_back if me.f_back is not None else None  # the frame with the `with`
 
     def stop(signum, frame):
         if state["open"]:
+            if state["walking"] or _leaving(frame, me, owner, state):
+                return  # the block is being left: the clean-up below disarms the timer
             raise _TimeUp
         if state["setup"]:  # past the limit before the block began: strike again at once
             signal.setitimer(signal.ITIMER_REAL, 1e-3, REPEAT)
@@ -83,6 +88,30 @@ def time_limit(seconds: float, quiet: bool = True):
         signal.signal(signal.SIGALRM, old)
         if outer > 0:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 1e-3))
+
+
+def _leaving(frame, me, owner, state: dict) -> bool:
+    """Whether the signal came while the block is being left rather than while it runs: this
+    clock's own frame (its clean-up) or contextlib's ``__exit__`` of this clock is between the
+    interrupted frame and the one holding the ``with``. A repeat that strikes there (a process
+    descheduled for longer than REPEAT between the first _TimeUp and the clean-up: seen with
+    three suites on two cores) would raise out of the ``with`` and leave the timer armed. The
+    repeat is for a block that swallowed the first _TimeUp, which is still running its own code."""
+    state["walking"] = True  # a signal during the walk finds it busy and waits for the next
+    try:
+        while frame is not None and frame is not owner:
+            if frame is me:
+                return True
+            if frame.f_code is _GCM_EXIT and getattr(getattr(
+                    frame.f_locals.get("self"), "gen", None), "gi_frame", None) is me:
+                return True
+            frame = frame.f_back
+        return frame is None  # not under the block at all (not expected: the timer is disarmed)
+    finally:
+        state["walking"] = False
+
+
+_GCM_EXIT = contextlib._GeneratorContextManager.__exit__.__code__
 
 
 def within(seconds: float, fn: Callable[[], T]) -> T:
