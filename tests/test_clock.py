@@ -226,3 +226,23 @@ def test_a_swallowed_timeup_is_raised_again(monkeypatch):
                     if swallowed >= 3:
                         raise
     assert swallowed == 3 and time.monotonic() - began < 5.0
+
+
+def test_the_clock_entered_through_an_exit_stack_still_stops_the_block():
+    """The repeat's check looks for the clock's own frames on the stack, not for the frame that
+    entered it: entered through contextlib.ExitStack (whose frame is gone once the block runs)
+    the clock must still stop the block, and leave nothing armed."""
+    import contextlib
+
+    from pdesharp import clock
+
+    before = signal.getsignal(signal.SIGALRM)
+    began = time.monotonic()
+    with pytest.raises(TimeUp):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(clock.time_limit(0.01, quiet=False))
+            while True:
+                sum(range(100))
+    assert time.monotonic() - began < 5.0  # 0.01 s limit; 5 s is "stopped", on any machine
+    assert signal.getitimer(signal.ITIMER_REAL)[1] == 0.0
+    assert signal.getsignal(signal.SIGALRM) is before

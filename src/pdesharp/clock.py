@@ -60,11 +60,17 @@ def time_limit(seconds: float, quiet: bool = True):
     # the program was (pytest's own report writing).
     state = {"open": False, "setup": True, "walking": False}
     me = sys._getframe()  # this generator's frame
-    owner = me.f_back.f_back if me.f_back is not None else None  # the frame with the `with`
 
     def stop(signum, frame):
         if state["open"]:
-            if state["walking"] or _leaving(frame, me, owner, state):
+            if state["walking"]:  # a signal during the walk below: the next one decides
+                return
+            state["walking"] = True
+            try:
+                leaving = _leaving(frame, me)
+            finally:
+                state["walking"] = False
+            if leaving:
                 return  # the block is being left: the clean-up below disarms the timer
             raise _TimeUp
         if state["setup"]:  # past the limit before the block began: strike again at once
@@ -90,25 +96,22 @@ def time_limit(seconds: float, quiet: bool = True):
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 1e-3))
 
 
-def _leaving(frame, me, owner, state: dict) -> bool:
+def _leaving(frame, me) -> bool:
     """Whether the signal came while the block is being left rather than while it runs: this
-    clock's own frame (its clean-up) or contextlib's ``__exit__`` of this clock is between the
-    interrupted frame and the one holding the ``with``. A repeat that strikes there (a process
-    descheduled for longer than REPEAT between the first _TimeUp and the clean-up: seen with
-    three suites on two cores) would raise out of the ``with`` and leave the timer armed. The
-    repeat is for a block that swallowed the first _TimeUp, which is still running its own code."""
-    state["walking"] = True  # a signal during the walk finds it busy and waits for the next
-    try:
-        while frame is not None and frame is not owner:
-            if frame is me:
-                return True
-            if frame.f_code is _GCM_EXIT and getattr(getattr(
-                    frame.f_locals.get("self"), "gen", None), "gi_frame", None) is me:
-                return True
-            frame = frame.f_back
-        return frame is None  # not under the block at all (not expected: the timer is disarmed)
-    finally:
-        state["walking"] = False
+    clock's own frame (its clean-up) or contextlib's ``__exit__`` of this clock is on the stack.
+    A repeat that strikes there (a process descheduled for longer than REPEAT between the first
+    _TimeUp and the clean-up: seen with three suites on two cores) would raise out of the
+    ``with`` and leave the timer armed. The repeat is for a block that swallowed the first
+    _TimeUp, which is still running its own code. (Frames below the block's are its callers:
+    neither kind can be among them.)"""
+    while frame is not None:
+        if frame is me:
+            return True
+        if frame.f_code is _GCM_EXIT and getattr(getattr(
+                frame.f_locals.get("self"), "gen", None), "gi_frame", None) is me:
+            return True
+        frame = frame.f_back
+    return False
 
 
 _GCM_EXIT = contextlib._GeneratorContextManager.__exit__.__code__
