@@ -31,6 +31,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 REPEAT = 0.25  # seconds between repeated signals once the limit has passed
+RESTRIKE = 1e-3  # seconds to the next signal when one came before the block began or as it ends
 
 
 class TimeUp(Exception):
@@ -67,14 +68,14 @@ def time_limit(seconds: float, quiet: bool = True):
                 return
             state["walking"] = True
             try:
-                leaving = _leaving(frame, me)
+                entering_or_leaving = _in_clock(frame, me)
             finally:
                 state["walking"] = False
-            if leaving:
-                return  # the block is being left: the clean-up below disarms the timer
-            raise _TimeUp
-        if state["setup"]:  # past the limit before the block began: strike again at once
-            signal.setitimer(signal.ITIMER_REAL, 1e-3, REPEAT)
+            if not entering_or_leaving:
+                raise _TimeUp
+        # the block has not begun or is being left: strike again soon (the finally disarms)
+        if state["setup"] or state["open"]:
+            signal.setitimer(signal.ITIMER_REAL, RESTRIKE, REPEAT)
 
     outer = signal.getitimer(signal.ITIMER_REAL)[0]
     began = time.monotonic()
@@ -96,25 +97,28 @@ def time_limit(seconds: float, quiet: bool = True):
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - began), 1e-3))
 
 
-def _leaving(frame, me) -> bool:
-    """Whether the signal came while the block is being left rather than while it runs: this
-    clock's own frame (its clean-up) or contextlib's ``__exit__`` of this clock is on the stack.
-    A repeat that strikes there (a process descheduled for longer than REPEAT between the first
-    _TimeUp and the clean-up: seen with three suites on two cores) would raise out of the
-    ``with`` and leave the timer armed. The repeat is for a block that swallowed the first
-    _TimeUp, which is still running its own code. (Frames below the block's are its callers:
-    neither kind can be among them.)"""
+def _in_clock(frame, me) -> bool:
+    """Whether the signal came while the block is being entered or left rather than while it
+    runs: this clock's own frame, or contextlib's ``__enter__`` or ``__exit__`` of this clock,
+    is on the stack. _TimeUp raised in ``__enter__`` (after the timer is armed, before the
+    ``with`` has begun) or in the clean-up (a repeat, when the process was descheduled for
+    longer than REPEAT after the first _TimeUp) escapes the ``with``: the generator stays
+    suspended with its timer armed and the next signal strikes wherever the program is. Both
+    were seen with three suites at once on two cores (an xdist worker ended mid-test). The
+    repeat is for a block that swallowed the first _TimeUp, which is running its own code.
+    (Frames below the block's are its callers: none of these kinds can be among them.)"""
     while frame is not None:
         if frame is me:
             return True
-        if frame.f_code is _GCM_EXIT and getattr(getattr(
+        if frame.f_code in _GCM_CODES and getattr(getattr(
                 frame.f_locals.get("self"), "gen", None), "gi_frame", None) is me:
             return True
         frame = frame.f_back
     return False
 
 
-_GCM_EXIT = contextlib._GeneratorContextManager.__exit__.__code__
+_GCM_CODES = (contextlib._GeneratorContextManager.__enter__.__code__,
+              contextlib._GeneratorContextManager.__exit__.__code__)
 
 
 def within(seconds: float, fn: Callable[[], T]) -> T:
