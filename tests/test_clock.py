@@ -150,8 +150,21 @@ def test_tasks_check_on_a_never_ending_equation_is_a_one_line_verdict(tmp_path):
     assert "floor of a number beyond 1e+308 in size is not allowed in equation 1" in proc.stderr
 
 
+@pytest.fixture(params=["thread timer", "process timer"])
+def backend(request, monkeypatch):
+    """The clock's two timers: a POSIX timer aimed at the main thread (Linux), and ITIMER_REAL
+    where there is none (or none can be made)."""
+    from pdesharp import clock
+
+    if request.param == "process timer":
+        monkeypatch.setattr(clock._ThreadTimer, "available", classmethod(lambda cls: False))
+    else:
+        assert clock._ThreadTimer.available()  # Linux: what CI and users run
+    return request.param
+
+
 @pytest.mark.parametrize("quiet", [False, True])
-def test_a_limit_shorter_than_entering_the_block_leaves_no_timer_behind(quiet):
+def test_a_limit_shorter_than_entering_the_block_leaves_no_timer_behind(quiet, backend):
     """A limit of 1e-6 s passes while the clock is still being set up. The block must still be
     the one that is stopped (TimeUp, or its quiet end), and on leaving no timer may stay armed
     and the handler must be the caller's: a leaked timer struck 0.25 s later wherever the
@@ -215,3 +228,109 @@ def test_the_clock_entered_through_an_exit_stack_still_stops_the_block():
     assert time.monotonic() - began < 5.0  # 0.01 s limit; 5 s is "stopped", on any machine
     assert signal.getitimer(signal.ITIMER_REAL)[1] == 0.0
     assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_signal_of_the_clock_still_pending_as_it_ends_never_reaches_the_caller():
+    """The clock's SIGALRM goes to the main thread alone, and one still pending when the block
+    ends is the clock's to take. With the process's ITIMER_REAL, a signal generated just before
+    the clock disarmed it was taken by another thread's C handler (a loaded machine, the main
+    thread off the CPU) after the caller's handler was back: pytest-timeout's handler ran in a
+    suite under load, and a default handler ends the process. Here the main thread blocks
+    SIGALRM past the limit, so the clock's signal is still pending as the block ends."""
+    from pdesharp import clock
+
+    calls = []
+    previous = signal.signal(signal.SIGALRM, lambda *args: calls.append(args[0]))
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, 0)  # pytest-timeout's, held here
+    try:
+        began = time.monotonic()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        try:
+            with clock.time_limit(0.01):
+                time.sleep(0.1)  # ten times the limit: the clock's signal is sent, and pending
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        time.sleep(0.05)  # a stray would run the caller's handler by now
+        assert calls == []
+        assert signal.SIGALRM not in signal.sigpending()
+        assert time.monotonic() - began >= 0.1  # (blocked, the signal could not end the block)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, outer, interval)
+
+
+def test_the_callers_interval_timer_is_held_and_goes_on(backend):
+    """A caller's own ITIMER_REAL (pytest-timeout's, a user's alarm) is held while the block
+    runs: its handler never runs inside the block, and afterwards the timer goes on with what
+    is left of it and its interval. A caller's deadline sooner than the block's ends the block
+    (the caller is owed that time), and the caller's handler runs just after."""
+    from pdesharp import clock
+
+    calls = []
+    previous = signal.signal(signal.SIGALRM, lambda *args: calls.append(time.monotonic()))
+    outer, interval = signal.setitimer(signal.ITIMER_REAL, 0)  # pytest-timeout's, held here
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0, 7.0)
+        with clock.time_limit(0.02):
+            while True:
+                sum(range(100))
+        value, kept = signal.getitimer(signal.ITIMER_REAL)
+        assert 20.0 < value <= 30.0 and kept == 7.0 and calls == []  # 20: any machine's load
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # sooner than the block's 30 s
+        began = time.monotonic()
+        with clock.time_limit(30.0):
+            while True:
+                sum(range(100))
+        ended = time.monotonic()
+        time.sleep(0.05)
+        # 5 s is "ended at the caller's 0.05 s, not the block's 30 s" on any machine under load
+        assert 0.05 <= ended - began < 5.0
+        assert len(calls) == 1 and calls[0] >= ended  # after the block, not inside it
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, outer, interval)
+
+
+def test_nested_clocks_end_at_the_sooner_deadline_and_the_outer_strikes_after(backend):
+    from pdesharp import clock
+
+    began = time.monotonic()
+    ends = []
+    with pytest.raises(TimeUp):
+        with clock.time_limit(0.2, quiet=False):
+            with clock.time_limit(30.0):  # quiet: ends at the outer's 0.2 s
+                while True:
+                    sum(range(100))
+            ends.append(time.monotonic() - began)
+            while True:
+                sum(range(100))
+    ends.append(time.monotonic() - began)
+    # 0.2 s limits; 5 s is "stopped", on any machine under load
+    assert 0.2 <= ends[0] < 5.0 and ends[0] <= ends[1] < 5.0
+
+
+def test_a_clock_in_a_forked_child_of_an_open_clock_is_its_own():
+    """Timers are not inherited by fork: a child forked inside an open clock must not take the
+    parent's clock for an enclosing one (its timer does not exist there)."""
+    import os
+
+    from pdesharp import clock
+
+    with clock.time_limit(30.0):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with clock.time_limit(0.05, quiet=False):
+                    while True:
+                        sum(range(100))
+            except TimeUp:
+                code = 7
+            except BaseException:  # noqa: BLE001 - the parent sees the exit code
+                code = 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 7
