@@ -171,17 +171,15 @@ def time_limit(seconds: float, quiet: bool = True):
     timer = _timer()
 
     def stop(signum, frame):
-        if state["open"]:
-            if state["walking"]:  # a signal during the walk below: the timer's next decides
-                return
-            state["walking"] = True
-            try:
-                entering_or_leaving = _in_clock(frame, me)
-            finally:
-                state["walking"] = False
-            if not entering_or_leaving:
+        if not state["open"] or state["walking"]:  # (a signal during the walk or the re-arm
+            return                                  # below: the timer's next one decides)
+        state["walking"] = True
+        try:
+            if not _in_clock(frame, me):
                 raise _TimeUp
-            timer.arm(RESTRIKE, REPEAT)
+            timer.arm(RESTRIKE, REPEAT)  # Python code: a signal inside it must not recurse
+        finally:
+            state["walking"] = False
 
     enclosing = _open[-1] if _open else None
     began, outer, interval, entry = time.monotonic(), 0.0, 0.0, None
