@@ -104,7 +104,10 @@ def ensure_winner(case: Case, d: Path, objective: str, key: str, force: bool,
 
         shutil.rmtree(run)
     t0 = time.perf_counter()
-    p = subprocess.run(["pdesharp", "solve", str(d / "task.yaml"), "--dev-data",
+    # this interpreter's pdesharp (its venv's script), not whichever one PATH finds first
+    script = Path(sys.executable).with_name("pdesharp")
+    p = subprocess.run([str(script) if script.exists() else "pdesharp", "solve",
+                        str(d / "task.yaml"), "--dev-data",
                         str(d / "dev.hdf5"), "--out", str(d / "runs"), "--run-id", tag,
                         "--audit", "off", "--objective", objective, "--quiet"],
                        capture_output=True, text=True)
