@@ -11,6 +11,7 @@ multiples of the clock's limit (a loaded 2-core machine), and far below "never r
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 
@@ -383,3 +384,34 @@ def test_a_clock_in_a_forked_child_of_an_open_clock_is_its_own():
             os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 7
+
+
+def test_a_strike_inside_a_finalizer_is_not_printed_and_strikes_again_soon(monkeypatch):
+    """A strike that lands in a finalizer (here __del__; in a suite, a WeakKeyDictionary's
+    weakref callback) cannot propagate: Python hands it to sys.unraisablehook ("Exception
+    ignored in ..." on stderr) and the block runs on until the next repeat. The clock takes
+    its own exception there and strikes again in RESTRIKE; the caller's hook sees nothing."""
+    from pdesharp import clock
+
+    monkeypatch.setattr(clock, "REPEAT", 30.0)  # without the restrike the block runs 30 s
+
+    class SlowToFinalise:
+        def __del__(self):
+            t = time.monotonic()
+            while time.monotonic() - t < 0.3:  # past the 0.05 s limit, inside __del__
+                sum(range(100))
+
+    seen = []
+
+    def hook(info):
+        seen.append(info.exc_type)
+
+    monkeypatch.setattr(sys, "unraisablehook", hook)
+    began = time.monotonic()
+    with pytest.raises(TimeUp):
+        with clock.time_limit(0.05, quiet=False):
+            SlowToFinalise()  # dropped at once: __del__ runs here
+            while True:
+                sum(range(100))
+    assert seen == [] and sys.unraisablehook is hook
+    assert time.monotonic() - began < 10.0  # 0.3 s in __del__, then 1 ms; 30 s without
