@@ -458,8 +458,8 @@ def main() -> None:
     if args.prepare:
         for r in results:
             for obj, w in r["winners"].items():
-                print(r["case"], obj, w.get("best_dev_score"), w.get("winner_time", {}).get("per_sample"),
-                      w.get("bench_solve_seconds"))
+                print(r["case"], obj, w.get("best_dev_score"),
+                      w.get("winner_time", {}).get("per_sample"), w.get("bench_solve_seconds"))
         return
     print(table(results))
     plot(results, args.work / "fronts.png")

@@ -236,7 +236,7 @@ def _in_clock(frame, me) -> bool:
     is on the stack. _TimeUp raised in ``__enter__`` (after the timer is armed, before the
     ``with`` has begun) or in the clean-up (a repeat, when the process was descheduled for
     longer than REPEAT after the first _TimeUp) escapes the ``with``: the generator stays
-    suspended with its watchdog running and the next signal strikes wherever the program is. Both
+    suspended with its timer armed and the next signal strikes wherever the program is. Both
     were seen with three suites at once on two cores (an xdist worker ended mid-test). The
     repeat is for a block that swallowed the first _TimeUp, which is running its own code.
     (Frames below the block's are its callers: none of these kinds can be among them.)"""
