@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from prefix_lock import prefix_to_myself
 
 import pdesharp.evaluate.metrics as metrics_module
 from pdesharp.evaluate import Evaluator, cgroups
@@ -271,6 +272,8 @@ def hostile(shared_data, tmp_path_factory):
     metrics_hash = hashlib.sha256(Path(metrics_module.__file__).read_bytes()).hexdigest()
     env_before = dict(os.environ)
     os.environ.update(OPENAI_API_KEY=CANARY, HOME=str(home))
+    holding = prefix_to_myself()  # no other worker's test plants data in the runtime meanwhile
+    holding.__enter__()
     try:
         results = {}
         for mech in MECHANISMS:
@@ -288,6 +291,7 @@ def hostile(shared_data, tmp_path_factory):
             results[mech] = asyncio.run(run_all())
             results[mech]["_mechanism"] = ev.isolation["mechanism"]
     finally:
+        holding.__exit__(None, None, None)
         os.environ.clear()
         os.environ.update(env_before)
         stop.set()

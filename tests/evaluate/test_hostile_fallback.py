@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from prefix_lock import prefix_to_myself
 
 from pdesharp.evaluate import Evaluator
 from pdesharp.evaluate.sandbox import DataInReach, probe
@@ -361,6 +362,11 @@ def test_data_inside_a_readable_tree(shared_data, tmp_path, mech):
     nothing; bubblewrap masks the file."""
     if os.geteuid() != 0 and not os.access(sys.prefix, os.W_OK):
         pytest.skip("cannot write into the Python prefix here")
+    with prefix_to_myself():  # test_hostile's searchers must not find this copy
+        _reads_data_inside_the_prefix(shared_data, tmp_path, mech)
+
+
+def _reads_data_inside_the_prefix(shared_data, tmp_path, mech):
     d = _data_inside_the_prefix(shared_data)
     try:
         data = d / "advection_dev.hdf5"
