@@ -14,12 +14,14 @@ from pdesharp.builtin.families import family
 from pdesharp.task import task_from_dict
 
 
-def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6):
+def _task(equation, boundary="periodic", space=("x",), span=(0.0, 0.5), frames=6,
+          parameters=None):
     return task_from_dict({
         "name": "speed_paths", "title": "speed paths", "description": "test",
         "equation": {"unknowns": ["u"], "equations": [equation], "space": list(space),
                      "time": "t", "coefficients": [], "constants": {}},
-        "parameters": {}, "domain": {a: [0.0, 1.0] for a in space}, "grid": "cell_centres",
+        "parameters": parameters or {}, "domain": {a: [0.0, 1.0] for a in space},
+        "grid": "cell_centres",
         "boundary": boundary, "time_span": list(span), "n_frames": frames,
         "solver": {"args": [{"name": "u0", "kind": "initial", "field": "u"},
                             {"name": "t", "kind": "time"}],
@@ -59,6 +61,36 @@ def test_exact_family_all_frames_at_once_equals_the_frame_loop():
         # loop accumulates one rounding per frame and transform)
         scale = np.abs(loop).max()
         assert np.abs(fast - loop).max() <= 500 * np.finfo(float).eps * scale
+
+
+def test_exact_family_plans_are_kept_across_calls_and_keyed_by_what_they_depend_on():
+    # the next call reuses the grid, L(k) and the frames' propagators (no exponential computed
+    # again) and computes exactly what a fresh module computes; another shape, other output
+    # times or other parameter values get their own plan, never a kept one
+    rng = np.random.default_rng(5)
+    t = np.linspace(0.0, 0.5, 6)
+    for task, shape, other in ((_task("dt(u) + a*dx(u) - 0.01*dx(u, 2)", parameters={"a": 0.7}),
+                                (3, 24), (2, 30)),
+                               (_task("dt(u) - 0.05*(dx(u, 2) + dy(u, 2))", "neumann: dn(u) = 0",
+                                      ("x", "y")), (2, 12, 10), (2, 8, 14))):
+        prm = dict(task.parameters)
+        u0, u1 = rng.standard_normal(shape), rng.standard_normal(other)
+        ns = _namespace(task, "exact")
+        first = ns["_evolve"]([u0], t, prm)[0]
+        assert len(ns["_PLANS"]) == 1
+        expm = ns["_expm"]
+        ns["_expm"] = lambda A: (_ for _ in ()).throw(AssertionError("propagator recomputed"))
+        again = ns["_evolve"]([u0], t, prm)[0]
+        assert np.array_equal(again, first)
+        assert np.array_equal(first, _namespace(task, "exact")["_evolve"]([u0], t, prm)[0])
+        ns["_expm"] = expm
+        # interleaved: another shape, then other times, then other parameter values
+        for u, tt, pp in ((u1, t, prm), (u0, t[:4] * 1.5, prm),
+                          (u0, t, {"a": -0.3} if prm else prm)):
+            got = ns["_evolve"]([u], tt, pp)[0]
+            want = _namespace(task, "exact")["_evolve"]([u], tt, pp)[0]
+            assert np.array_equal(got, want)
+        assert np.array_equal(ns["_evolve"]([u0], t, prm)[0], first)
 
 
 def test_spectral_etdrk4_stays_fourth_order():

@@ -294,17 +294,43 @@ _SPACE = [None]
 
 
 def _setup(shape, grid):
-    _SPACE[0] = _Space(shape, NODES, NVAR)
+    """The grid's sine/cosine space, built once per grid (a kept plan's is reused) and made the
+    one the transforms use."""
+    if "space" not in grid:
+        grid["space"] = _Space(shape, NODES, NVAR)
+    _SPACE[0] = grid["space"]
     return grid
 '''
 
 PROPAGATE = '''
 
+# Plans by (data shape, parameter values): the grid, the operator L(k) and the propagators made
+# for them (grid["cache"]), kept across calls: a later call of the solver (the next batch) reuses
+# them, as a library reuses its stepper. At most _PLAN_SETS plans, each of at most _PLAN_SETS
+# propagator sets.
+_PLANS = {}
+_PLAN_SETS = 16
+
+
+def _plan(shape, prm):
+    key = (tuple(shape),) + tuple((k, np.shape(v), np.asarray(v).tobytes())
+                                  for k, v in sorted(prm.items()))
+    grid = _PLANS.get(key)
+    if grid is None:
+        if len(_PLANS) >= _PLAN_SETS:
+            _PLANS.clear()
+        grid = _setup(shape, _grid(shape))
+        grid["L"] = _operator(grid, prm)
+        grid["cache"] = {}
+        _PLANS[key] = grid
+    if len(grid["cache"]) >= _PLAN_SETS:
+        grid["cache"].clear()
+    return _setup(shape, grid)
+
+
 def _init_state(W0, prm):
-    grid = _setup(W0[0].shape[1:], _grid(W0[0].shape[1:]))
+    grid = _plan(W0[0].shape[1:], prm)
     uh = np.stack([_transform(w, i) for i, w in enumerate(W0)], axis=-1)  # [B, *kshape, NVAR]
-    grid["L"] = _operator(grid, prm)
-    grid["cache"] = {}
     return uh.astype(complex), grid
 
 
@@ -369,11 +395,15 @@ def _evolve(W0, t_coordinate, prm):
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
     uh, grid = _init_state(W0, prm)  # [B, *kshape, NVAR]
     L = grid["L"]  # [*kshape, NVAR, NVAR]
-    tau = (t_coordinate - t_coordinate[0]).reshape((-1,) + (1,) * L.ndim)
+    tau = t_coordinate - t_coordinate[0]
+    key = ("frames", tau.tobytes())
     with np.errstate(all="ignore"):
-        E = _expm(L[None] * tau)  # [T, *kshape, NVAR, NVAR]
-        if NVAR == 1:
-            frames = uh[:, None] * E[None, ..., 0]
+        if key not in grid["cache"]:  # [T, *kshape, NVAR, NVAR]
+            grid["cache"][key] = _expm(L[None] * tau.reshape((-1,) + (1,) * L.ndim))
+        E = grid["cache"][key]
+        if NVAR == 1:  # a scalar per mode: no trailing unit axes (numpy's inner loop runs on
+            # the last axis, and one element per inner loop costs ~10x the product)
+            frames = (uh[:, None, ..., 0] * E[None, ..., 0, 0])[..., None]
         else:
             frames = (E[None] @ uh[:, None, ..., None])[..., 0]
         B, T = frames.shape[:2]
