@@ -171,6 +171,12 @@ class Family:
         return 1.0
 
     # -- code ------------------------------------------------------------------------------
+    def libraries(self, d: Design, p: Problem) -> tuple[str, ...]:
+        """Library modules every run of the solver imports inside a function, imported at the
+        top of the file as well: the evaluator loads a file's top-level library imports before
+        its clock starts (:mod:`pdesharp.evaluate.preload`), as a user's process loads them once."""
+        return ()
+
     def render(self, d: Design, p: Problem) -> str:
         """The solver's code after the design-axes header, up to (not including) the entry."""
         raise NotImplementedError

@@ -371,6 +371,9 @@ class SpectralFamily(Family):
         time (Allen-Cahn, 320 and 2048 points: 0.98x)."""
         return (3.0 / rule) ** dim if dim > 1 else 1.0
 
+    def libraries(self, d: Design, p: Problem) -> tuple[str, ...]:
+        return ("scipy.fft",) if p.dim > 1 else ()  # the transforms of _cut (numpy.fft in 1D)
+
     def render(self, d: Design, p: Problem) -> str:
         law = p.struct
         prim = primitive_split(law)

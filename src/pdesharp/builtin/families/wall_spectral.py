@@ -207,6 +207,10 @@ class WallSpectralFamily(Family):
         # dense transforms: O(n) per point and axis, against the FFT's log n
         return 3.0 * (0.2 / d["CFL"]) * d["REFINE"] ** (p.dim + 1)
 
+    def libraries(self, d: Design, p: Problem) -> tuple[str, ...]:
+        # the inner grid's DCT/DST (bases._fast; a node grid keeps the dense transforms)
+        return ("scipy.fft",) if p.task.grid != "nodes" else ()
+
     def render(self, d: Design, p: Problem) -> str:
         law = p.struct
         bases, split = self._parts(p)
