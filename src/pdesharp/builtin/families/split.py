@@ -1,7 +1,8 @@
 """Strang splitting: exact diffusion, exact (or RK4) local source, explicit finite-volume flux.
 
 For a scalar law ``dt u + div F(u) = D lap(u) + S(u, x, t)`` with constant D on a periodic box
-(1D or 2D), each step is ``D(dt/2) R(dt) D(dt/2)`` with ``R = S(dt/2) H(dt) S(dt/2)``: the
+(1D or 2D), each step is ``D(dt/2) R(dt) D(dt/2)`` with ``R = S(dt/2) H(dt) S(dt/2)``, and
+without a flux ``S(dt/2) D(dt) S(dt/2)`` (one diffusion step per step, the dearer part): the
 diffusion is solved exactly in Fourier space (with the spectral symbol k^2 or the central
 difference one; on small 1D grids as a product with the same operator's dense circulant
 matrix), the local ODE ``du/dt = S(u, x)`` in closed form when SymPy finds one (RK4 sub-steps
@@ -227,30 +228,47 @@ def _react(U, t, tau, grid, prm):
 
 
 def _strang(U, t, dt, n, lead, close, grid, prm):
-    """n Strang steps D(dt/2) R(dt) D(dt/2) from t, R = S(dt/2) H(dt) S(dt/2). The diffusion
-    half steps between two steps are one exact step D(dt) (one FFT pair per step); ``lead`` is
-    the diffusion time before the first step (dt/2 plus any half step still owed), ``close``
-    whether the last half step is taken (else the caller owes it)."""
+    """With a flux: n Strang steps D(dt/2) R(dt) D(dt/2) from t, R = S(dt/2) H(dt) S(dt/2). The
+    diffusion half steps between two steps are one exact step D(dt) (one FFT pair per step);
+    ``lead`` is the diffusion time before the first step (dt/2 plus any half step still owed),
+    ``close`` whether the last half step is taken (else the caller owes it)."""
     U = _diffuse(U, lead, grid, prm)
     for i in range(n):
         s = t + i * dt
-        if HAS_FLUX:
-            U = _react(U, s, 0.5 * dt, grid, prm)
-            U = _explicit_step(U, s, dt, grid, prm, viscous=False)
-            U = _react(U, s + 0.5 * dt, 0.5 * dt, grid, prm)
-        else:
-            U = _react(U, s, dt, grid, prm)
+        U = _react(U, s, 0.5 * dt, grid, prm)
+        U = _explicit_step(U, s, dt, grid, prm, viscous=False)
+        U = _react(U, s + 0.5 * dt, 0.5 * dt, grid, prm)
         if i < n - 1 or close:
             U = _diffuse(U, dt if i < n - 1 else 0.5 * dt, grid, prm)
     return U
 
 
+def _rdr(U, t, dt, n, grid, prm):
+    """Without a flux: n Strang steps S(dt/2) D(dt) S(dt/2) from t. The source half steps
+    between two steps are one source step over the same interval (the local ODE's flow), so n
+    steps cost n diffusion steps, the dearer part (a dense product or an FFT pair each), and
+    n + 1 pointwise source steps; the state is whole at the end (no step owed)."""
+    U = _react(U, t, 0.5 * dt, grid, prm)
+    for i in range(n):
+        U = _diffuse(U, dt, grid, prm)
+        U = _react(U, t + (i + 0.5) * dt, dt if i < n - 1 else 0.5 * dt, grid, prm)
+    return U
+
+
+def _splitting(U, t, span, n, grid, prm):
+    """n equal S D S Strang steps over span, or SPLITTING = "richardson": n and 2n of them
+    combined as (4 S_2n - S_n) / 3. Strang's error expands in even powers of the step (a
+    symmetric composition), so the dt^2 term cancels: fourth order in time at three Strang
+    steps per step."""
+    h = span / n
+    if SPLITTING == "richardson":
+        return (4.0 * _rdr(U, t, 0.5 * h, 2 * n, grid, prm) - _rdr(U, t, h, n, grid, prm)) / 3.0
+    return _rdr(U, t, h, n, grid, prm)
+
+
 def _advance_to(U, t0, t1, grid, prm):
-    """Equal Strang steps (at most SPLIT_DT and the explicit parts' stable step) from t0 to t1.
-    SPLITTING = "richardson" runs a span with n and with 2n steps and combines them as
-    (4 S_2n - S_n) / 3: Strang's error expands in even powers of dt, so the dt^2 term cancels
-    and the result is fourth order in time at three Strang steps per step."""
-    t, owed = t0, 0.0  # owed: the last Strang step's closing diffusion half step
+    """Equal Strang steps (at most SPLIT_DT and the explicit parts' stable step) from t0 to t1."""
+    t, owed = t0, 0.0  # owed (with a flux): the last Strang step's closing diffusion half step
     while t1 - t > 1e-12 * max(1.0, abs(t1)):
         dt = min(_stable_dt(U, t, grid, prm, explicit_viscous=False), SPLIT_DT)
         if not np.all(np.isfinite(U)) or dt <= 0.0:
@@ -260,68 +278,28 @@ def _advance_to(U, t0, t1, grid, prm):
         else:
             span = t1 - t  # no step bound depends on U: the whole interval in equal steps
         n = max(1, int(np.ceil(span / dt - 1e-9))) if np.isfinite(dt) else 1
-        if SPLITTING == "richardson":
-            h = span / n
-            U = (4.0 * _strang(U, t, 0.5 * h, 2 * n, owed + 0.25 * h, True, grid, prm)
-                 - _strang(U, t, h, n, owed + 0.5 * h, True, grid, prm)) / 3.0
-            owed = 0.0
-        else:
+        if HAS_FLUX:  # (SPLITTING is not a design axis there: no smooth error expansion)
             U = _strang(U, t, span / n, n, owed + 0.5 * span / n, False, grid, prm)
             owed = 0.5 * span / n
+        else:
+            U = _splitting(U, t, span, n, grid, prm)
         t += span
     return _diffuse(U, owed, grid, prm)
 '''
 
 
 # Without a flux, and with a source step that sets no step bound (exact, or none), the frames
-# are equal Strang steps D(h/2) R(h) D(h/2) with no step-size rule to consult. On most grids
-# the state stays in Fourier space: the diffusion is a product of spectra, one inverse and one
-# forward transform per step around the pointwise reaction, and the output frames' spectra are
-# transformed back in one call at the end (half the transforms of the frame loop). On a small
-# 1D grid (_dense) the state stays in values and a frame is n Strang steps with the half steps
-# between them merged: n + 1 products with the dense propagators, no transforms (closing every
-# frame costs one product; deferring the close to one batched transform, as on spectra, costs
-# a forward transform of all frames more: measured slower). The frame loop stays for the rest.
-# APEBench Fisher-KPP (one Strang step per frame, 8 x 160 points, in-process CPU per sample):
-# 0.68 ms on spectra, 0.47 ms dense; its Richardson design (8 steps per frame) 13.3 -> 7.3 ms.
+# are equal S D S Strang steps with no step-size rule to consult: the frame loop without its
+# per-frame step rule. On a small 1D grid (_dense) a diffusion step is one product with the dense
+# circulant propagator, elsewhere an FFT pair. S D S, not D S D: one diffusion step per step
+# (the source half steps merge, and cost a pointwise formula), where D S D on values costs two
+# products per frame. APEBench Fisher-KPP (one Strang step per frame, 4 x 160 points, warm, in
+# the bench's worker): 0.79-1.30 ms per sample by D S D products, 0.65-1.22 by S D S.
 EVOLVE_SPECTRAL = EVOLVE.replace("def _evolve(", "def _evolve_frames(") + '''
 
-def _spectral_strang(Uh, t, dt, n, grid, prm):
-    """n Strang steps D(dt/2) R(dt) D(dt/2) on the spectra Uh (space axes last)."""
-    half = _propagator(0.5 * dt, grid, prm)
-    for i in range(n):
-        U = _inverse_last(Uh * half, grid)
-        U = _react(U, t + i * dt, dt, grid, prm)
-        Uh = _forward_last(U, grid) * half
-    return Uh
-
-
-def _dense_strang(V, t, dt, n, grid, prm):
-    """n Strang steps on the values V [B, N] with dense diffusion products (grid["dense"]): the
-    half steps between steps merged, n + 1 products."""
-    half = _propagator(0.5 * dt, grid, prm)
-    V = V @ half
-    for i in range(n - 1):
-        V = source_exact(V, dt, grid["X"], prm) @ _propagator(dt, grid, prm)
-    return source_exact(V, dt, grid["X"], prm) @ half
-
-
-def _forward_last(U, grid):
-    """rfftn over the last DIM axes (rfft in 1D: less call overhead on small arrays)."""
-    if DIM == 1:
-        return np.fft.rfft(U, axis=-1)
-    return np.fft.rfftn(U, axes=tuple(range(-DIM, 0)))
-
-
-def _inverse_last(Uh, grid):
-    if DIM == 1:
-        return np.fft.irfft(Uh, n=grid["shape"][0], axis=-1)
-    return np.fft.irfftn(Uh, s=grid["shape"], axes=tuple(range(-DIM, 0)))
-
-
 def _evolve(W0, t_coordinate, prm):
-    """The frames by Strang steps on spectra or, on small 1D grids, with dense diffusion
-    products (see the block's comment); else the frame loop."""
+    """The frames by equal Strang steps per output interval (see the block's comment); with a
+    flux or a source step that bounds the step, the frame loop."""
     if HAS_FLUX or (HAS_SOURCE and not SOURCE_EXACT):
         return _evolve_frames(W0, t_coordinate, prm)
     W0 = [np.asarray(w, dtype=np.float64) for w in W0]
@@ -329,27 +307,16 @@ def _evolve(W0, t_coordinate, prm):
     for ax in wrap:
         W0 = [np.take(w, np.arange(w.shape[ax] - 1), axis=ax) for w in W0]
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
-    U, grid = _init_state(W0, prm)
-    dense = grid["dense"]
-    step = _dense_strang if dense else _spectral_strang
-    S = U[0] if dense else _forward_last(U, grid)  # the state: values [B, N] or spectra
-    frames = [S]
+    U, grid = _init_state(W0, prm)  # [var, B, N...]
+    frames = [U]
     with np.errstate(all="ignore"):
         for j in range(1, len(t_coordinate)):
             t0, span = float(t_coordinate[j - 1]), float(t_coordinate[j] - t_coordinate[j - 1])
             n = max(1, int(np.ceil(span / SPLIT_DT - 1e-9))) if np.isfinite(SPLIT_DT) else 1
-            h = span / n
-            if SPLITTING == "richardson":  # (4 S_2n - S_n) / 3: the dt^2 term cancels
-                S = (4.0 * step(S, t0, 0.5 * h, 2 * n, grid, prm)
-                     - step(S, t0, h, n, grid, prm)) / 3.0
-            else:
-                S = step(S, t0, h, n, grid, prm)
-            frames.append(S)
-        if dense:
-            W = _output(np.stack(frames, axis=1)[None], grid, prm)  # [var, B, T, N]
-        else:
-            W = _output(_inverse_last(np.stack(frames, axis=2), grid), grid, prm)
-    out = list(W)  # fresh arrays (stacked or transformed here)
+            U = _splitting(U, t0, span, n, grid, prm)
+            frames.append(U)
+        W = _output(np.stack(frames, axis=2), grid, prm)  # [var, B, T, N...]
+    out = list(W)  # fresh arrays (stacked here)
     for k, w in enumerate(W0):
         out[k][:, 0] = w  # the initial data as given
     for ax in wrap:  # the repeated node, on the time-stacked arrays [B, T, ...]
