@@ -313,8 +313,8 @@ _PLAN_SETS = 16
 
 
 def _plan(shape, prm):
-    key = (tuple(shape),) + tuple((k, np.shape(v), np.asarray(v).tobytes())
-                                  for k, v in sorted(prm.items()))
+    key = (tuple(shape),) + tuple((k, np.asarray(v).dtype.str, np.shape(v),
+                                   np.asarray(v).tobytes()) for k, v in sorted(prm.items()))
     grid = _PLANS.get(key)
     if grid is None:
         if len(_PLANS) >= _PLAN_SETS:
@@ -398,9 +398,13 @@ def _evolve(W0, t_coordinate, prm):
     tau = t_coordinate - t_coordinate[0]
     key = ("frames", tau.tobytes())
     with np.errstate(all="ignore"):
-        if key not in grid["cache"]:  # [T, *kshape, NVAR, NVAR]
-            grid["cache"][key] = _expm(L[None] * tau.reshape((-1,) + (1,) * L.ndim))
-        E = grid["cache"][key]
+        E = grid["cache"].get(key)
+        if E is None:  # [T, *kshape, NVAR, NVAR]: one set kept per plan, of at most 64 MB
+            E = _expm(L[None] * tau.reshape((-1,) + (1,) * L.ndim))
+            for old in [k for k in grid["cache"] if k[0] == "frames"]:
+                del grid["cache"][old]
+            if E.nbytes <= 2**26:
+                grid["cache"][key] = E
         if NVAR == 1:  # a scalar per mode: no trailing unit axes (numpy's inner loop runs on
             # the last axis, and one element per inner loop costs ~10x the product)
             frames = (uh[:, None, ..., 0] * E[None, ..., 0, 0])[..., None]
