@@ -449,9 +449,11 @@ def main() -> None:
     store = args.work / "results.json"
     for name in names:
         results.append(run_case(BY_NAME[name], args, key))
+        if args.prepare:  # nothing timed: the last run's points stay for --reuse-sweep
+            continue
         # this run's cases replace their earlier entries; other cases' stay (a later
         # --report-only shows them all)
-        earlier = json.loads(store.read_text()) if store.exists() and not args.prepare else []
+        earlier = json.loads(store.read_text()) if store.exists() else []
         mine = {r["case"] for r in results}
         store.write_text(json.dumps([r for r in earlier if r["case"] not in mine] + results,
                                     indent=1, default=str))

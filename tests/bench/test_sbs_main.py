@@ -1,0 +1,40 @@
+"""The side-by-side bench's driver (bench/side_by_side.py main): ``--prepare`` times nothing and
+leaves the last run's library points for ``--reuse-sweep``; a timed run replaces its own cases'
+entries and keeps the others'."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import side_by_side  # noqa: E402
+
+
+def _run(monkeypatch, work: Path, *flags: str) -> None:
+    def run_case(case, args, key):  # what run_case returns, without solving or timing
+        timed = not args.prepare
+        return {"case": case.name, "library": case.library, "title": case.title,
+                "reference": {}, "points": [{"nrmse": 1e-3}] if timed else [], "rows": [],
+                **({} if timed else {"winners": {}})}
+    monkeypatch.setattr(side_by_side, "run_case", run_case)
+    monkeypatch.setattr(side_by_side, "source_key", lambda: "key")
+    monkeypatch.setattr(side_by_side, "table", lambda results: "")
+    monkeypatch.setattr(side_by_side, "plot", lambda results, path: None)
+    monkeypatch.setattr(sys, "argv", ["side_by_side.py", "--work", str(work), *flags])
+    side_by_side.main()
+
+
+def test_prepare_keeps_the_last_sweep_and_a_run_replaces_only_its_cases(monkeypatch, tmp_path):
+    first, second = side_by_side.QUICK[0], side_by_side.QUICK[1]
+    store = tmp_path / "results.json"
+    _run(monkeypatch, tmp_path, "--cases", f"{first},{second}")
+    before = json.loads(store.read_text())
+    assert [r["case"] for r in before] == [first, second] and all(r["points"] for r in before)
+    _run(monkeypatch, tmp_path, "--prepare", "--cases", first)
+    assert json.loads(store.read_text()) == before  # the points --reuse-sweep reads stay
+    _run(monkeypatch, tmp_path, "--cases", second)
+    after = json.loads(store.read_text())
+    assert sorted(r["case"] for r in after) == sorted([first, second])
