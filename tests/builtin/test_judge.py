@@ -119,6 +119,28 @@ def test_an_axis_dead_on_one_grid_is_asked_again_on_a_finer_one(burgers):
     assert not asyncio.run(judge.propose(task, twin, pool, "nrmse")).title.startswith("CFL")
 
 
+def test_a_larger_step_that_lost_accuracy_does_not_stop_a_smaller_one(burgers):
+    """Issue 27 (Swift-Hohenberg stopped at 1.52e-6 again, "every judge declined"): the robust
+    judge's larger step (CFL 0.4 -> 0.6) lost accuracy, and that killed the CFL axis for the
+    accuracy judge too, so the smaller step that reached 3.1e-8 in an earlier run was never
+    tried. A dead move has a direction: the opposite one stays open, the same one stays dead."""
+    task, analysis = burgers
+    judge = BuiltinJudge(name="judge-1")
+    base = entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4), "b", 3e-4)
+    asyncio.run(judge.nominate(task, analysis, [base]))
+    larger = apply_patch(base.candidate.code, constant_patch(base.candidate.code, {"CFL": 0.6}))
+    child = PoolEntry(candidate=base.candidate.model_copy(update={
+        "id": "c", "code": larger, "parents": ["b"], "title": "CFL -> 0.6"}), result=ok(9e-4))
+    prop = asyncio.run(judge.propose(task, base, [base, child], "nrmse"))
+    assert prop.title.startswith("CFL ->"), prop.title
+    assert read_design(apply_patch(base.candidate.code, prop.patch))["CFL"] < 0.4
+    smaller = PoolEntry(candidate=base.candidate.model_copy(update={
+        "id": "s", "code": apply_patch(base.candidate.code, prop.patch), "parents": ["b"],
+        "title": prop.title}), result=ok(2.99e-4))  # no gain: now both directions are dead
+    again = asyncio.run(judge.propose(task, base, [base, child, smaller], "nrmse"))
+    assert not again.title.startswith("CFL"), again.title
+
+
 def test_robust_judge_and_debug_after_a_blow_up(burgers):
     task, _ = burgers
     base = entry(task, FV("muscl", "mc", "rusanov", "rk4", 0.8), "b")

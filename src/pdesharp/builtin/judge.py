@@ -47,6 +47,11 @@ def _numeric(old, new) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, new))
 
 
+def _direction(old, new) -> int | None:
+    """+1 or -1 for a move up or down a numeric axis, None for a change of a categorical one."""
+    return (new > old) - (new < old) if _numeric(old, new) else None
+
+
 def _categorical(fam, axis: str) -> bool:
     return any(a.name == axis and a.choices for a in fam.axes)
 
@@ -80,10 +85,11 @@ class BuiltinJudge(Exploration):
         self._analysis: Analysis | None = None
         self._task: Task | None = None  # debug() is called without the task
         self._bases: dict[str, str] = {}  # candidate id -> code, for repair_patch
-        # family -> {(axis, the other axes' values)}: a move that did not pay off from a design;
-        # the same move from a design that differs elsewhere (a finer grid, where the time
-        # error now dominates) is a new question
-        self._dead: dict[str | None, set[tuple[str, tuple]]] = {}
+        # family -> {(axis, direction, the other axes' values)}: a move that did not pay off
+        # from a design; the same move from a design that differs elsewhere (a finer grid, where
+        # the time error now dominates) is a new question, and so is the opposite move (a larger
+        # step that lost accuracy says nothing against a smaller one)
+        self._dead: dict[str | None, set[tuple[str, int | None, tuple]]] = {}
         self._pool: set[tuple] = set()  # keys of every design in the pool, run or not
         self._info: RoundInfo | None = None
 
@@ -284,7 +290,8 @@ class BuiltinJudge(Exploration):
             # and its evaluation could not change the pick
             moves = [m for m in moves + more
                      if fam.cost(d.with_(**{m[0]: m[1]}), p) * (1 + margin) <= cost]
-        moves = [m for m in moves if m[0] not in dead]
+        moves = [m for m in moves if (m[0], None) not in dead
+                 and (m[0], _direction(d[m[0]], m[1])) not in dead]
         last = self._last_move.get(bid)
         if last and not failed:  # keep going along an axis that paid off for this lineage
             moves.sort(key=lambda m: m[0] != last)
@@ -323,10 +330,12 @@ class BuiltinJudge(Exploration):
     def _agreement(self, entries: list[PoolEntry]) -> str:
         return agreement(entries, self._info)
 
-    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry], d: Design) -> set[str]:
-        """Axes whose change, measured on a child of ``base``, did not pay off (the child's
-        score is not 10% better): the search stops moving along them from designs that agree
-        with ``base``'s on every other axis (:attr:`_dead`)."""
+    def _dead_axes(self, base: PoolEntry, results: list[PoolEntry],
+                   d: Design) -> set[tuple[str, int | None]]:
+        """(axis, direction) of the moves that, measured on a child of ``base``, did not pay off
+        (the child's score is not 10% better): the search stops making them from designs that
+        agree with ``base``'s on every other axis (:attr:`_dead`). The direction is +1 or -1 for
+        a numeric axis (up or down), None for a categorical one (any change of it)."""
         def others(axis: str) -> tuple:
             return tuple((k, v) for k, v in d.values if k != axis)
 
@@ -343,10 +352,12 @@ class BuiltinJudge(Exploration):
                       * (1 + Rule.of(self._info).time_margin) < seconds(base.result))
             if b is not None and (e.result.score is None or e.result.score > 0.9 * b) \
                     and not faster:
-                dead.add((m.group(1), others(m.group(1))))
+                axis, moved = m.group(1), read_design(c.code)
+                if moved is not None and moved.family == d.family and axis in dict(moved.values):
+                    dead.add((axis, _direction(d[axis], moved[axis]), others(axis)))
             elif e.result.score is not None:
                 self._last_move[c.id] = m.group(1)
-        return {axis for axis, rest in dead if rest == others(axis)}
+        return {(axis, way) for axis, way, rest in dead if rest == others(axis)}
 
     def _decline(self, base: PoolEntry, why: str) -> Proposal:
         return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],
