@@ -38,3 +38,22 @@ def test_prepare_keeps_the_last_sweep_and_a_run_replaces_only_its_cases(monkeypa
     _run(monkeypatch, tmp_path, "--cases", second)
     after = json.loads(store.read_text())
     assert sorted(r["case"] for r in after) == sorted([first, second])
+
+
+def test_a_library_that_stops_short_of_the_tolerance_gets_pdesharp_at_its_best_accuracy():
+    # the question that library's user asks: pdesharp's fastest solver at the accuracy the
+    # library reaches (its best front point, the cheapest within 10% of its lowest nRMSE)
+    case = side_by_side.BY_NAME[side_by_side.QUICK[0]]
+
+    def pt(nrmse, warm):
+        return {"nrmse": nrmse, "warm": warm, "cold": 1.0, "config": {}, "refine": 1}
+    short = [pt(3e-2, 0.01), pt(2.95e-2, 0.02), pt(2.9e-2, 0.05)]
+    assert case.tol < 2.9e-2
+    obj = side_by_side.library_objective(case, short)
+    assert obj == "fastest-below:0.03"  # 3e-2 is within 10% of 2.9e-2 and the cheapest
+    assert side_by_side.run_tag(case, obj) == "at_library"
+    reaches = short + [pt(case.tol / 2, 0.5)]
+    assert side_by_side.library_objective(case, reaches) is None
+    assert side_by_side.library_objective(case, []) is None
+    assert side_by_side.run_tag(case, "accuracy") == "accuracy"
+    assert side_by_side.run_tag(case, f"fastest-below:{case.tol:g}") == "fastest"
