@@ -239,9 +239,9 @@ def run_case(case: Case, args, key: str) -> dict:
     extra = library_objective(case, points)
     if extra is not None:  # the library cannot reach the tolerance: pdesharp at its best too
         objectives.append(extra)
-        s = ensure_winner(case, d, extra, key, args.resolve, args.keep_winners)
-        if s is not None:
-            winners[extra] = s
+        won = ensure_winner(case, d, extra, key, args.resolve, args.keep_winners)
+        if won is not None:
+            winners[extra] = won
     rows = []
     for obj in objectives:
         if obj not in winners:

@@ -272,26 +272,24 @@ def hostile(shared_data, tmp_path_factory):
     metrics_hash = hashlib.sha256(Path(metrics_module.__file__).read_bytes()).hexdigest()
     env_before = dict(os.environ)
     os.environ.update(OPENAI_API_KEY=CANARY, HOME=str(home))
-    holding = prefix_to_myself()  # no other worker's test plants data in the runtime meanwhile
-    holding.__enter__()
     try:
         results = {}
-        for mech in MECHANISMS:
-            ev = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
-                           residual=False, workers=2, timeout=30, memory_mb=1024,
-                           max_processes=64, sandbox=None if mech == "auto" else mech,
-                           hidden=[store.dir])
-            ev.policy.disk_mb = 256
+        with prefix_to_myself():  # no other worker's test plants data in the runtime meanwhile
+            for mech in MECHANISMS:
+                ev = Evaluator(task, data_dir=shared_data, max_samples=1, convergence=False,
+                               residual=False, workers=2, timeout=30, memory_mb=1024,
+                               max_processes=64, sandbox=None if mech == "auto" else mech,
+                               hidden=[store.dir])
+                ev.policy.disk_mb = 256
 
-            async def run_all(ev=ev):
-                jobs = [ev.evaluate(code, split="dev", feedback="nrmse", label=name)
-                        for name, code in sources.items()]
-                return dict(zip(sources, await asyncio.gather(*jobs)))
+                async def run_all(ev=ev):
+                    jobs = [ev.evaluate(code, split="dev", feedback="nrmse", label=name)
+                            for name, code in sources.items()]
+                    return dict(zip(sources, await asyncio.gather(*jobs)))
 
-            results[mech] = asyncio.run(run_all())
-            results[mech]["_mechanism"] = ev.isolation["mechanism"]
+                results[mech] = asyncio.run(run_all())
+                results[mech]["_mechanism"] = ev.isolation["mechanism"]
     finally:
-        holding.__exit__(None, None, None)
         os.environ.clear()
         os.environ.update(env_before)
         stop.set()
