@@ -265,21 +265,33 @@ def test_wall_spectral_coefficients_are_kept_across_calls():
     assert ("REFINE", 1.5) in [m[:2] for m in fam.speed_moves(fam.design(REFINE=2), problem(task))]
 
 
-def test_spectral_transforms_take_the_thread_budget_and_compute_the_same(monkeypatch):
-    # 2D transforms split a batch across the process's threads; the evaluator's budget
-    # (OMP_NUM_THREADS = 1) is kept, and any thread count computes the same numbers
+def test_spectral_transforms_take_the_thread_budget_on_large_calls_only(monkeypatch):
+    # 2D transforms split a batch across the process's threads where a call covers
+    # THREADED_POINTS points or more, and one thread below (where waking a second CPU per call
+    # costs more than it saves); the evaluator's budget (OMP_NUM_THREADS = 1) is kept, and any
+    # thread count computes the same numbers
     task = _task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) + u**3 - u", space=("x", "y"),
                  span=(0.0, 0.1), frames=3)
     u0 = np.random.default_rng(2).standard_normal((4, 12, 12))
     t = np.linspace(0.0, 0.1, 3)
+    cpus = len(os.sched_getaffinity(0))
     out = {}
     for budget in ("1", "2"):
         monkeypatch.setenv("OMP_NUM_THREADS", budget)
-        ns = _namespace(task, "spectral")
-        out[budget] = ns["solver"](u0, t)
-        vh, grid = ns["_init_state"]([u0], {})
-        ns["_physical"](vh, grid)
-        assert grid["cut"][3]["workers"] == min(int(budget), len(os.sched_getaffinity(0)))
+        small = _namespace(task, "spectral")
+        assert 4 * 12 * 12 < small["THREADED_POINTS"] <= 8 * 256 * 256
+        vh, grid = small["_init_state"]([u0], {})
+        small["_physical"](vh, grid)
+        assert grid["cut"][3]["workers"] == 1  # 576 points a call: one thread
+        large = _namespace(task, "spectral")
+        vh, grid = large["_init_state"]([np.zeros((8, 256, 256))], {})
+        large["_cut"](grid)
+        assert grid["cut"][3]["workers"] == min(int(budget), cpus)
+        forced = _namespace(task, "spectral")
+        forced["THREADED_POINTS"] = 0  # the thread budget on this small batch too
+        vh, grid = forced["_init_state"]([u0], {})
+        assert forced["_cut"](grid)[3]["workers"] == min(int(budget), cpus)
+        out[budget] = forced["solver"](u0, t)
     assert np.array_equal(out["1"], out["2"])
 
 

@@ -29,13 +29,22 @@ TRANSFORMS = '''
 DEALIAS_RULE = DEALIAS if 3 <= DEALIAS <= 2 * REFINE else 3
 
 
+# points a transform call covers (variables x samples x internal grid) from which its lines are
+# split across threads. Below, one thread: a stage's calls last 0.1-0.5 ms, and waking a second
+# (virtual) CPU for each of them costs more than it saves. A 2D Swift-Hohenberg solver on 128^2,
+# batch of 4 (65,536 points), took 1.7x longer per sample with 2 workers than with one (2-CPU
+# VM); at 256^2 x 4 they were even, at 512^2 x 4 two were 10% faster.
+THREADED_POINTS = 2**19
+
+
 def _cut(grid):
     """The kept modes: c columns of the half-spectrum axis and ``keep``, the index of the kept
     block [..., r0(, r1), c] of a spectrum (the rows |m| < n / DEALIAS_RULE of the other
     axes); the FFT module and its options: scipy.fft on 2D and 3D grids (one call per
-    transform, 2.8x faster than numpy's rfftn on [8, 128, 128]) with the process's thread budget
-    (OMP_NUM_THREADS, as BLAS reads it, else the CPUs it may run on: the transforms of a batch
-    split across them); numpy.fft in 1D (less time per call on small arrays, one thread)."""
+    transform, 2.8x faster than numpy's rfftn on [8, 128, 128]); from THREADED_POINTS per call
+    with the process's thread budget (OMP_NUM_THREADS, as BLAS reads it, else the CPUs it may
+    run on: the transforms of a batch split across them); numpy.fft in 1D (less time per call
+    on small arrays, one thread)."""
     if "cut" not in grid:
         shape = grid["shape"]
         c = -(-shape[-1] // DEALIAS_RULE)  # m = 0 .. c - 1: DEALIAS_RULE m < n
@@ -51,7 +60,8 @@ def _cut(grid):
             budget = os.environ.get("OMP_NUM_THREADS", "").strip()
             cpus = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else (os.cpu_count() or 1))
-            kw = {"workers": max(1, min(int(budget), cpus) if budget.isdigit() else cpus)}
+            threads = max(1, min(int(budget), cpus) if budget.isdigit() else cpus)
+            kw = {"workers": threads if grid.get("points", 0) >= THREADED_POINTS else 1}
         grid["cut"] = (c, keep, fft, kw, rows)
         kshape = np.broadcast_shapes(*[k.shape for k in grid["k"]])
         grid["kc"] = [np.broadcast_to(k, kshape)[keep] for k in grid["k"]]  # on the kept block
@@ -136,6 +146,7 @@ def _init_state(W0, prm):
     grid["k"] = _wavenumbers(grid["shape"])
     grid["mask"] = _dealias_mask(grid["shape"], DEALIAS_RULE)
     grid["axes"] = tuple(range(2, 2 + len(grid["shape"])))  # space axes of [var, B, ...]
+    grid["points"] = len(W0) * W0[0].shape[0] * int(np.prod(inner))  # per transform call
     A, D, c, high = linear_parts(prm)
     grid["lin"] = (np.array(A), np.array(D), np.array(c))
     L = []
