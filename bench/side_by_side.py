@@ -16,8 +16,9 @@ initial-condition generators, py-pde's examples on boxes with walls):
    ETDRK4 pseudo-spectral on a finer grid, its error bounded by the run with half the steps);
 2. pdesharp's winner: ``pdesharp solve task.yaml --dev-data dev.hdf5`` with the built-in analyst
    (no model), once per objective (``accuracy``, and ``fastest-below:TOL`` with the case's TOL;
-   where the library's front stops short of TOL, also ``fastest-below`` at the library's best
-   nRMSE: pdesharp's fastest solver at the accuracy the library reaches, paired with it), kept
+   where the library's front stops short of TOL or of the accuracy winner's nRMSE, also
+   ``fastest-below`` at the library's best nRMSE: pdesharp's fastest solver at the accuracy the
+   library reaches, solved for and paired with it), kept
    in the work folder and reused while the pdesharp sources are unchanged;
 3. the library's accuracy-time curve: a sweep of its step count (exponax: substeps per frame,
    ETDRK order 2 and 4, float32 and float64; py-pde: explicit Runge-Kutta with an adaptive
@@ -90,18 +91,20 @@ def source_key() -> str:
 
 def run_tag(case: Case, objective: str) -> str:
     """The run folder of an objective's winner: accuracy, fastest (the case's tolerance), or
-    at_library (the library's best accuracy, where it cannot reach the tolerance)."""
+    at_library (the library's best accuracy, where it cannot reach pdesharp's)."""
     if objective == "accuracy":
         return "accuracy"
     return "fastest" if objective == f"fastest-below:{case.tol:g}" else "at_library"
 
 
-def library_objective(case: Case, points: list[dict]) -> str | None:
-    """Where the library's front stops short of the case's tolerance, the question its user asks
-    of pdesharp: the fastest solver at the library's best accuracy (fastest-below at its best
-    point's nRMSE), else None."""
+def library_objective(case: Case, points: list[dict], mine: float | None = None) -> str | None:
+    """Where the library's front stops short of the case's tolerance or of ``mine`` (the nRMSE
+    of pdesharp's most accurate winner), the question its user asks of pdesharp: the fastest
+    solver at the library's best accuracy (fastest-below at its best point's nRMSE), else None.
+    A solve of its own: the other runs' solvers were chosen for other accuracies."""
     fw = front(points, "warm")
-    if not fw or fw[-1]["nrmse"] <= case.tol:
+    goal = case.tol if mine is None or not math.isfinite(mine) else min(case.tol, mine)
+    if not fw or fw[-1]["nrmse"] <= goal:
         return None
     return f"fastest-below:{best_point(fw)['nrmse']:.3g}"
 
@@ -236,8 +239,8 @@ def run_case(case: Case, args, key: str) -> dict:
             if not p.get("failed"):
                 log(f"  {p['config']} r{p['refine']}: nRMSE {p['nrmse']:.2e} warm"
                     f" {p['warm']:.2e} s/sample cold {p['cold']:.2f} s")
-    extra = library_objective(case, points)
-    if extra is not None:  # the library cannot reach the tolerance: pdesharp at its best too
+    extra = library_objective(case, points, winners.get("accuracy", {}).get("best_dev_score"))
+    if extra is not None:  # the library cannot reach pdesharp's accuracy: pdesharp at its best
         objectives.append(extra)
         won = ensure_winner(case, d, extra, key, args.resolve, args.keep_winners)
         if won is not None:
@@ -279,8 +282,6 @@ def run_case(case: Case, args, key: str) -> dict:
                               "first": statistics.median(m["first"] for m in ok),
                               "import": statistics.median(m["import"] for m in ok),
                               "evaluator": winners[obj].get("winner_time", {}).get("per_sample")})
-        if not reached and fw and extra is None:  # pdesharp's run at the library's best
-            rows.append(at_library_best(case, d, obj, best_point(fw), call, args.repeat))
         cpu = statistics.median(m["warm_cpu"] for m in ok)
         rows.append({"objective": obj, "nrmse": err, "warm": warm, "cold": cold,
                      "warm_cpu": cpu, "lib_warm_cpu": lib_cpu, "ratio_warm_cpu": cpu / lib_cpu,
@@ -324,46 +325,6 @@ def export_front(case: Case, run: Path, points: list[dict], winner: dict) -> Non
     update_report(run)
 
 
-def at_library_best(case, d, obj, best, call, repeat) -> dict:
-    """Where the library cannot reach pdesharp's accuracy: the fastest solver of pdesharp's run
-    (by its evaluator time) whose dev score is at most the library's best nRMSE, timed like the
-    winner, beside that best library point."""
-    import sqlite3
-
-    run = d / "runs" / run_tag(case, obj)
-    con = sqlite3.connect(run / "run.sqlite")
-    rows = con.execute("select c.code, e.score, e.result from evaluations e join candidates c"
-                       " on c.id = e.candidate_id where e.status = 'ok' and e.split = 'dev'"
-                       " and e.score <= ?", (best["nrmse"],)).fetchall()
-    con.close()
-    if not rows:
-        return {"objective": obj + " @library-best", "failed": True}
-
-    def per_sample(res):
-        try:
-            r = json.loads(res)
-            return r["solver_seconds"] / max(r.get("n_samples") or 1, 1)
-        except (TypeError, ValueError, KeyError):
-            return math.inf
-    code = min(rows, key=lambda r: per_sample(r[2]))[0]
-    path = run / "at_library_best.py"
-    path.write_text(code)
-    mine = [work_job(case, d, "pdesharp", {}, 1, 3, str(path), call) for _ in range(repeat)]
-    ok = [m for m in mine if not m.get("failed")]
-    if not ok:
-        return {"objective": obj + " @library-best", "failed": True}
-    warm = statistics.median(m["warm"] for m in ok)
-    cold = statistics.median(m["cold"] for m in ok)
-    cpu = statistics.median(m["warm_cpu"] for m in ok)
-    return {"objective": obj.split(":")[0] + " run @library-best", "nrmse": ok[0]["nrmse"],
-            "warm_cpu": cpu, "ratio_warm_cpu": cpu / best["warm_cpu"],
-            "warm": warm, "cold": cold, "import": statistics.median(m["import"] for m in ok),
-            "lib_warm": best["warm"], "lib_cold": best["cold"], "lib_reaches": True,
-            "lib_best_nrmse": best["nrmse"], "ratio_warm": warm / best["warm"],
-            "ratio_cold": cold / best["cold"], "runs": len(ok),
-            "lib_at": best["nrmse"]}
-
-
 def reference_error(meta: dict) -> float:
     """The reference's own error as its reference.json states it: the larger of the time bound
     and the spatial estimate (sbs_reference.py); 0 when it states neither."""
@@ -383,7 +344,7 @@ def table(results: list[dict]) -> str:
             note = "" if row["lib_reaches"] else \
                 (f"{r['library']} reaches only {row['lib_best_nrmse']:.1e} "
                  f"({row['lib_best_nrmse'] / row['nrmse']:.0f}x pdesharp's error)")
-            if "lib_at" in row:
+            if "lib_at" in row:  # a row picked from another run (results.json before 2026-11-30)
                 note = f"{r['library']}'s most accurate point ({row['lib_at']:.1e}) beside it"
             if row.get("evaluator_per_sample"):
                 note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
@@ -462,7 +423,7 @@ def main() -> None:
         for r in results:
             case, d = BY_NAME[r["case"]], args.work / r["case"]
             for row in r["rows"]:
-                if not row.get("failed") and "lib_at" not in row:
+                if not row.get("failed") and "lib_at" not in row:  # (see table)
                     export_front(case, d / "runs" / run_tag(case, row["objective"]), r["points"],
                                  dict(row, evaluator=row.get("evaluator_per_sample")))
         print(table(results))

@@ -5,6 +5,7 @@ entries and keeps the others'."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -55,5 +56,11 @@ def test_a_library_that_stops_short_of_the_tolerance_gets_pdesharp_at_its_best_a
     reaches = short + [pt(case.tol / 2, 0.5)]
     assert side_by_side.library_objective(case, reaches) is None
     assert side_by_side.library_objective(case, []) is None
+    # a library that reaches the tolerance but not pdesharp's most accurate winner: the same
+    # question at the library's best accuracy
+    assert side_by_side.library_objective(case, reaches, case.tol / 100) == \
+        f"fastest-below:{case.tol / 2:.3g}"
+    assert side_by_side.library_objective(case, reaches, case.tol / 2) is None
+    assert side_by_side.library_objective(case, reaches, math.nan) is None
     assert side_by_side.run_tag(case, "accuracy") == "accuracy"
     assert side_by_side.run_tag(case, f"fastest-below:{case.tol:g}") == "fastest"
