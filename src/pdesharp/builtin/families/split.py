@@ -215,7 +215,7 @@ def _react(U, t, tau, grid, prm):
     if not HAS_SOURCE:
         return U
     if SOURCE_EXACT:
-        return np.array([source_exact(U[0], tau, grid["X"], prm)])
+        return np.asarray(source_exact(U[0], tau, grid["X"], prm))[None]  # a view, no copy
     h = tau / 4
     for m in range(4):  # four RK4 sub-steps of the local source ODE
         s = t + m * h
