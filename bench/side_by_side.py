@@ -344,8 +344,6 @@ def table(results: list[dict]) -> str:
             note = "" if row["lib_reaches"] else \
                 (f"{r['library']} reaches only {row['lib_best_nrmse']:.1e} "
                  f"({row['lib_best_nrmse'] / row['nrmse']:.0f}x pdesharp's error)")
-            if "lib_at" in row:  # a row picked from another run (results.json before 2026-11-30)
-                note = f"{r['library']}'s most accurate point ({row['lib_at']:.1e}) beside it"
             if row.get("evaluator_per_sample"):
                 note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
             own = reference_error(r.get("reference", {}))
@@ -423,7 +421,7 @@ def main() -> None:
         for r in results:
             case, d = BY_NAME[r["case"]], args.work / r["case"]
             for row in r["rows"]:
-                if not row.get("failed") and "lib_at" not in row:  # (see table)
+                if not row.get("failed"):
                     export_front(case, d / "runs" / run_tag(case, row["objective"]), r["points"],
                                  dict(row, evaluator=row.get("evaluator_per_sample")))
         print(table(results))
