@@ -149,7 +149,8 @@ def attach_audit(task, evaluator, mode: str, out: Path) -> dict:
             converged["dev"] = audit.converged
         record = {"status": "ok", "reference_error": audit.reference_error,
                   "converged": audit.converged is not None, "audit": audit.path,
-                  "method": audit.report.method}
+                  "method": audit.report.method if audit.report else
+                  "the error the dev file states about itself", "source": audit.source}
     folder = Path(out) / task.name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / AUDIT_FILE).write_text(json.dumps(record, indent=1))

@@ -91,6 +91,9 @@ class TaskFacts(BaseModel):
     # (what an exact solver scores), not a value of its arrays, and without it a score below
     # it reads as progress (issue 24)
     reference_error: float | None = None
+    # that number is what the dev file states about itself (its generator's estimate), not an
+    # audit's measurement: the prompts say whose number it is
+    reference_stated: bool = False
 
     @property
     def full(self) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pdesharp.audit.runs import attach as reference_audit
-from pdesharp.audit.runs import closest_to_converged, ranking_floor, told_error
+from pdesharp.audit.runs import closest_to_converged, ranking_floor, reference_stated, told_error
 from pdesharp.audit.runs import summary as audit_summary
 from pdesharp.config import SolveConfig
 from pdesharp.genesis import GENESIS_TEMPERATURE, GenesisBudgetStop, static_check
@@ -71,7 +71,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         run.rule = run_rule.record(store, run_rule.build(
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
             round_off=run_rule.data_round_off(evaluator)))
-        roles.know_reference(told_error(config, store))
+        roles.know_reference(told_error(config, store), stated=reference_stated(store))
         # 3. Genesis: N candidate solvers, statically checked, none executed.
         candidates = await genesis(task, run.analysis, config, store, roles, progress)
         # 4. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,

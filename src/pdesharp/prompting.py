@@ -93,7 +93,8 @@ def objective(feedback: str = "nrmse", facts: TaskFacts | None = None, steady: b
     belongs to the ``full`` facts level; ``codepde`` names the metric only, as CodePDE does."""
     full = facts is None or facts.full
     return render("_objective", feedback=feedback, full=full, steady=steady,
-                  reference_error=facts.reference_error if facts is not None else None).strip()
+                  reference_error=facts.reference_error if facts is not None else None,
+                  reference_stated=facts is not None and facts.reference_stated).strip()
 
 
 def hardware(facts: TaskFacts | None) -> str:

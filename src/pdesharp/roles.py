@@ -207,8 +207,10 @@ class Roles:
     # the task facts every LLM role's prompts state (one shared record; None: built-in roles)
     facts: TaskFacts | None = None
 
-    def know_reference(self, error: float | None) -> None:
-        """From now on every prompt states the reference's own error (None: none is told):
-        it is part of the shared facts (:attr:`pdesharp.facts.TaskFacts.reference_error`)."""
+    def know_reference(self, error: float | None, stated: bool = False) -> None:
+        """From now on every prompt states the reference's own error (None: none is told),
+        and whether it is the data file's own statement (``stated``) rather than an audit's:
+        part of the shared facts (:attr:`pdesharp.facts.TaskFacts.reference_error`)."""
         if self.facts is not None:
             self.facts.reference_error = error
+            self.facts.reference_stated = bool(stated and error is not None)

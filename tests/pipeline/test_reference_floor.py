@@ -110,6 +110,28 @@ def test_the_paper_set_up_states_the_reference_error_only_when_asked(tmp_path, a
     assert "audit" not in analysis  # the analysis runs before the audit is looked up
 
 
+def test_a_stated_error_is_told_as_the_files_own_not_as_an_audit(tmp_path, monkeypatch):
+    # no audit: the dev file states 2e-3 (runs.stated); every prompt after the lookup says
+    # whose number it is, and the run stops at the floor as with an audit
+    def find(task, evaluator, mode, progress=None):
+        return runs.RunAudit(report=None, path="dev.h5", indices=[0, 1], reference_error=2e-3,
+                             converged=None), ""
+
+    monkeypatch.setattr(runs, "find", find)
+    store, _ = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                   MarkerEvaluator(), candidates=3, max_rounds=3, rejudge_cycles=1)
+    assert store.events("reference_audit")[0]["source"] == "stated"
+    later = [json.loads(r[0]) for r in store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag LIKE 'judge%' OR tag LIKE 'genesis%'")]
+    words = [" ".join(m[0]["content"].split() + m[-1]["content"].split()) for m in later]
+    assert later and all("their file states their own error as nRMSE 2.000e-03" in w
+                         and "an audit measured" not in w for w in words)
+    (sat,) = store.events("saturation")
+    assert sat["floor"] == pytest.approx(2e-3 / 0.9)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Reference error of the dev data: 2.000e-03, as the data file states it" in report
+
+
 def test_no_audit_is_recorded_and_reported(tmp_path):
     store, _ = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
                    MarkerEvaluator(), candidates=3, max_rounds=1, rejudge_cycles=0,

@@ -70,11 +70,38 @@ def audit_command(task_ref: str, evaluator) -> str:
 
 @dataclass
 class RunAudit:
-    report: AuditReport
+    report: AuditReport | None  # None: no audit, the error the dev file states (:func:`stated`)
     path: str
     indices: list[int]  # the dev samples the run evaluates (file indices)
     reference_error: float  # mean over those samples
     converged: np.ndarray | None  # stacked as the evaluator scores, for those samples
+
+    @property
+    def source(self) -> str:
+        return "audit" if self.report is not None else "stated"
+
+
+# a reference more than 10% from the PDE's solution is no reference: a larger statement (a
+# hostile or broken file) would make every solver eligible under the floor, so it is not taken
+STATED_MAX = 0.1
+
+
+def stated(task: Task, evaluator) -> tuple[RunAudit | None, str]:
+    """The error the dev file states about itself (``reference_error_estimate``: what ``pdesharp
+    data generate``, the APEBench importer or another generator estimated), taken as the
+    reference's own error when no audit is at hand: (audit, "") or (None, why not). The file is
+    data: only a finite number in [0, :data:`STATED_MAX`] is taken, never its text."""
+    from pdesharp.data.stated_error import read_file_estimate
+
+    path, indices = dev_indices(task, evaluator)
+    est = read_file_estimate(path)
+    if est is None or est.estimate is None:
+        return None, ""
+    if est.estimate > STATED_MAX:
+        return None, (f"the dev file states a reference error of {est.estimate:.2e}, above "
+                      f"{STATED_MAX:g}: not taken as a floor")
+    return RunAudit(report=None, path=str(path), indices=indices,
+                    reference_error=float(est.estimate), converged=None), ""
 
 
 
@@ -92,13 +119,24 @@ NOT_CACHED = "no audit of {path} is cached"  # attach() adds the command that co
 
 
 def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
-    """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit and
-    computes (and caches) a missing one when it is cheap (:mod:`pdesharp.audit.cost`),
-    "compute" computes one if none is cached, "off" ignores audits. ``progress(text)`` gets the
-    audit's steps, and its ``note(text)``, if it has one, is told at once when ``auto`` stops an
-    audit at its budget."""
+    """The run's audit (:func:`_measured`) and, when there is none, the error the dev file
+    states about itself (:func:`stated`); with neither, None and why. ``mode`` "off" takes
+    neither: the run has no floor."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
+    audit, reason = _measured(task, evaluator, mode, progress)
+    if audit is not None:
+        return audit, ""
+    own, why = stated(task, evaluator)
+    return (own, "") if own is not None else (None, reason + (f"; {why}" if why else ""))
+
+
+def _measured(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
+    """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit and
+    computes (and caches) a missing one when it is cheap (:mod:`pdesharp.audit.cost`),
+    "compute" computes one if none is cached. ``progress(text)`` gets the
+    audit's steps, and its ``note(text)``, if it has one, is told at once when ``auto`` stops an
+    audit at its budget."""
     path, indices = dev_indices(task, evaluator)
     result: AuditResult | None = cached_audit(task, path, indices)
     estimate = None
@@ -119,7 +157,10 @@ def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | No
             except AuditOverBudget as exc:
                 note = getattr(progress, "note", None)  # attach's: a line that stays
                 if note is not None:
-                    note(f"reference audit {exc}: the run goes on without the reference floor "
+                    how = ("with the error the dev file states as its floor"
+                           if stated(task, evaluator)[0] is not None
+                           else "without the reference floor")
+                    note(f"reference audit {exc}: the run goes on {how} "
                          "(`pdesharp data audit` computes it once, for later runs)")
                 return None, NOT_CACHED.format(path=path) + f" (computing it was {exc})"
             result = cached_audit(task, path, indices)
@@ -168,16 +209,18 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
     floor in it is the run's ``rule``'s answer (``lowest``: the run's lowest score)."""
     if audit is None:
         return {"status": "none", "reason": reason}
-    r = audit.report
+    r = audit.report  # None: the dev file's own statement
     score = best_result.nrmse if best_result is not None else None
     vs_converged = getattr(best_result, "nrmse_converged", None) if best_result else None
     below = bool(score is not None and score < audit.reference_error)
     block = {
-        "status": "ok", "audit": audit.path, "samples": len(audit.indices),
-        "reference_error": audit.reference_error, "float32_floor": r.float32_floor,
+        "status": "ok", "source": audit.source, "audit": audit.path,
+        "samples": len(audit.indices), "reference_error": audit.reference_error,
+        "float32_floor": r.float32_floor if r else None,
         "round_off_floor": rule.round_off,  # the one definition (run_rule.data_round_off)
-        "converged_solution": r.method,
-        "converged_error_estimate": r.convergence.estimated_error if r.convergence else None,
+        "converged_solution": r.method if r else None,
+        "converged_error_estimate": r.convergence.estimated_error if r and r.convergence
+        else None,
         "best_nrmse": score, "best_nrmse_vs_converged": vs_converged,
         "floor": rule.reference_floor, "stopped_at_floor": stopped_at_floor,
         "ranking_floor": rule.floor,
@@ -186,7 +229,7 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
         # a tie under the rule: no "better than the reference" to claim
         "best_at_reference_error": below and rule.same_score(score, audit.reference_error),
     }
-    if r.time_shift is not None:
+    if r is not None and r.time_shift is not None:
         block["time_offset_explains"] = r.time_shift.explained
     if closest is not None and closest[0] != best_id:
         block["closest_to_converged"] = {"id": closest[0],
@@ -235,7 +278,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
         evaluator.converged["dev"] = audit.converged
     floor = run_rule.reference_floor(config, audit.reference_error)
     if first is None:  # ranking_floor: the floor the ranking uses (runs before it had none)
-        store.event("reference_audit", status="ok", audit=audit.path,
+        store.event("reference_audit", status="ok", source=audit.source, audit=audit.path,
                     reference_error=audit.reference_error, floor=floor, ranking_floor=floor,
                     # the floor is part of the ranking rule the judges are shown, and it
                     # is floor factor x the reference error: told, whatever the flag
@@ -254,6 +297,13 @@ def reference_error(events: list[dict]) -> float | None:
         return None
     value = first.get("reference_error")
     return None if value is None else float(value)
+
+
+def reference_stated(store) -> bool:
+    """Is the run's reference error the dev file's own statement (:func:`stated`), not an
+    audit's measurement? As the run's first lookup recorded it."""
+    first = next(iter(store.events("reference_audit")), None)
+    return bool(first and first.get("status") == "ok" and first.get("source") == "stated")
 
 
 def told(config) -> bool:

@@ -231,7 +231,10 @@ def _print_result(result, config, console) -> int:
         print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({one_line(s['test_note'], 500)})" if s.get("test_note") else ""))
-    if audit.get("status") == "ok":
+    if audit.get("status") == "ok" and audit.get("source") == "stated":
+        print(f"reference err:  {_fmt(audit['reference_error'])} (as the dev file states it: its "
+              "generator's estimate, not measured; `pdesharp data audit` measures it)")
+    elif audit.get("status") == "ok":
         print(f"reference err:  {_fmt(audit['reference_error'])} (dev data against a converged "
               f"solution; best solver against it: {_fmt(audit.get('best_nrmse_vs_converged'))})")
     print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")
