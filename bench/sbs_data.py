@@ -150,6 +150,9 @@ def check_only(case: Case, out: Path) -> dict:
                        case.ref_refine, case.ref_substeps, case.walls)
     meta.pop("spatial_tail", None)
     meta["spatial_seconds"] = time.perf_counter() - t0
+    import yaml
+
+    (out / "task.yaml").write_text(yaml.safe_dump(case.task_yaml(), sort_keys=False))
     return state(case, out, meta, np.full(ref.shape[1], meta["error_bound"]), in_space)
 
 

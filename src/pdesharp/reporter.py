@@ -172,7 +172,9 @@ def floors_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     if "floor_saturation" not in final:  # a summary written before the switch was recorded
         return []
     if rule.floor is not None:
-        used = f"the reference floor {rule.floor:.3e}, a multiple of the audit's reference error"
+        whose = "the data file's stated" if (final.get("reference_audit") or {}).get(
+            "source") == "stated" else "the audit's"
+        used = f"the reference floor {rule.floor:.3e}, a multiple of {whose} reference error"
     elif rule.round_off is not None:
         used = (f"no audit, so the data's round-off floor {rule.round_off:.1e}: the {metric} "
                 "that rounding the reference to its stored type alone causes")

@@ -126,10 +126,18 @@ def test_a_stated_error_is_told_as_the_files_own_not_as_an_audit(tmp_path, monke
     words = [" ".join(m[0]["content"].split() + m[-1]["content"].split()) for m in later]
     assert later and all("their file states their own error as nRMSE 2.000e-03" in w
                          and "an audit measured" not in w for w in words)
+    # and no word of an audit where the judges' rule names the floor, nor a promise of the
+    # distance from a converged solution there is none of (the bridge's review found both)
+    judges = [w for w in words if "Reference floor:" in w]
+    assert judges and all("as the data file states it: its generator's estimate" in w
+                          and "from an audit" not in w and "audit's converged" not in w
+                          for w in judges)
     (sat,) = store.events("saturation")
     assert sat["floor"] == pytest.approx(2e-3 / 0.9)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Reference error of the dev data: 2.000e-03, as the data file states it" in report
+    assert "a multiple of the data file's stated reference error" in report
+    assert "from its audit" not in report and "audit's reference error" not in report
 
 
 def test_no_audit_is_recorded_and_reported(tmp_path):

@@ -45,14 +45,20 @@ def report_lines(block: dict | None) -> list[str]:
                 f"- The best solver agrees with the reference about as closely as the reference "
                 f"agrees with the PDE (both {ref:.3e}, a tie under the ranking rule): it is "
                 "at the data's own accuracy, where the score can no longer tell solving the PDE "
-                "better from reproducing the reference's errors; the number against the "
-                "converged solution measures how well it solves the PDE.")
+                "better from reproducing the reference's errors; "
+                + ("`pdesharp data audit` measures how well it solves the PDE." if
+                   block.get("source") == "stated" else
+                   "the number against the converged solution measures how well it solves "
+                   "the PDE."))
         else:
             lines.append(
                 f"- The best solver agrees with the reference ({best:.3e}) better than the "
                 f"reference agrees with the PDE ({ref:.3e}). Below {ref:.1e} the score rewards "
-                "reproducing the reference's own errors; the number against the converged "
-                "solution is the one that measures how well it solves the PDE.")
+                "reproducing the reference's own errors; "
+                + ("`pdesharp data audit` measures how well it solves the PDE (its distance "
+                   "from a converged solution)." if block.get("source") == "stated" else
+                   "the number against the converged solution is the one that measures how "
+                   "well it solves the PDE."))
     if block.get("stopped_at_floor"):
         lines.append(f"- The search stopped at the reference floor: the best score "
                      f"{block['best_nrmse']:.3e} is within {block['floor'] / ref:.2f} x the "

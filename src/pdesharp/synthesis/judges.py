@@ -152,8 +152,10 @@ class LLMJudge:
 
     def _converged(self) -> bool:
         """Results show the distance from the audit's converged solution: the run tells the
-        reference's own error (the facts carry it), so the judges know what the score means."""
-        return self.facts is not None and self.facts.reference_error is not None
+        reference's own error (the facts carry it), so the judges know what the score means;
+        not when that error is the data file's own statement (no audit, no converged solution)."""
+        return self.facts is not None and self.facts.reference_error is not None \
+            and not self.facts.reference_stated
 
     def _describe(self, result: EvalResult | None, feedback: Feedback | None = None) -> str:
         return describe_result(result, feedback or self.feedback, self._converged())

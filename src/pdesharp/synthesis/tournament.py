@@ -226,7 +226,7 @@ class Tournament:
             return
         if self.rule.reference_floor is not None:
             self._stopped = (f"the best score {low:.3e} reached the reference floor {stop:.3e} "
-                             "(a multiple of the reference's own error, from its audit): a "
+                             "(a multiple of the reference's own error): a "
                              "lower score would not mean a more accurate solution of the PDE")
         else:
             self._stopped = (f"the best score {low:.3e} reached the round-off floor {stop:.1e} "
