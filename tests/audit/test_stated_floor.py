@@ -68,6 +68,31 @@ def test_audit_off_takes_no_statement_either(dev):
     assert audit is None and "--audit off" in reason
 
 
+class WithArrays(DevFile):
+    """And the reference arrays, as the run's evaluator has them (the round-off floor)."""
+
+    task = load_task("advection")
+
+    def reference(self, split):
+        from types import SimpleNamespace
+
+        import h5py
+
+        with h5py.File(self.path, "r") as h5:
+            return SimpleNamespace(fields={"u": h5["tensor"][()]})
+
+
+def test_a_statement_below_the_datas_own_rounding_is_not_taken(dev):
+    # float32 values of order one round to ~2.5e-8 (the round-off floor, which the run keeps
+    # without a statement); a file that claims 1e-12 is not believed
+    _stating(dev, 1e-12)
+    audit, reason = runs.find(load_task("advection"), WithArrays(dev), "auto")
+    assert audit is None and "below the rounding of its own stored values" in reason
+    _stating(dev, 1e-6)
+    audit, _ = runs.find(load_task("advection"), WithArrays(dev), "auto")
+    assert audit is not None and audit.reference_error == 1e-6
+
+
 @pytest.mark.parametrize("value", [0.5, float("nan"), -1e-3, "1e-4; rm -rf /"])
 def test_a_statement_that_is_no_reference_error_is_not_taken(dev, value):
     # hostile or broken: a floor of 0.5 would make every solver eligible under it

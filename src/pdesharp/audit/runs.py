@@ -90,7 +90,8 @@ def stated(task: Task, evaluator) -> tuple[RunAudit | None, str]:
     """The error the dev file states about itself (``reference_error_estimate``: what ``pdesharp
     data generate``, the APEBench importer or another generator estimated), taken as the
     reference's own error when no audit is at hand: (audit, "") or (None, why not). The file is
-    data: only a finite number in [0, :data:`STATED_MAX`] is taken, never its text."""
+    data: only a finite number is taken, never its text, and only from the rounding of its own
+    stored values (the round-off floor, which applies without it) to :data:`STATED_MAX`."""
     from pdesharp.data.stated_error import read_file_estimate
 
     path, indices = dev_indices(task, evaluator)
@@ -100,9 +101,12 @@ def stated(task: Task, evaluator) -> tuple[RunAudit | None, str]:
     if est.estimate > STATED_MAX:
         return None, (f"the dev file states a reference error of {est.estimate:.2e}, above "
                       f"{STATED_MAX:g}: not taken as a floor")
+    rounding = run_rule.data_round_off(evaluator)
+    if rounding is not None and est.estimate < rounding:
+        return None, (f"the dev file states a reference error of {est.estimate:.2e}, below the "
+                      f"rounding of its own stored values ({rounding:.1e}): not taken")
     return RunAudit(report=None, path=str(path), indices=indices,
                     reference_error=float(est.estimate), converged=None), ""
-
 
 
 def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
