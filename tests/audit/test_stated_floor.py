@@ -51,13 +51,15 @@ def dev(tmp_path, monkeypatch):
 def test_the_statement_is_the_floor_without_an_audit(dev):
     _stating(dev, 2.5e-4)
     audit, reason = runs.find(load_task("advection"), DevFile(dev), "auto")
-    assert reason == "" and audit is not None
+    assert audit is not None and reason.startswith("no audit of")  # why none, kept
     assert audit.source == "stated" and audit.report is None and audit.converged is None
     assert audit.reference_error == 2.5e-4 and audit.indices == [0, 1]
-    block = runs.summary(audit, "", None, rule=runs.Rule(), lowest=None, stopped_at_floor=False)
+    block = runs.summary(audit, reason, None, rule=runs.Rule(), lowest=None,
+                         stopped_at_floor=False)
     assert block["status"] == "ok" and block["source"] == "stated"
     lines = runs.report_lines(block)
     assert "as the data file states it" in lines[0] and "not measured" in lines[0]
+    assert "no audit of" in lines[0]
     # the statement's text is the file's, never shown: only the number is taken
     assert not any("instructions" in line for line in lines)
 

@@ -18,7 +18,7 @@ def report_lines(block: dict | None) -> list[str]:
     if block.get("source") == "stated":  # no audit: what the file's generator estimated
         lines = [f"- Reference error of the dev data: {ref:.3e}, as the data file states it (its "
                  "generator's estimate of the nRMSE against the PDE's solution; not measured by "
-                 "pdesharp, which found no audit: `pdesharp data audit` measures it"
+                 "pdesharp: " + (block.get("no_audit") or "no audit")
                  + (f"; rounding to its stored type alone costs {rounding:.1e}"
                     if rounding is not None else "") + f"; file: `{block['audit']}`)"]
     else:

@@ -124,15 +124,15 @@ NOT_CACHED = "no audit of {path} is cached"  # attach() adds the command that co
 
 def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
     """The run's audit (:func:`_measured`) and, when there is none, the error the dev file
-    states about itself (:func:`stated`); with neither, None and why. ``mode`` "off" takes
-    neither: the run has no floor."""
+    states about itself (:func:`stated`), with why there is no audit; with neither, None and
+    why. ``mode`` "off" takes neither: the run has no floor."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
     audit, reason = _measured(task, evaluator, mode, progress)
     if audit is not None:
         return audit, ""
     own, why = stated(task, evaluator)
-    return (own, "") if own is not None else (None, reason + (f"; {why}" if why else ""))
+    return (own, reason) if own is not None else (None, reason + (f"; {why}" if why else ""))
 
 
 def _measured(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
@@ -219,6 +219,7 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
     below = bool(score is not None and score < audit.reference_error)
     block = {
         "status": "ok", "source": audit.source, "audit": audit.path,
+        **({"no_audit": reason} if audit.report is None else {}),
         "samples": len(audit.indices), "reference_error": audit.reference_error,
         "float32_floor": r.float32_floor if r else None,
         "round_off_floor": rule.round_off,  # the one definition (run_rule.data_round_off)
@@ -265,7 +266,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
             # a line that stays (terminal and log), when auto stops the audit at its budget
             step.note = lambda text: loop.call_soon_threadsafe(lambda: progress(note=text))
         audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, step)
-        if audit is None and reason.startswith("no audit of"):
+        if reason.startswith("no audit of"):  # none, or the file's statement instead
             # the command names the task as the run does (a user's YAML by its path)
             reason += "; " + NO_AUDIT_HINT.format(
                 command=audit_command(config.task or task.name, evaluator))
@@ -287,7 +288,7 @@ async def attach(task: Task, config, evaluator, store, progress=None
                     # the floor is part of the ranking rule the judges are shown, and it
                     # is floor factor x the reference error: told, whatever the flag
                     judges_told=told(config))
-    return audit, "", floor
+    return audit, reason, floor
 
 
 def reference_error(events: list[dict]) -> float | None:
