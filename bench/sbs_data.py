@@ -8,9 +8,10 @@ Run as a script in its own process (JAX is configured for float64 there and nowh
 The file states the reference's own error as pdesharp's generators do (the
 ``reference_error_*`` attributes, :mod:`pdesharp.data.stated_error`): per sample the time part
 (the half-step distance over 15, fourth order) plus the spatial one (sbs_reference.py), their
-mean and max; reference.json keeps the half-step distance itself as the time bound. A run without an audit takes
-that as its floor. ``--check-only`` measures the spatial part of a reference made before it was
-measured (from the file's own frame 0, without making the reference again).
+mean and max; reference.json keeps the half-step distance itself as the time bound. A run
+without an audit takes that as its floor. ``--check-only`` measures the spatial part of a
+reference made before it was measured (from the file's own frame 0, without making the
+reference again).
 """
 
 from __future__ import annotations
