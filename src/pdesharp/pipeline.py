@@ -66,11 +66,12 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         #    every later prompt states, and the run's one rule (objective, ties, time margin,
         #    the reference floor, else the data's round-off floor), by which every role ranks,
         #    stops and picks (pdesharp.audit.runs, pdesharp.synthesis.ranking and run_rule).
+        round_off = run_rule.data_round_off(evaluator)
         run.audit, run.audit_reason, floor = await reference_audit(task, config, evaluator,
-                                                                   store, progress)
+                                                                   store, progress, round_off)
         run.rule = run_rule.record(store, run_rule.build(
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
-            round_off=run_rule.data_round_off(evaluator)))
+            round_off=round_off))
         roles.know_reference(told_error(config, store), stated=reference_stated(store))
         # 3. Genesis: N candidate solvers, statically checked, none executed.
         candidates = await genesis(task, run.analysis, config, store, roles, progress)

@@ -75,7 +75,8 @@ def replay_burgers(tmp: Path, shared_data: Path, **cfg):
                           convergence=False, timeout=300)
     audit = fixture_audit()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runs, "find", lambda task, evaluator, mode, progress=None: (audit, ""))
+        mp.setattr(runs, "find",
+                   lambda task, evaluator, mode, progress=None, round_off=None: (audit, ""))
         result = asyncio.run(solve(task, config, store, roles, evaluator))
     return store, result, replies, audit
 

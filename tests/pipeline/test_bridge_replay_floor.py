@@ -33,7 +33,8 @@ def replayed(tmp_path_factory):
     audit = runs.RunAudit(report=report, path="dev.h5.audit/replay.json", indices=[0, 1, 2, 3],
                           reference_error=REFERENCE_ERROR, converged=None)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runs, "find", lambda task, evaluator, mode, progress=None: (audit, ""))
+        mp.setattr(runs, "find",
+                   lambda task, evaluator, mode, progress=None, round_off=None: (audit, ""))
         # retime=0: the run was recorded when --retime defaulted to 0 under accuracy (before
         # issue 21.4); the replay reproduces it as it ran
         return replay_fixture(FIXTURE, tmp, candidates=3, max_rounds=2, rejudge_cycles=0,

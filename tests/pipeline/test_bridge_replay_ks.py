@@ -52,7 +52,8 @@ def sharp(tmp_path_factory):
     """The sharp cell's settings: `--candidates 4 --budget-evals 8 --task-facts codepde`."""
     audit = fixture_audit()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runs, "find", lambda task, evaluator, mode, progress=None: (audit, ""))
+        mp.setattr(runs, "find",
+                   lambda task, evaluator, mode, progress=None, round_off=None: (audit, ""))
         return (*replay_fixture(FIXTURE, tmp_path_factory.mktemp("ks"), candidates=4,
                                 max_evals=8, task_facts="codepde"), audit)
 

@@ -27,7 +27,7 @@ def audit_of(monkeypatch):
                              data_sha256="0", samples=[0, 1], reference_error=error,
                              float32_floor=3e-8, method="an audit record written by the test")
 
-        def find(task, evaluator, mode, progress=None):
+        def find(task, evaluator, mode, progress=None, round_off=None):
             audit = runs.RunAudit(report=report, path="dev.h5.audit/test.json", indices=[0, 1],
                                   reference_error=error, converged=None)
             return (None, "off") if mode == "off" else (audit, "")
@@ -113,7 +113,7 @@ def test_the_paper_set_up_states_the_reference_error_only_when_asked(tmp_path, a
 def test_a_stated_error_is_told_as_the_files_own_not_as_an_audit(tmp_path, monkeypatch):
     # no audit: the dev file states 2e-3 (runs.stated); every prompt after the lookup says
     # whose number it is, and the run stops at the floor as with an audit
-    def find(task, evaluator, mode, progress=None):
+    def find(task, evaluator, mode, progress=None, round_off=None):
         return runs.RunAudit(report=None, path="dev.h5", indices=[0, 1], reference_error=2e-3,
                              converged=None), ""
 

@@ -86,12 +86,15 @@ class RunAudit:
 STATED_MAX = 0.1
 
 
-def stated(task: Task, evaluator) -> tuple[RunAudit | None, str]:
+def stated(task: Task, evaluator, round_off: float | None = None
+           ) -> tuple[RunAudit | None, str]:
     """The error the dev file states about itself (``reference_error_estimate``: what ``pdesharp
     data generate``, the APEBench importer or another generator estimated), taken as the
     reference's own error when no audit is at hand: (audit, "") or (None, why not). The file is
     data: only a finite number is taken, never its text, and only from the rounding of its own
-    stored values (the round-off floor, which applies without it) to :data:`STATED_MAX`."""
+    stored values (the round-off floor, which applies without it) to :data:`STATED_MAX`.
+    ``round_off``: that floor when the caller has it (the pipeline computes it for its rule),
+    else it is computed here."""
     from pdesharp.data.stated_error import read_file_estimate
 
     path, indices = dev_indices(task, evaluator)
@@ -101,7 +104,7 @@ def stated(task: Task, evaluator) -> tuple[RunAudit | None, str]:
     if est.estimate > STATED_MAX:
         return None, (f"the dev file states a reference error of {est.estimate:.2e}, above "
                       f"{STATED_MAX:g}: not taken as a floor")
-    rounding = run_rule.data_round_off(evaluator)
+    rounding = round_off if round_off is not None else run_rule.data_round_off(evaluator)
     if rounding is not None and est.estimate < rounding:
         return None, (f"the dev file states a reference error of {est.estimate:.2e}, below the "
                       f"rounding of its own stored values ({rounding:.1e}): not taken")
@@ -122,20 +125,23 @@ def dev_indices(task: Task, evaluator) -> tuple[Any, list[int]]:
 NOT_CACHED = "no audit of {path} is cached"  # attach() adds the command that computes it
 
 
-def find(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
+def find(task: Task, evaluator, mode: str, progress=None, round_off: float | None = None
+         ) -> tuple[RunAudit | None, str]:
     """The run's audit (:func:`_measured`) and, when there is none, the error the dev file
     states about itself (:func:`stated`), with why there is no audit; with neither, None and
-    why. ``mode`` "off" takes neither: the run has no floor."""
+    why. ``mode`` "off" takes neither: the run has no floor. ``round_off``: the data's
+    round-off floor, when the caller has computed it (:func:`stated`)."""
     if mode == "off":
         return None, "reference audit switched off (--audit off)"
-    audit, reason = _measured(task, evaluator, mode, progress)
+    audit, reason = _measured(task, evaluator, mode, progress, round_off)
     if audit is not None:
         return audit, ""
-    own, why = stated(task, evaluator)
+    own, why = stated(task, evaluator, round_off)
     return (own, reason) if own is not None else (None, reason + (f"; {why}" if why else ""))
 
 
-def _measured(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit | None, str]:
+def _measured(task: Task, evaluator, mode: str, progress=None, round_off: float | None = None
+              ) -> tuple[RunAudit | None, str]:
     """The run's audit and, when there is none, why. ``mode``: "auto" uses a cached audit and
     computes (and caches) a missing one when it is cheap (:mod:`pdesharp.audit.cost`),
     "compute" computes one if none is cached. ``progress(text)`` gets the
@@ -162,7 +168,7 @@ def _measured(task: Task, evaluator, mode: str, progress=None) -> tuple[RunAudit
                 note = getattr(progress, "note", None)  # attach's: a line that stays
                 if note is not None:
                     how = ("with the error the dev file states as its floor"
-                           if stated(task, evaluator)[0] is not None
+                           if stated(task, evaluator, round_off)[0] is not None
                            else "without the reference floor")
                     note(f"reference audit {exc}: the run goes on {how} "
                          "(`pdesharp data audit` computes it once, for later runs)")
@@ -243,8 +249,8 @@ def summary(audit: RunAudit | None, reason: str, best_result, *, rule: Rule,
     return block
 
 
-async def attach(task: Task, config, evaluator, store, progress=None
-                 ) -> tuple[RunAudit | None, str, float | None]:
+async def attach(task: Task, config, evaluator, store, progress=None,
+                 round_off: float | None = None) -> tuple[RunAudit | None, str, float | None]:
     """Find (or, with ``--audit compute``, compute) the run's audit and wire it in: the
     evaluator scores against the converged solution too (:func:`told_error` for the prompts).
     Returns the audit (or None and why) and the tournament's floor (None: no floor). A failure
@@ -265,7 +271,8 @@ async def attach(task: Task, config, evaluator, store, progress=None
 
             # a line that stays (terminal and log), when auto stops the audit at its budget
             step.note = lambda text: loop.call_soon_threadsafe(lambda: progress(note=text))
-        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, step)
+        audit, reason = await asyncio.to_thread(find, task, evaluator, config.audit, step,
+                                                round_off)
         if reason.startswith("no audit of"):  # none, or the file's statement instead
             # the command names the task as the run does (a user's YAML by its path)
             reason += "; " + NO_AUDIT_HINT.format(
