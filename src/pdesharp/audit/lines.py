@@ -15,7 +15,8 @@ def report_lines(block: dict | None) -> list[str]:
         return [f"- Reference audit: none ({block.get('reason', '')})"]
     ref = block["reference_error"]
     rounding = block.get("round_off_floor")
-    if block.get("source") == "stated":  # no audit: what the file's generator estimated
+    stated = block.get("source") == "stated"  # no audit: what the file's generator estimated
+    if stated:
         lines = [f"- Reference error of the dev data: {ref:.3e}, as the data file states it (its "
                  "generator's estimate of the nRMSE against the PDE's solution; not measured by "
                  "pdesharp: " + (block.get("no_audit") or "no audit")
@@ -46,8 +47,7 @@ def report_lines(block: dict | None) -> list[str]:
                 f"agrees with the PDE (both {ref:.3e}, a tie under the ranking rule): it is "
                 "at the data's own accuracy, where the score can no longer tell solving the PDE "
                 "better from reproducing the reference's errors; "
-                + ("`pdesharp data audit` measures how well it solves the PDE." if
-                   block.get("source") == "stated" else
+                + ("`pdesharp data audit` measures how well it solves the PDE." if stated else
                    "the number against the converged solution measures how well it solves "
                    "the PDE."))
         else:
@@ -56,7 +56,7 @@ def report_lines(block: dict | None) -> list[str]:
                 f"reference agrees with the PDE ({ref:.3e}). Below {ref:.1e} the score rewards "
                 "reproducing the reference's own errors; "
                 + ("`pdesharp data audit` measures how well it solves the PDE (its distance "
-                   "from a converged solution)." if block.get("source") == "stated" else
+                   "from a converged solution)." if stated else
                    "the number against the converged solution is the one that measures how "
                    "well it solves the PDE."))
     if block.get("stopped_at_floor"):
