@@ -155,8 +155,15 @@ def test_saturation_counts_what_the_objective_counts():
     assert improved(within, s(1e-3, 1.0), s(0.5e-3, 1.0), 0.9)  # the bar moved: a gain too
     assert improved(below, s(2e-3, 1.0, False), s(9e-4, 5.0, True), 0.9)  # target reached
     assert improved(below, s(4e-3, 1.0, False), s(2e-3, 1.0, False), 0.9)  # approaching it
-    assert not improved(below, s(9e-4, 1.0), s(1e-5, 1.0), 0.9)  # better below: not asked
     assert improved(below, s(9e-4, 1.0), s(9e-4, 0.5), 0.9)
+    assert not improved(below, s(9e-4, 1.0), s(9e-4, 0.8), 0.9)  # timing noise
+    # a better score below the target is margin a larger step can turn into time: a gain, as
+    # long as it was above the floor (below it a lower score only fits the reference's errors)
+    assert improved(below, s(9e-4, 1.0), s(1e-5, 1.0), 0.9)
+    assert not improved(below, s(9.5e-4, 1.0), s(9e-4, 1.0), 0.9)  # not by the factor
+    floored = Rule(Objective.parse("fastest-below:1e-3"), floor=1e-6)
+    assert improved(floored, s(9e-4, 1.0), s(1e-7, 1.0), 0.9)
+    assert not improved(floored, s(1e-6, 1.0), s(1e-8, 1.0), 0.9)
 
 
 # -- the Pareto front --------------------------------------------------------------------------

@@ -154,6 +154,12 @@ class Family:
         search's step (they can only tie)."""
         return []
 
+    def max_cfl(self, d: Design, p: Problem) -> float | None:
+        """The largest CFL a larger-step move offers (the explicit part's stability limit, with
+        a margin); None where the family has no CFL axis a step-size prediction could move
+        (:func:`pdesharp.builtin.evidence.step_to_bar`)."""
+        return None
+
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         """Axis changes for a run that failed with ``status`` (the judge's debugging step)."""
         return {}

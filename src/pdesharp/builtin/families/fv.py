@@ -53,10 +53,15 @@ TIME_AXES = (
 )
 
 
+# the largest CFL a move offers: under 1 (the explicit integrators' limit for the upwind and
+# central fluxes), with room for the wave speed's growth within an output interval
+MAX_CFL = 0.9
+
+
 def flux_moves(d: Design, strategy: str, failed: bool) -> list:
     """Moves of the explicit flux axes, shared with the splitting family."""
     smaller = [("CFL", round(d["CFL"] * 0.625, 4), "a smaller time step (CFL x 0.625)")]
-    larger = [("CFL", round(min(d["CFL"] * 1.5, 0.9), 4), "a larger time step (faster)")]
+    larger = [("CFL", round(min(d["CFL"] * 1.5, MAX_CFL), 4), "a larger time step (faster)")]
     acc = smaller + [
         ("INTEGRATOR", ORDER_UP.get(d["INTEGRATOR"], "rk4"), "a higher-order time integrator"),
         ("LIMITER", SHARPER[d["LIMITER"]], "a less dissipative limiter"),
@@ -190,6 +195,9 @@ class FiniteVolumeFamily(Family):
             out.append(("REFINE", d["REFINE"] * 2, "a twice finer internal grid (averaged back"
                         " to the output cells)"))
         return out
+
+    def max_cfl(self, d: Design, p: Problem) -> float:
+        return MAX_CFL
 
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         if d["REFINE"] > 1 and status in ("memory", "timeout"):
