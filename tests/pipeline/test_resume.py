@@ -158,3 +158,61 @@ def test_sigterm_interrupts_cleanly(tmp_path, shared_data):
     assert b"pdesharp resume" in err
     assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"
     assert not (tmp_path / "t" / "run.lock").exists()
+
+
+SLEEPER = '''import time
+
+def solver(u0_batch, t_coordinate, beta):
+    time.sleep(600)  # written by the test: an evaluation the user will not wait for
+'''
+
+
+def test_ctrl_c_during_an_evaluation_ends_the_run_at_once(tmp_path, shared_data):
+    """Ctrl-C while a solver runs (here one that sleeps 600 s) ends the run within seconds:
+    the sandbox is killed, not waited for; status interrupted, lock released, exit code 130.
+    The process gets SIGINT's default disposition, as a terminal gives it (a shell's background
+    job ignores SIGINT, which is why `kill -INT` on one seems to do nothing)."""
+    r = rules()
+    r["rules"] = [x for x in r["rules"] if x["tag"] != "genesis"] + [
+        {"tag": "genesis", "sample": i, "reply": genesis_reply(SLEEPER, f"sleeper {i}")}
+        for i in (0, 1)]
+    script = tmp_path / "rules.yaml"
+    script.write_text("# replies written by us for this test\n" + yaml.safe_dump(r))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pdesharp.cli", "solve", "advection", "--model",
+         f"scripted:{script}", "--candidates", "2", "--dev-data",
+         str(shared_data / "advection_dev.hdf5"), "--max-samples", "2", "--no-convergence",
+         "--timeout", "900", "--out", str(tmp_path), "--run-id", "t", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    db = tmp_path / "t" / "run.sqlite"
+    deadline = time.monotonic() + 240  # ends at the nomination; the cap only stops a broken run
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise AssertionError("no nomination within 240 s")
+            if proc.poll() is not None:
+                raise AssertionError(f"run ended before the signal: {proc.stderr.read()!r}")
+            try:
+                if db.exists() and rows(db, "SELECT COUNT(*) FROM events WHERE kind ="
+                                            " 'nomination'")[0][0] >= 3:
+                    break
+            except sqlite3.OperationalError:
+                pass
+            time.sleep(0.1)
+        time.sleep(3.0)  # the nominees are in their sandboxes now
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    # 30 s: killing a sandbox and closing the store take well under a second; the margin is for
+    # a loaded CI machine, and still 20x below the solver's sleep that a wait would have cost
+    assert took < 30, took
+    assert proc.returncode == 130, err
+    assert b"pdesharp resume" in err
+    assert rows(db, "SELECT status FROM runs")[0][0] == "interrupted"
+    assert not (tmp_path / "t" / "run.lock").exists()
