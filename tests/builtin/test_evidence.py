@@ -117,3 +117,33 @@ def test_an_exact_design_measured_ends_the_search_without_an_audit():
     judge.observe(loose)
     nom = asyncio.run(judge.nominate(task, analysis, pool))
     assert nom.nominee != "g0"
+
+
+def test_fastest_below_searches_as_accuracy_does_until_a_solver_reaches_the_target(shear):
+    """Until a solver is below the target, fastest-below ranks by accuracy, and the judges
+    predict as they do under accuracy: no finite-volume design (formal order 3 against the
+    spectral 4) and no move below what can count (2D Gray-Scott, target 2.5e-6: 14 of 32
+    evaluations went to finite volumes at 3.8e-2 before this)."""
+    task, analysis, p, measured = shear
+    pool = _pool(task, p, measured)
+    g2 = next(e for e in pool if e.candidate.id == "g2")
+    picks = {}
+    for objective, bar in (("fastest-below:1e-6", None), ("fastest-below:1e-2", 1e-2)):
+        info = RoundInfo(cycle=0, round=2, max_rounds=4, cycles=2, objective=objective,
+                         bar=bar, best_score=g2.result.score)
+        shared: set = set()
+        titles, nominees = [], []
+        for name in ("judge-1", "judge-2", "judge-3"):
+            judge = BuiltinJudge(name=name, shared=shared)
+            judge.observe(info)
+            nominees.append(asyncio.run(judge.nominate(task, analysis, pool)).nominee)
+            prop = asyncio.run(judge.propose(task, g2, pool, "nrmse"))
+            titles.append("declined" if prop.declined else prop.title)
+        picks[objective] = (titles, nominees)
+    titles, nominees = picks["fastest-below:1e-6"]
+    assert titles == ["REFINE -> 4", "CFL -> 0.2", "declined"], titles
+    # the pool is all spectral and measured: every judge keeps to the measured best
+    assert set(nominees) == {"g2"}, nominees
+    # below the target, time decides: the judges look for cheaper designs instead
+    titles, _ = picks["fastest-below:1e-2"]
+    assert "REFINE -> 4" not in titles and "CFL -> 0.2" not in titles, titles
