@@ -11,11 +11,15 @@ grid), bounds it from above: the error an axis contributes shrinks as the axis i
 that predicted change is below (1 - saturation factor) x the base's score, the evaluation could
 not count as an improvement (a round improves only by the saturation factor), and the move is
 not proposed. Where nothing was measured along the axis, nothing is predicted and the move stays.
+The errors add as vectors, though, and the score is their norm: a pair measured where another
+axis' error was far larger (both scores above :data:`MASKED` x the base's) saw its own change
+shrunk, uncorrelated errors adding in quadrature, and predicts nothing.
 
 Example (shear_advection2d): halving the step at the data grid moved the score by 1.4e-6 (the
 truncated modes dominate); another integrator by 2.7e-7; a 2x internal grid by 7.4e-3. From the
 2x grid (score 5.0e-6, so an improvement must be at least 5.0e-7), the grid is refined again
-first, the step next, and the integrator not at all.
+first; the step and the integrator were measured under a truncation error 1500x that score,
+which hides what they change, and are tried after it, in the family's order.
 
 The formal order is the other prediction (:meth:`Family.orders`): under the accuracy objective a
 move or a design of lower formal order than the base is predicted to lose accuracy and is not
@@ -47,19 +51,36 @@ def _numeric(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+# a pair of designs both scored above this multiple of the base's score predicts nothing for it
+MASKED = 10.0
+
+
 def predicted_change(fam: Family, p: Problem, d: Design, axis: str, value,
-                     measured: list[tuple[Design, float]]) -> float | None:
+                     measured: list[tuple[Design, float]],
+                     score: float | None = None) -> float | None:
     """The change of the score the move ``axis -> value`` on ``d`` is predicted to make, from
     ``measured`` (designs of ``fam`` with their scores); None when nothing was measured along
-    that axis in that direction."""
+    that axis in that direction.
+
+    With ``score`` (the base's), a pair whose lower score is above MASKED x ``score`` is not
+    evidence: the errors of different axes add as vectors, and uncorrelated ones in quadrature,
+    so an axis' error hidden under another's larger one barely moves the score (a change
+    there is a lower bound only). 2D Gray-Scott: CFL 0.4 -> 0.6 on a 2x grid moved the score
+    1.373e-3 by 2.0e-7, under 10 % of the 4x grid's 2.65e-6; on an 8x grid CFL 0.6 -> 0.3
+    moved it by 1.7e-6, from 1.85e-6 to 1.41e-7."""
     old = d[axis]
     keyed = [(x, _axes(fam, x, p), s) for x, s in measured if x.family == fam.name]
+    if score is not None:
+        keep = {id(x) for x, _, s in keyed if s <= MASKED * abs(score)}
+    else:
+        keep = None
     best: tuple[float, float] | None = None  # (distance of the start from old, change)
     changes = []
     for i, (x, kx, sx) in enumerate(keyed):
         for y, ky, sy in keyed[i + 1:]:
             differ = {a for a in set(kx) | set(ky) if kx.get(a) != ky.get(a)}
-            if differ != {axis}:
+            if differ != {axis} or (keep is not None and id(x) not in keep
+                                    and id(y) not in keep):
                 continue
             for (a, sa), (b, sb) in (((x, sx), (y, sy)), ((y, sy), (x, sx))):
                 va, vb = a[axis], b[axis]

@@ -157,7 +157,7 @@ class BuiltinJudge(Exploration):
             new = d.with_(**{m[0]: m[1]})
             if order(fam, new, p) < here:
                 continue
-            change = predicted_change(fam, p, d, m[0], m[1], measured)
+            change = predicted_change(fam, p, d, m[0], m[1], measured, score)
             if below_resolution(change, score, self._saturation()):
                 continue
             (unknown if change is None else known).append((change, m))
