@@ -17,9 +17,12 @@ shrunk, uncorrelated errors adding in quadrature, and predicts nothing.
 
 Example (shear_advection2d): halving the step at the data grid moved the score by 1.4e-6 (the
 truncated modes dominate); another integrator by 2.7e-7; a 2x internal grid by 7.4e-3. From the
-2x grid (score 5.0e-6, so an improvement must be at least 5.0e-7), the grid is refined again
-first; the step and the integrator were measured under a truncation error 1500x that score,
-which hides what they change, and are tried after it, in the family's order.
+2x grid (score 5.0e-6, so an improvement must be at least 5.0e-7), none of these ranks a move:
+the step and the integrator were measured under a truncation error 1500x that score, which
+hides what they change, and the grid's change only bounds the next refinement's (a bound can
+rule a move out, not say how much error the axis still holds). The judges then take the
+family's order, cheaper first: half the step; once that measured no change that counts, the
+grid.
 
 The formal order is the other prediction (:meth:`Family.orders`): under the accuracy objective a
 move or a design of lower formal order than the base is predicted to lose accuracy and is not
@@ -60,7 +63,18 @@ def predicted_change(fam: Family, p: Problem, d: Design, axis: str, value,
                      score: float | None = None) -> float | None:
     """The change of the score the move ``axis -> value`` on ``d`` is predicted to make, from
     ``measured`` (designs of ``fam`` with their scores); None when nothing was measured along
-    that axis in that direction.
+    that axis in that direction (:func:`prediction`)."""
+    got = prediction(fam, p, d, axis, value, measured, score)
+    return None if got is None else got[0]
+
+
+def prediction(fam: Family, p: Problem, d: Design, axis: str, value,
+               measured: list[tuple[Design, float]],
+               score: float | None = None) -> tuple[float, bool] | None:
+    """The predicted change of :func:`predicted_change`, and whether it was measured: the same
+    move made elsewhere (from the base's value, or the same change of a categorical axis),
+    rather than a bound from a coarser start. A bound can say a move cannot count; it cannot
+    rank moves, since it says nothing about how much of the base's error the axis still holds.
 
     With ``score`` (the base's), a pair whose lower score is above MASKED x ``score`` is not
     evidence: the errors of different axes add as vectors, and uncorrelated ones in quadrature,
@@ -97,8 +111,8 @@ def predicted_change(fam: Family, p: Problem, d: Design, axis: str, value,
                 elif (va, vb) == (old, value):
                     changes.append(abs(sa - sb))
     if best is not None:
-        return best[1]
-    return max(changes) if changes else None
+        return best[1], best[0] == 0
+    return (max(changes), True) if changes else None
 
 
 def below_resolution(change: float | None, score: float, saturation_factor: float) -> bool:
