@@ -317,6 +317,9 @@ def test_judges_are_told_the_objective_and_see_time_per_sample(tmp_path, objecti
     assert state in propose
     assert "improve it under the objective: make it faster while its score stays eligible" \
         in " ".join(system.split())
+    # the saturation rule as the tournament counts it (ranking.improved)
+    margin = "or if the lowest score falls by that factor while it is above the floor"
+    assert (margin in " ".join(system.split())) == objective.startswith("fastest-below")
     assert "Propose one modification of g1 (the aim is in your instructions)." in propose
     # time per sample beside the score, for every executed solver
     assert "Result: nRMSE: 1.100e-03 | time: 0.5 s per sample (1 s for 2 samples)" in propose
