@@ -158,3 +158,22 @@ def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
     assert "the floor is in force" in text
     assert "did not affect the ranking" in _flat(render("reporter", floor_in_force=False,
                                                         **common))
+
+
+def test_the_floor_widens_a_fastest_below_goal_only_when_the_target_is_below_it():
+    """Bridge review (KdV, fastest-below:1e-4, floor 6.4e-10): "every solver at or below the
+    floor is eligible too" suggested a second goal where the target already covers the floor;
+    it is said only where the floor is above the target (Rule.bar: max(target, floor))."""
+    from pdesharp.facts import TaskFacts
+    from pdesharp.prompting import task_context
+    from pdesharp.synthesis.judges import BLOCK_RULE, feedback_note
+    task = load_task("advection")
+    facts = TaskFacts.from_spec(task)
+    said = {}
+    for target in ("1e-2", "1e-4"):  # above and below the floor 1.21e-3
+        info = _info(2e-3, objective=f"fastest-below:{target}")
+        text = _flat(render("judge_system", top_k=5, **task_context(task, "nrmse", facts),
+                            **analysis_context(None, facts), info=info,
+                            feedback_note=feedback_note("nrmse", False), block_rule=BLOCK_RULE))
+        said[target] = "every solver at or below the floor is eligible too" in text
+    assert said == {"1e-2": False, "1e-4": True}

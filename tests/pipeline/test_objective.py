@@ -121,6 +121,29 @@ def test_failed_unscored_and_fresh_entries_rank_last_under_every_objective(tmp_p
     store.close()
 
 
+def test_a_saturated_search_says_what_did_not_improve_in_numbers(tmp_path):
+    """The stop reason names the factors ranking.improved used: a bridge review read "the
+    pick's time did not improve by the factor 0.9" where the pick had got 0.86x as slow, inside
+    the 30 % margin; under fastest-below past the target, the lowest score counts too."""
+    task = load_task("advection")
+    store = RunStore.create(tmp_path, task=task, config={}, run_id="t")
+    why = {}
+    for objective in ("accuracy", "fastest-within:10", "fastest-below:1e-2"):
+        t = Tournament(task, None, [], store, None, TournamentSettings(
+            rule=Rule(Objective.parse(objective))))
+        t.known = {"g0": ok(1e-3, 1.0)}
+        t.pool = [Candidate(id="g0", code="x", origin="genesis")]
+        why[objective] = t._no_gain()
+    store.close()
+    assert why["accuracy"] == "the best score did not improve by the factor 0.9"
+    # min(0.9, 1 / 1.3) = 0.769
+    assert "did not fall below 0.769x its previous (the factor 0.9, past the 30 % timing" \
+        in why["fastest-within:10"] and "best score did not improve" in why["fastest-within:10"]
+    assert "0.769x" in why["fastest-below:1e-2"]
+    assert "lowest score did not fall by the factor 0.9 from above the floor" \
+        in why["fastest-below:1e-2"]
+
+
 @pytest.mark.parametrize("text, canonical", [
     ("accuracy", "accuracy"), ("", "accuracy"), ("Fastest_Within:10", "fastest-within:10"),
     ("fastest-within:2.5", "fastest-within:2.5"), ("fastest-below:1e-3", "fastest-below:0.001")])
