@@ -136,3 +136,23 @@ def test_after_an_overshoot_the_closed_direction_reopens_inside_the_bracket(burg
     child = _entry(task, 0.6, "c", 2e-2, seconds=0.7, parent="b")
     steps = _cfls(task, analysis, base, [base, child], 1e-2)
     assert steps and 0.4 * 1.3 <= steps[0] < 0.6 and close(steps[0], 0.547), steps
+
+
+def test_a_base_far_above_the_bar_gets_no_patch_once_a_solver_is_eligible(burgers):
+    # 2D Gray-Scott, target 2.5e-6: finite volumes at 3.8e-2 were patched five times after a
+    # spectral design had reached it. Under the time objective with the bar set, a base above
+    # 10x the bar is declined; one within it (a step may bring it under) is not; and before any
+    # solver is eligible (bar None) the search is the accuracy search, which patches it
+    task, analysis = burgers
+    far, near = _entry(task, 0.4, "f", 3.8e-2), _entry(task, 0.4, "n", 5e-2 / 10)
+    out = {}
+    for name, base, bar in (("far", far, 1e-3), ("near", near, 1e-3), ("unmet", far, None)):
+        judge = BuiltinJudge(name="judge-1")
+        judge.observe(RoundInfo(cycle=0, round=2, max_rounds=4, cycles=1,
+                                objective="fastest-below:1e-3", bar=bar,
+                                best_score=1e-4 if bar else 3.8e-2, executed=1))
+        asyncio.run(judge.nominate(task, analysis, [base]))
+        out[name] = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+    assert out["far"].declined and "more than 10x the objective's bar" in out["far"].justification
+    assert not out["near"].declined and out["near"].patch
+    assert not out["unmet"].declined and out["unmet"].patch
