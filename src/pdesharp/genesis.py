@@ -102,8 +102,12 @@ class LLMAuthor:
 
     def __init__(self, model, name: str = "author", workers: int = 4, feedback: str = "nrmse",
                  facts: TaskFacts | None = None, mode: GenesisMode = "independent",
-                 temperature: float | None = GENESIS_TEMPERATURE):
+                 temperature: float | None = GENESIS_TEMPERATURE, goal: str = ""):
         self.model = model
+        # the run's time objective in words (Objective.words), "" under accuracy: a candidate
+        # written for the lowest score over-resolves a loose target (a bridge review of KdV
+        # under fastest-below:1e-4: 32-64 substeps per frame advised, 3-4 met the target)
+        self.goal = goal
         self.name = name
         self.workers = max(1, workers)
         self.feedback = feedback  # what the candidates will be scored on (stated in the prompt)
@@ -150,7 +154,7 @@ class LLMAuthor:
                       earlier: list[dict]) -> Candidate:
         prompt = render("genesis", **task_context(task, self.feedback, self.facts),
                         **analysis_context(analysis, self.facts), index=i + 1, total=n, earlier=earlier,
-                        diverse=self.mode == "diverse")
+                        diverse=self.mode == "diverse", goal=self.goal)
         messages = [Message(role="system", content=render("system", role="a solver author")),
                     Message(role="user", content=prompt)]
         text = await ask(self.model, messages, "genesis", sample_index=i,

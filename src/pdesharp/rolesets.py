@@ -41,6 +41,7 @@ from pdesharp.recording import RecordingModel
 from pdesharp.roles import JUDGE_NAMES, Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import LLMJudge
+from pdesharp.synthesis.ranking import Objective
 from pdesharp.task import Task, TaskError, load_task, load_task_file
 
 
@@ -206,5 +207,12 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
     return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback),
                  author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback,
-                                  facts=facts, mode=config.genesis),
+                                  facts=facts, mode=config.genesis, goal=_goal(config)),
                  judges=judges, reporter=main, models=list(cache.values()), facts=facts)
+
+
+def _goal(config: SolveConfig) -> str:
+    """The run's time objective for Genesis in words ("" under accuracy: the prompt is then the
+    paper's)."""
+    o = Objective.parse(config.objective)
+    return o.words("nRMSE" if config.feedback == "nrmse" else "score") if o.by_time else ""
