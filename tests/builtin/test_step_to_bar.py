@@ -43,6 +43,8 @@ def test_without_a_measurement_all_of_the_score_is_the_steps():
     # far below the bar: at most twice the step, and never past the family's largest CFL
     assert step_to_bar(0.2, 1e-12, 1e-2, 0.0, 4, [], 10.0)[0] == 0.4
     assert step_to_bar(0.5, 1e-12, 1e-2, 0.0, 4, [], 0.8)[0] == 0.8
+    # an exact score with no floor: nothing of it is the step's, the full growth
+    assert step_to_bar(0.2, 0.0, 1e-2, 0.0, 4, [], 10.0) == (0.4, False)
     # at the aim already: no larger step (the judge drops a move that is not larger)
     assert step_to_bar(0.2, 7e-4, 1e-3, 0.0, 4, [], 10.0)[0] == 0.2
 

@@ -191,7 +191,7 @@ def step_to_bar(c: float, score: float, bar: float, floor: float, order: int,
         else:  # the score grew faster than the formal order: a power law through both
             v = c * (aim / s) ** (math.log(near[0] / c) / math.log(near[1] / s))
     if v is None:
-        v = c if aim <= E else ((aim - E) / a) ** (1.0 / order)
+        v = c if aim <= E else math.inf if a <= 0 else ((aim - E) / a) ** (1.0 / order)
     v = min(v, GROWTH * c, cap)
     for x, sx in along:
         if x > c and sx is None:
