@@ -41,7 +41,7 @@ from pdesharp.recording import RecordingModel
 from pdesharp.roles import JUDGE_NAMES, Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import LLMJudge
-from pdesharp.synthesis.ranking import Objective
+from pdesharp.synthesis.ranking import Rule
 from pdesharp.task import Task, TaskError, load_task, load_task_file
 
 
@@ -212,7 +212,10 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
 
 
 def _goal(config: SolveConfig) -> str:
-    """The run's time objective for Genesis in words ("" under accuracy: the prompt is then the
-    paper's)."""
-    o = Objective.parse(config.objective)
-    return o.words("nRMSE" if config.feedback == "nrmse" else "score") if o.by_time else ""
+    """The run's time objective for Genesis in words, with the time rule the judges apply ("" under
+    accuracy: the prompt is then the paper's)."""
+    rule = Rule.of(config)
+    if not rule.objective.by_time:
+        return ""
+    return (f"{rule.objective.words('nRMSE' if config.feedback == 'nrmse' else 'score')}; time "
+            f"is the evaluator's solver time per sample, and {rule.time_words()}")

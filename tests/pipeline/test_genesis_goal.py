@@ -49,12 +49,19 @@ def test_a_time_objective_is_genesis_aim_and_accuracy_keeps_the_papers_prompt():
     plain = render("genesis", **task_context(task, "nrmse"), **analysis_context(ANALYSIS),
                    index=1, total=1, earlier=[], diverse=False)
     assert _prompt(SolveConfig(objective="accuracy")) == " ".join(plain.split())
+    # the paper's lines and line breaks, as before this change (a template edit once joined
+    # "time.Keep")
+    assert ("(the others are written independently, and all\nare run and compared afterwards)."
+            " Aim for the best score as defined above at a reasonable run\ntime.\nKeep "
+            "Python-level loops") in plain
     below = _prompt(SolveConfig(objective="fastest-below:1e-4"))
-    assert ("This run's objective is the fastest solver whose nRMSE is at most 0.0001; while "
+    assert ("This run's objective: the fastest solver whose nRMSE is at most 0.0001; while "
             "none is, the lowest nRMSE (fastest-below:0.0001)") in below
     assert "not as finely as possible" in below and "Aim for the best score" not in below
+    # the time rule the judges apply, word for word (Rule.time_words)
+    assert "at most (1 + 0.3) x t_fastest" in below and "the lower score wins" in below
     assert "at most 10 x the lowest nRMSE" in _prompt(SolveConfig(objective="fastest-within:10"))
     # diverse Genesis: the second candidate differs in method, still aiming for the objective
     second = _prompts(SolveConfig(objective="fastest-below:1e-4"), n=2, diverse=True)[1]
     assert "while still aiming for this run's objective (below)" in second
-    assert "This run's objective is the fastest solver" in second
+    assert "This run's objective: the fastest solver" in second
