@@ -45,9 +45,13 @@ class LLMAnalyst:
     bounds into numbers."""
 
     def __init__(self, model, name: str = "analyst", facts: TaskFacts | None = None,
-                 feedback: str = "nrmse"):
+                 feedback: str = "nrmse", goal: str = ""):
         self.model = model
         self.name = name
+        # the run's time objective in words ("" under accuracy): the scheme recommended for it,
+        # not the most accurate one (a bridge review of KdV under fastest-below:1e-4: the
+        # analysis advised 32-64 substeps per frame for 1e-9, where 3-4 met the target)
+        self.goal = goal
         self.facts = facts
         self.scales = facts.data.scales if facts is not None and facts.data is not None else {}
         self.feedback = feedback  # what solvers will be scored on (stated in the first prompt)
@@ -88,6 +92,7 @@ class LLMAnalyst:
                 "analysis_stability", parameters=list(task.parameters),
                 unknowns=list(task.equation.unknowns), skipped=skipped,
                 route_words=ROUTE_WORDS[route], spacings=[f"d{a}" for a in task.equation.space],
+                goal=self.goal,
                 # numbers read off the solver's inputs, at the full facts level only
                 scales={k: v for k, v in self.scales.items() if k.endswith(("max", "min"))}
                 if self.facts is not None and self.facts.numbers else {}))

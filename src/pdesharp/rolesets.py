@@ -205,17 +205,19 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
                        facts=facts, code_budget=config.prompt_budget)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
-    return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback),
+    return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback,
+                                    goal=_goal(config, rule=False)),
                  author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback,
                                   facts=facts, mode=config.genesis, goal=_goal(config)),
                  judges=judges, reporter=main, models=list(cache.values()), facts=facts)
 
 
-def _goal(config: SolveConfig) -> str:
-    """The run's time objective for Genesis in words, with the time rule the judges apply ("" under
-    accuracy: the prompt is then the paper's)."""
-    rule = Rule.of(config)
-    if not rule.objective.by_time:
+def _goal(config: SolveConfig, rule: bool = True) -> str:
+    """The run's time objective in words, for Genesis with the time rule the judges apply ("" under
+    accuracy: the prompts are then the paper's)."""
+    r = Rule.of(config)
+    if not r.objective.by_time:
         return ""
-    return (f"{rule.objective.words('nRMSE' if config.feedback == 'nrmse' else 'score')}; time "
-            f"is the evaluator's solver time per sample, and {rule.time_words()}")
+    words = r.objective.words("nRMSE" if config.feedback == "nrmse" else "score")
+    return (f"{words}; time is the evaluator's solver time per sample, and {r.time_words()}"
+            if rule else words)

@@ -65,3 +65,33 @@ def test_a_time_objective_is_genesis_aim_and_accuracy_keeps_the_papers_prompt():
     second = _prompts(SolveConfig(objective="fastest-below:1e-4"), n=2, diverse=True)[1]
     assert "while still aiming for this run's objective (below)" in second
     assert "This run's objective: the fastest solver" in second
+
+
+def test_the_analysis_recommends_for_a_time_objective_and_keeps_the_papers_step_otherwise():
+    from pdesharp.analysis import LLMAnalyst
+
+    from pipeline_scripts import analysis_replies
+
+    class Replies(Capture):
+        """The analysis replies written for the pipeline tests, in order."""
+
+        def __init__(self):
+            super().__init__()
+            self.queue = [r[0] for r in analysis_replies("numerical").values()]
+
+        async def chat(self, messages, params):
+            self.prompts.append(messages[-1].content)
+            return Reply(text=self.queue.pop(0), model="capture")
+
+    task = load_task("advection")
+    said = {}
+    for objective in ("accuracy", "fastest-below:1e-4"):
+        model = Replies()
+        asyncio.run(LLMAnalyst(model, goal=_goal(SolveConfig(objective=objective),
+                                                 rule=False)).analyse(task))
+        said[objective] = " ".join(model.prompts[-1].split())
+    assert "recommend the scheme you consider most accurate for the cost, and list the key" \
+        in said["accuracy"]
+    assert ("recommend the scheme you consider fastest for this run's objective (the fastest "
+            "solver whose nRMSE is at most 0.0001") in said["fastest-below:1e-4"]
+    assert "most accurate for the cost" not in said["fastest-below:1e-4"]
