@@ -62,6 +62,7 @@ class LLMAnalyst:
 
         text, facts = await self._step(messages, "classification",
                                        render("analysis_classification", steady=task.steady,
+                                              goal=self.goal,
                                               **task_context(task, self.feedback, self.facts)))
         classification = _classification(facts, task)
         steps.append(AnalysisStep(name="classification", text=text, facts=facts))

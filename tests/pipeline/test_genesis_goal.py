@@ -90,8 +90,13 @@ def test_the_analysis_recommends_for_a_time_objective_and_keeps_the_papers_step_
         asyncio.run(LLMAnalyst(model, goal=_goal(SolveConfig(objective=objective),
                                                  rule=False)).analyse(task))
         said[objective] = " ".join(model.prompts[-1].split())
+        said[objective, "first"] = model.prompts[0]
     assert "recommend the scheme you consider most accurate for the cost, and list the key" \
         in said["accuracy"]
     assert ("recommend the scheme you consider fastest for this run's objective (the fastest "
             "solver whose nRMSE is at most 0.0001") in said["fastest-below:1e-4"]
     assert "most accurate for the cost" not in said["fastest-below:1e-4"]
+    # the conversation starts with the objective, so no earlier step advises for accuracy alone
+    assert ("put what they need into them.\n\nThis run's objective is the fastest solver whose"
+            " nRMSE is at most 0.0001") in said["fastest-below:1e-4", "first"]
+    assert "This run's objective" not in said["accuracy", "first"]
