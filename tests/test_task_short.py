@@ -50,6 +50,19 @@ def test_a_short_task_derives_what_the_example_writes_by_hand(tmp_path):
     assert "t in (0, 1]" in short.description and "nu = 0.01" in short.description
 
 
+def test_an_expression_is_stated_as_equal_to_zero(tmp_path):
+    # the description and the template say what the expression equals (a bridge review asked
+    # whether KdV's 0.125*dx(u, 4) damped); an equation written with "=" is kept as written
+    short = _load(HEAT2D_SHORT, tmp_path)
+    assert "    dt(u) - nu*(dx(u, 2) + dy(u, 2)) = 0\n" in short.description
+    assert "Solve dt(u) - nu*(dx(u, 2) + dy(u, 2)) = 0; boundary" in short.solver.template
+    written = _load(HEAT2D_SHORT.replace("equation: dt(u) - nu*(dx(u, 2) + dy(u, 2))",
+                                         "equation: dt(u) = nu*(dx(u, 2) + dy(u, 2))"),
+                    tmp_path, "w.yaml")
+    assert "    dt(u) = nu*(dx(u, 2) + dy(u, 2))\n" in written.description
+    assert "nu*(dx(u, 2) + dy(u, 2)) = 0" not in written.description
+
+
 def test_the_long_form_of_a_short_task_means_the_same(tmp_path):
     short = _load(HEAT2D_SHORT, tmp_path)
     again = task_from_dict(yaml.safe_load(short.to_yaml()), "dump")

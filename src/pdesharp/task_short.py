@@ -212,9 +212,13 @@ def _args(unknowns, coefficients, parameters, steady: bool, dim: int) -> list[di
 
 
 def _equations_text(data: dict) -> list[str]:
+    """The equations as the description and the template state them: an expression written
+    without "=" is the residual, so it reads "... = 0" (a bridge review asked whether the
+    fourth-derivative term of KdV damped: its sign depends on what the expression equals)."""
     eq = data.get("equation")
-    return [e for e in (eq.get("equations") or []) if isinstance(e, str)] \
+    texts = [e for e in (eq.get("equations") or []) if isinstance(e, str)] \
         if isinstance(eq, dict) else []
+    return [e if "=" in e else f"{e} = 0" for e in texts]
 
 
 def _template(data: dict, solver: dict, steady: bool, dim: int) -> str:
