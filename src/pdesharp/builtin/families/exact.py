@@ -150,7 +150,7 @@ class ExactFamily(Family):
         return 0.05
 
     def libraries(self, d: Design, p: Problem) -> tuple[str, ...]:
-        return () if basis(p.struct) == "walls" else ("scipy.fft",)  # FOURIER_TRANSFORMS'
+        return () if basis(p.struct) == "walls" else ("scipy.fft",)  # FOURIER_TRANSFORMS
 
     def render(self, d: Design, p: Problem) -> str:
         law = p.struct
