@@ -122,6 +122,23 @@ def test_dead_endpoint_message_and_resumable_run(tmp_path, shared_data, capsys):
     assert not (tmp_path / "dead").exists()
 
 
+def _wait_until(proc, db, count_sql: str, at_least: int, cap_s: float = 240) -> None:
+    """Until the run's database counts ``at_least`` rows by ``count_sql`` (the cap only stops
+    a broken run)."""
+    deadline = time.monotonic() + cap_s
+    while True:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {at_least} by {count_sql!r} within {cap_s:g} s")
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before the signal: {proc.stderr.read()!r}")
+        try:
+            if db.exists() and rows(db, count_sql)[0][0] >= at_least:
+                return
+        except sqlite3.OperationalError:  # the schema is being created
+            pass
+        time.sleep(0.1)
+
+
 def test_sigterm_interrupts_cleanly(tmp_path, shared_data):
     """`kill` (or a scheduler's time limit) ends a run like Ctrl-C: status interrupted, lock
     released, exit code 130, resumable."""
@@ -135,19 +152,8 @@ def test_sigterm_interrupts_cleanly(tmp_path, shared_data):
          "--out", str(tmp_path), "--run-id", "t", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     db = tmp_path / "t" / "run.sqlite"
-    deadline = time.monotonic() + 240  # ends at the event; the cap only stops a broken run
     try:
-        while True:
-            if time.monotonic() > deadline:
-                raise AssertionError("the run made no model call within 240 s")
-            if proc.poll() is not None:
-                raise AssertionError(f"run ended before the signal: {proc.stderr.read()!r}")
-            try:
-                if db.exists() and rows(db, "SELECT COUNT(*) FROM model_calls")[0][0] >= 1:
-                    break
-            except sqlite3.OperationalError:  # the schema is being created
-                pass
-            time.sleep(0.1)
+        _wait_until(proc, db, "SELECT COUNT(*) FROM model_calls", 1)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -186,20 +192,8 @@ def test_ctrl_c_during_an_evaluation_ends_the_run_at_once(tmp_path, shared_data)
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     db = tmp_path / "t" / "run.sqlite"
-    deadline = time.monotonic() + 240  # ends at the nomination; the cap only stops a broken run
     try:
-        while True:
-            if time.monotonic() > deadline:
-                raise AssertionError("no nomination within 240 s")
-            if proc.poll() is not None:
-                raise AssertionError(f"run ended before the signal: {proc.stderr.read()!r}")
-            try:
-                if db.exists() and rows(db, "SELECT COUNT(*) FROM events WHERE kind ="
-                                            " 'nomination'")[0][0] >= 3:
-                    break
-            except sqlite3.OperationalError:
-                pass
-            time.sleep(0.1)
+        _wait_until(proc, db, "SELECT COUNT(*) FROM events WHERE kind = 'nomination'", 3)
         time.sleep(3.0)  # the nominees are in their sandboxes now
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
