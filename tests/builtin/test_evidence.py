@@ -182,3 +182,25 @@ def test_fastest_below_searches_as_accuracy_does_until_a_solver_reaches_the_targ
     titles, nominees = picks["fastest-below:1e-2"]
     assert "REFINE -> 4" not in titles and "CFL -> 0.2" not in titles and titles, titles
     assert [n for n in nominees if n.startswith("f")], nominees
+
+
+def test_a_move_measured_to_lose_accuracy_is_not_tried_again(shear):
+    """2D Kuramoto-Sivashinsky (accuracy): from 6.5e-8 on a 2x grid the accuracy judge switched
+    the integrator first, because the same switch had moved the score by 2.3e-7, the largest
+    measured change; it had made the score worse (6.8e-8 -> 3.0e-7). A direct measurement of a
+    loss predicts a loss: the grid is refined instead."""
+    task, analysis, p, measured = shear
+    d2, s2 = measured["g2"]
+    worse = {"i2": (d2.with_(INTEGRATOR="if_rk4"), 2.0e-5),  # the switch, measured from g2
+             "h2": (d2.with_(CFL=0.2), 4.951e-6)}  # half the step: no change that counts
+    pool = _pool(task, p, {**measured, **worse})
+    g2 = next(e for e in pool if e.candidate.id == "g2")
+    fam = family("spectral")
+    # the signed prediction: a loss of 1.5e-5
+    assert predicted_change(fam, p, d2, "INTEGRATOR", "if_rk4",
+                            [(d, s) for d, s in {**measured, **worse}.values()],
+                            s2) == pytest.approx(2.0e-5 - s2)
+    judge = BuiltinJudge(name="judge-1")
+    judge.observe(RoundInfo(cycle=0, round=3, max_rounds=4, cycles=2, best_score=s2))
+    asyncio.run(judge.nominate(task, analysis, pool))
+    assert asyncio.run(judge.propose(task, g2, pool, "nrmse")).title == "REFINE -> 4"

@@ -65,16 +65,17 @@ def predicted_change(fam: Family, p: Problem, d: Design, axis: str, value,
     ``measured`` (designs of ``fam`` with their scores); None when nothing was measured along
     that axis in that direction (:func:`prediction`)."""
     got = prediction(fam, p, d, axis, value, measured, score)
-    return None if got is None else got[0]
+    return None if got is None else abs(got[0])
 
 
 def prediction(fam: Family, p: Problem, d: Design, axis: str, value,
                measured: list[tuple[Design, float]],
                score: float | None = None) -> tuple[float, bool] | None:
-    """The predicted change of :func:`predicted_change`, and whether it was measured: the same
-    move made elsewhere (from the base's value, or the same change of a categorical axis),
-    rather than a bound from a coarser start. A bound can say a move cannot count; it cannot
-    rank moves, since it says nothing about how much of the base's error the axis still holds.
+    """The predicted change of :func:`predicted_change`, signed (positive: the score fell, the
+    move paid off where it was made), and whether it was measured: the same move made elsewhere
+    (from the base's value, or the same change of a categorical axis), rather than a bound from
+    a coarser start. A bound can say a move cannot count; it cannot rank moves, since it says
+    nothing about how much of the base's error the axis still holds.
 
     With ``score`` (the base's), a pair whose lower score is above MASKED x ``score`` is not
     evidence: the errors of different axes add as vectors, and uncorrelated ones in quadrature,
@@ -88,7 +89,7 @@ def prediction(fam: Family, p: Problem, d: Design, axis: str, value,
         keep = {id(x) for x, _, s in keyed if s <= MASKED * abs(score)}
     else:
         keep = None
-    best: tuple[float, float] | None = None  # (distance of the start from old, change)
+    best: tuple[float, float] | None = None  # (distance of the start from old, signed change)
     changes = []
     for i, (x, kx, sx) in enumerate(keyed):
         for y, ky, sy in keyed[i + 1:]:
@@ -105,14 +106,15 @@ def prediction(fam: Family, p: Problem, d: Design, axis: str, value,
                     if (va - old) * step > 0:
                         continue  # started finer than the base: a lower bound, no prediction
                     gap = abs(va - old) if math.isfinite(va - old) else math.inf
-                    change = abs(sa - sb)
-                    if best is None or gap < best[0] or (gap == best[0] and change > best[1]):
+                    change = sa - sb
+                    if best is None or gap < best[0] or (gap == best[0]
+                                                         and abs(change) > abs(best[1])):
                         best = (gap, change)
                 elif (va, vb) == (old, value):
-                    changes.append(abs(sa - sb))
+                    changes.append(sa - sb)
     if best is not None:
         return best[1], best[0] == 0
-    return (max(changes), True) if changes else None
+    return (max(changes, key=abs), True) if changes else None
 
 
 def below_resolution(change: float | None, score: float, saturation_factor: float) -> bool:

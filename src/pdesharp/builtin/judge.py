@@ -151,7 +151,9 @@ class BuiltinJudge(Exploration):
                    moves: list) -> list:
         """``moves`` without those predicted not to count (:mod:`pdesharp.builtin.evidence`: a
         lower formal order, or a measured change below the saturation factor's share of the
-        base's score), the measured ones by their predicted change, largest first, then the
+        base's score, or a measured loss: the same move made the score worse where it was
+        made: 2D Kuramoto-Sivashinsky, an integrator switch that had cost 2.3e-7 was tried
+        first from 6.5e-8), the measured ones by their predicted change, largest first, then the
         rest in the family's order (cheaper first): those with nothing measured, and those
         only bounded from a coarser start (2D Gray-Scott from a 4x grid at 2.65e-6: the 2x ->
         4x change, 1.37e-3, bounds the 8x grid's; the 8x grid cost 4x the time for 1.85e-6,
@@ -164,8 +166,10 @@ class BuiltinJudge(Exploration):
             if order(fam, new, p) < here:
                 continue
             got = prediction(fam, p, d, m[0], m[1], measured, score)
-            if got is not None and below_resolution(got[0], score, self._saturation()):
+            if got is not None and below_resolution(abs(got[0]), score, self._saturation()):
                 continue
+            if got is not None and got[1] and got[0] < 0:
+                continue  # the same move made the score worse where it was measured
             if got is not None and got[1]:
                 known.append((got[0], m))
             else:
