@@ -199,3 +199,36 @@ def step_to_bar(c: float, score: float, bar: float, floor: float, order: int,
         if x > c and sx is None:
             v = min(v, math.sqrt(c * x))
     return float(f"{max(v, c):.3g}"), near is not None
+
+
+def sized_moves(fam: Family, p: Problem, d: Design, score: float, bar: float, floor: float,
+                runs: list[tuple[Design, float | None]], moves: list) -> tuple[list, tuple | None]:
+    """``moves`` with their larger steps replaced by the one :func:`step_to_bar` predicts, first,
+    and that move (None when there is none). ``runs``: the measured designs (score None: failed).
+    Without a measurement along the CFL axis the prediction assumes all of the score is the
+    step's error, so it only enlarges the family's own larger step, never withholds it; with
+    one it replaces it, and a step predicted above the bar is not taken."""
+    cap = fam.max_cfl(d, p)
+    if cap is None or "CFL" not in fam.active(d, p):
+        return moves, None
+    rest = dict(fam.key(d, p)[1:])
+    rest.pop("CFL")
+    along = []
+    for x, sx in runs:
+        if x.family != d.family or x["CFL"] == d["CFL"]:
+            continue
+        kx = dict(fam.key(x, p)[1:])
+        if kx.pop("CFL", None) is not None and kx == rest:
+            along.append((x["CFL"], sx))
+    q = fam.orders(d, p)[1]
+    value, measured = step_to_bar(d["CFL"], score, bar, floor, q, along, cap)
+    larger = [m for m in moves if m[0] == "CFL" and m[1] > d["CFL"]]
+    if not measured and all(value <= m[1] for m in larger):
+        return moves, None  # the family's own step is at least as large: measure it
+    keep = [m for m in moves if m not in larger]
+    if value <= d["CFL"]:
+        return keep, None
+    step = ("CFL", value, f"the step predicted to keep the error near {AIM:g} x the bar "
+                          f"{bar:.2e} (modelled as E + a CFL^{q}"
+                          + (", fitted to the steps measured)" if measured else ")"))
+    return [step] + keep, step

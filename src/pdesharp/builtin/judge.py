@@ -31,8 +31,8 @@ from pdesharp.builtin.author import design_facts, problem
 from pdesharp.builtin.design import Design, Problem, rank_score
 from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
                                             retitle)
-from pdesharp.builtin.evidence import (AIM, agreement, below_resolution, order, prediction,
-                                       step_to_bar)
+from pdesharp.builtin.evidence import (agreement, below_resolution, order, prediction,
+                                       sized_moves)
 from pdesharp.builtin.exploration import Exploration
 from pdesharp.builtin.families import design_key, family, first_family
 from pdesharp.records import Analysis
@@ -382,43 +382,16 @@ class BuiltinJudge(Exploration):
 
     def _sized(self, fam, p: Problem, d: Design, base: PoolEntry, results: list[PoolEntry],
                moves: list, has_cfl: bool) -> tuple[list, tuple | None]:
-        """Seeking speed under ``fastest-below``: the larger-step moves replaced by the step
-        predicted to keep the score under the bar (:func:`~pdesharp.builtin.evidence.step_to_bar`),
-        first. Without a measurement along the CFL axis the prediction assumes all of the score
-        is the step's error, so it only enlarges the family's step, never withholds it; with
-        one it replaces it, and a step predicted above the bar is not taken. The sized move is
-        returned too: it may retry a direction a larger step closed (it lands inside the
-        bracket that step measured)."""
+        """Seeking speed under ``fastest-below``: the larger-step moves sized from the scores
+        (:func:`~pdesharp.builtin.evidence.sized_moves`), and the sized move, which may retry
+        a direction a larger step closed (it lands inside the bracket that step measured)."""
         i = self._info
-        cap = fam.max_cfl(d, p)
-        if not has_cfl or cap is None or "CFL" not in fam.active(d, p) or i is None \
-                or i.bar is None or Rule.of(i).objective.kind != "fastest-below":
+        if not has_cfl or i is None or i.bar is None \
+                or Rule.of(i).objective.kind != "fastest-below":
             return moves, None
-        rest = dict(fam.key(d, p)[1:])
-        rest.pop("CFL")
-        along = []
-        for e in results:
-            x = read_design(e.candidate.code)
-            if x is None or x.family != d.family or e.result is None or x["CFL"] == d["CFL"]:
-                continue
-            kx = dict(fam.key(x, p)[1:])
-            if kx.pop("CFL", None) is None or kx != rest:
-                continue
-            ok = e.result.ok and e.result.score is not None
-            along.append((x["CFL"], e.result.score if ok else None))
-        value, measured = step_to_bar(d["CFL"], base.result.score, i.bar, self._floor(),
-                                      fam.orders(d, p)[1], along, cap)
-        larger = [m for m in moves if m[0] == "CFL" and m[1] > d["CFL"]]
-        if not measured and all(value <= m[1] for m in larger):
-            return moves, None  # the family's own step is at least as large: measure it
-        keep = [m for m in moves if m not in larger]
-        if value <= d["CFL"]:
-            return keep, None
-        q = fam.orders(d, p)[1]
-        step = ("CFL", value, f"the step predicted to keep the error near {AIM:g} x the bar "
-                              f"{i.bar:.2e} (modelled as E + a CFL^{q}"
-                              + (", fitted to the steps measured)" if measured else ")"))
-        return [step] + keep, step
+        runs = [(x, e.result.score if e.result.ok else None) for e in results
+                for x in [read_design(e.candidate.code)] if x is not None and e.result is not None]
+        return sized_moves(fam, p, d, base.result.score, i.bar, self._floor(), runs, moves)
 
     def _agreement(self, entries: list[PoolEntry]) -> str:
         return agreement(entries, self._info)

@@ -410,3 +410,20 @@ def improved(rule: Rule, before: Standing | None, after: Standing | None,
         margin = better_score and before.lowest > (rule.tie_floor or 0.0)
         return faster or not before.target_met or margin
     return better_score or faster
+
+
+def no_gain_words(rule: Rule, factor: float, target_met: bool) -> str:
+    """What did not happen in a round :func:`improved` counted as no gain, with its factors in
+    numbers (a pick 0.86x as slow is faster by the factor 0.9, yet inside a 30 % margin)."""
+    o, m = rule.objective, rule.time_margin
+    faster = (f"the objective's pick's time did not fall below {min(factor, 1 / (1 + m)):.3g}x "
+              f"its previous (the factor {factor:g}, past the {100 * m:g} % timing margin)")
+    if o.kind == "fastest-within":
+        return f"the best score did not improve by the factor {factor:g}, and {faster}"
+    if o.kind == "fastest-below" and target_met:
+        return (f"{faster}, and the lowest score did not fall by the factor {factor:g} from "
+                "above the floor")
+    if o.kind == "fastest-below":
+        return ("the best score (no solver below the target yet) did not improve by the factor "
+                f"{factor:g}")
+    return f"the best score did not improve by the factor {factor:g}"

@@ -373,20 +373,7 @@ class Tournament:
         return f"{kind} {c.id} nominated by {', '.join(judges)}"
 
     def _no_gain(self) -> str:
-        """What did not happen, as :func:`ranking.improved` counts it (its factors in numbers:
-        a pick 0.86x as slow is faster by the factor 0.9, yet inside a 30 % timing margin)."""
-        o, f = self.rule.objective, self.s.saturation_factor
-        m = self.rule.time_margin
-        faster = (f"the objective's pick's time did not fall below {min(f, 1 / (1 + m)):.3g}x "
-                  f"its previous (the factor {f:g}, past the {100 * m:g} % timing margin)")
-        if o.kind == "fastest-within":
-            return f"the best score did not improve by the factor {f:g}, and {faster}"
-        if o.kind == "fastest-below" and self._target_met():
-            return (f"{faster}, and the lowest score did not fall by the factor {f:g} from "
-                    "above the floor")
-        if o.kind == "fastest-below":
-            return f"the best score (no solver below the target yet) did not improve by the factor {f:g}"
-        return f"the best score did not improve by the factor {f:g}"
+        return ranking.no_gain_words(self.rule, self.s.saturation_factor, self._target_met())
 
     def _target_met(self) -> bool:
         scored = self._scored()
