@@ -469,3 +469,23 @@ def test_seeking_speed_the_robust_judge_nominates_the_fastest_eligible_design(bu
         _speed_info(judge, 1e-2)
         picks[judge.strategy] = asyncio.run(judge.nominate(task, analysis, [slow, fast])).nominee
     assert picks == {"accuracy": "slow", "robust": "fast"}
+
+
+@pytest.mark.parametrize("cheap_seconds, pick", [(1.0, "cheap"), (1.5, "costly")])
+def test_seeking_speed_times_inside_the_margin_go_to_the_design_predicted_cheaper(
+        burgers, cheap_seconds, pick):
+    """Issue 27 (2D Swift-Hohenberg, fastest-below:1e-6, on a loaded machine): a 1.5x grid
+    measured 0.71 s against the 2x grid's 0.62 s and was 2x faster timed alone; the robust judge
+    pushed from the 2x grid only. Times within the rule's margin (1.3) of the least are noise
+    apart, and among them the cost model decides: CFL 0.6 is predicted 1.5x cheaper than 0.4
+    (same cells, 2/3 of the steps). Measured 1.0 s against 0.9 s (1.11x, inside) it is the base;
+    measured 1.5 s (1.67x, outside the margin) the timing stands and the 0.9 s design is."""
+    task, analysis = burgers
+    costly = PoolEntry(candidate=entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.4),
+                                       "costly").candidate, result=_timed(3e-4, 0.9))
+    cheap = PoolEntry(candidate=entry(task, FV("muscl", "mc", "rusanov", "ssprk3", 0.6),
+                                      "cheap").candidate, result=_timed(4e-4, cheap_seconds))
+    judge = BuiltinJudge(name="judge-2")
+    assert judge.strategy == "robust"
+    _speed_info(judge, 1e-2)
+    assert asyncio.run(judge.nominate(task, analysis, [costly, cheap])).nominee == pick
