@@ -66,6 +66,11 @@ def exponax_stepper(ex, case, n, dt, order):
     if kind == "kdv":
         return g.GeneralNonlinearStepper(d, L, n, dt, linear_coefficients=(0, 0, 0, -1.0, -0.125),
                                          nonlinear_coefficients=(0, -6.0, 0), order=order)
+    if kind == "convection":  # APEBench's Burgers (single channel) and conservative KS
+        a = tuple(case.params["a"]) + (0.0,) * (5 - len(case.params["a"]))
+        return g.GeneralNonlinearStepper(d, L, n, dt, linear_coefficients=a,
+                                         nonlinear_coefficients=(0, case.params["b1"], 0),
+                                         order=order)
     if kind == "fisher":
         return g.GeneralPolynomialStepper(d, L, n, dt, linear_coefficients=(20.0, 0, 0.004, 0, 0),
                                           polynomial_coefficients=(0, 0, -20.0), order=order)
