@@ -229,6 +229,25 @@ def test_budget_stop_on_evaluations_keeps_best_so_far(tmp_path):
     assert "Stopped early" in (tmp_path / "run" / "report.md").read_text()
 
 
+@pytest.mark.parametrize("max_evals, proposals, cut", [
+    (3, 0, [("proposals", 0, J)]),
+    (4, 1, [("proposals", 1, J[1:]), ("nominations", 0, J)]),
+    (5, 2, [("proposals", 2, J[2:]), ("nominations", 0, J)])])
+def test_judges_are_not_asked_for_patches_the_budget_cannot_run(tmp_path, max_evals, proposals,
+                                                                cut):
+    """(bridge review, issue 27) Round 1 spends 3 evaluations on its nominees (g2, g3 and g3's
+    debugged copy). With k evaluations left, only the first k judges are asked for a patch;
+    with none left, none is asked, and the next round asks for no nomination either: each call
+    would be paid for a solver that cannot run. The search ends as a budget stop, as before."""
+    store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                     MarkerEvaluator(), candidates=3, max_rounds=3, rejudge_cycles=1,
+                     max_evals=max_evals)
+    assert res.status == "budget_stop" and store.summary()["feedback_evaluations"] == max_evals
+    tags = calls_by_tag(store)
+    assert tags.get("judge.propose", 0) == proposals and tags["judge.nominate"] == 3
+    assert [(e["step"], e["evals_left"], e["judges"]) for e in store.events("calls_cut")] == cut
+
+
 def test_budget_stop_on_tokens_during_analysis(tmp_path):
     store, res = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
                      MarkerEvaluator(), candidates=3, max_tokens=500)

@@ -382,6 +382,8 @@ class Tournament:
     async def round(self, cycle: int, rnd: int, stale: int = 0) -> int:
         """One round; returns how many judges declined to modify."""
         info = self.info(cycle, rnd, stale)
+        if info.evals_left == 0:  # nothing a nomination or a patch asks for could run
+            self._spent(cycle, rnd, "nominations", [j.name for j in self.judges])
         for j in self.judges:
             j.observe(info)
         visible = self.ranked([self.entry(c) for c in self.pool])
@@ -467,9 +469,29 @@ class Tournament:
             await self.evaluate(child, judge, rnd, cycle,
                                 f"patch of {', '.join(child.parents)} by {judge.name}")
 
-        await gather_all(turn(i, j, n.nominee) for i, (j, n) in enumerate(zip(self.judges, noms)))
+        turns = list(enumerate(zip(self.judges, noms)))
+        left = info.evals_left
+        if left is not None and left < len(turns):
+            # a proposal is a model call for one evaluation: past the evaluations left, a
+            # judge's patch could not run (judges in their order; none asked with none left)
+            cut = [j.name for _, (j, _) in turns[left:]]
+            if left == 0:
+                self._spent(cycle, rnd, "proposals", cut)
+            self.store.event("calls_cut", cycle=cycle, round=rnd, step="proposals",
+                             evals_left=left, judges=cut)
+            turns = turns[:left]
+        await gather_all(turn(i, j, n.nominee) for i, (j, n) in turns)
         self._sort_pool()
         return len(declined)
+
+
+    def _spent(self, cycle: int, rnd: int, step: str, judges: list[str]) -> None:
+        """No evaluation left: the judges are not asked (their calls would be paid for
+        nothing), and the search ends as when an evaluation finds the budget spent."""
+        self.store.event("calls_cut", cycle=cycle, round=rnd, step=step, evals_left=0,
+                         judges=judges)
+        raise BudgetExceeded(f"evaluation budget spent: {self.s.max_evals} solver evaluations"
+                             " (--max-evals)")
 
 
 def _apply(proposal, code: str) -> str:
