@@ -141,3 +141,66 @@ def test_solve_stops_at_the_stated_floor_and_says_whose_number_it_is(tmp_path, d
     assert summary["feedback_evaluations"] < 8
     report = (tmp_path / "runs" / "r" / "report.md").read_text()
     assert "as the data file states it" in report and "instructions" not in report
+
+
+def _audit_result(distance: float, own: float):
+    """A cached audit of the two dev samples: the reference ``distance`` from the converged
+    solution, whose convergence check bounds its own error by ``own``."""
+    from pdesharp.audit.core import AuditResult
+    from pdesharp.audit.records import AuditReport, ConvergenceCheck, SampleAudit
+
+    report = AuditReport(
+        task="advection", task_fingerprint="-", data_file="dev", data_sha256="-", samples=[0, 1],
+        method="written by the test", reference_error=distance, reference_error_max=distance,
+        float32_floor=1e-8,
+        per_sample=[SampleAudit(index=i, reference_error=distance, float32_floor=1e-8)
+                    for i in (0, 1)],
+        convergence=ConvergenceCheck(primary="4x", check="2x", samples=[0, 1],
+                                     difference=own, max_difference=own, estimated_error=own))
+    return AuditResult(report, None)
+
+
+@pytest.mark.parametrize("distance, own, taken", [
+    (2.7e-7, 1.4e-4, False),  # APEBench 1D Burgers' audit: the 4x grid's own error measured
+    (3.9e-10, 8.2e-10, False),  # APEBench KdV's: the check's difference above the distance
+    (2.0e-6, 1.0e-6, True),  # at the bound: the reference's error is within 1e-6 .. 3e-6
+    (2.1e-4, 3.0e-10, True)])  # PDEBench Burgers': resolved by six orders of magnitude
+def test_an_audit_that_does_not_resolve_the_references_error_gives_no_floor(
+        dev, monkeypatch, distance, own, taken):
+    """The audit measures the distance d between the reference and its converged solution, whose
+    own error its convergence check bounds by b: the reference's error is d -+ b. Unless
+    b <= d / 2, d may be the converged solution's own error (APEBench 1D Burgers: d = 2.7e-7
+    from a 4x grid whose check gave b = 1.4e-4, for a reference accurate to 1e-10; the run
+    stopped at a floor of 2.9e-7). The file's own statement is taken instead."""
+    _stating(dev, 2.5e-9)
+    monkeypatch.setattr(runs, "cached_audit", lambda *a, **k: _audit_result(distance, own))
+    audit, reason = runs.find(load_task("advection"), DevFile(dev), "auto")
+    if taken:
+        assert audit.source == "audit" and audit.reference_error == distance and reason == ""
+        assert _audit_result(distance, own).report.own_error == distance
+        return
+    assert audit.source == "stated" and audit.reference_error == 2.5e-9
+    assert "does not resolve the reference's error" in reason
+    assert f"{distance:.2e}" in reason and f"{own:.2e}" in reason
+    assert _audit_result(distance, own).report.own_error is None  # no statement in the report
+    from pdesharp.audit.present import summary_lines
+
+    assert any("not resolved" in line for line in summary_lines(_audit_result(distance, own)
+                                                                  .report))
+
+
+@pytest.mark.parametrize("distance, own, stated", [(2.7e-7, 1.4e-4, 2.7e-7 + 1.4e-4),
+                                                   (2.1e-4, 3.0e-10, 2.1e-4)])
+def test_a_generated_files_statement_from_an_unresolving_audit_is_its_bound(
+        monkeypatch, distance, own, stated):
+    """A generator without a resolution knob states the audit's measurement as the file's error
+    (``estimate_by_audit``). Where the audit does not resolve it, the reference's error is only
+    known to be at most d + b: that bound is stated, and said to be one."""
+    from pdesharp.audit import core
+    from pdesharp.data.generate import accuracy
+
+    monkeypatch.setattr(core, "audit_file", lambda *a, **k: _audit_result(distance, own))
+    monkeypatch.setattr("pdesharp.audit.audit_file", core.audit_file)
+    est = accuracy.estimate_by_audit(load_task("advection"), "dev.hdf5", 2, 1e-3)
+    assert est.estimate == pytest.approx(stated, rel=1e-12)
+    assert ("upper bound" in est.method) == (stated != distance)

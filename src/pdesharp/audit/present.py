@@ -43,6 +43,10 @@ def summary_lines(report: AuditReport) -> list[str]:
         lines.append(f"  convergence check: {c.check}: difference {_e(c.difference)} "
                      f"(worst {_e(c.max_difference)}) on {len(c.samples)} sample(s); estimated "
                      f"error of the converged solution {_e(c.estimated_error)}")
+        if not report.resolved:
+            lines.insert(3, f"  not resolved: the converged solution's own error estimate "
+                            f"{_e(c.estimated_error)} is not below half of the reference "
+                            "error measured against it; runs take no floor from this audit")
     for x in report.cross_checks:
         lines.append(f"  cross-check, {x.name}: difference {_e(x.difference)} "
                      f"(worst {_e(x.max_difference)}) over {len(x.frames)} frame(s)")

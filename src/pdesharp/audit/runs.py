@@ -36,7 +36,7 @@ import numpy as np
 
 from pdesharp.audit.core import AuditResult, audit_with_cache, cached_audit, file_samples
 from pdesharp.audit.lines import report_lines  # noqa: F401 - re-exported
-from pdesharp.audit.records import AuditReport
+from pdesharp.audit.records import AuditReport, resolves
 from pdesharp.audit.solutions import stacked
 from pdesharp.data.reference import sample_indices
 from pdesharp.synthesis import run_rule
@@ -193,6 +193,11 @@ def _measured(task: Task, evaluator, mode: str, progress=None, round_off: float 
     conv = result.converged_for(indices)
     if error is None:
         return None, f"the cached audit of {path} does not cover the run's samples"
+    c = result.report.convergence
+    if not resolves(error, c):
+        return None, (f"the audit does not resolve the reference's error: it measured "
+                      f"{error:.2e} between the reference and its converged solution, whose "
+                      f"own error its convergence check bounds only by {c.estimated_error:.2e}")
     names = task.solver.returns
     converged = stacked(task, conv) if conv is not None and all(n in conv for n in names) else None
     return RunAudit(report=result.report, path=str(result.path or ""), indices=indices,

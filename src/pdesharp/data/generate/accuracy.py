@@ -218,9 +218,17 @@ def estimate_by_audit(task: Any, path, check_samples: int, tolerance: float,
         return not_estimated(f"the generator has no resolution knob and the audit cannot "
                              f"solve this task ({report.reason})", tolerance)
     est = float(report.reference_error)
+    worst = float(report.reference_error_max or est)
+    bound = ""
+    if not report.resolved:  # the distance may be the converged solution's own error: a bound
+        b = report.convergence.estimated_error
+        est, worst = est + b, worst + b
+        bound = (f", plus {b:.2e}, the converged solution's own error estimate (the audit "
+                 "does not resolve the error below that: an upper bound)")
     return ErrorEstimate(
-        estimate=est, estimate_max=float(report.reference_error_max or est),
+        estimate=est, estimate_max=worst,
         tolerance=tolerance, met=bool(est <= tolerance),
         method=(f"nRMSE of the written samples {report.samples} from the audit's converged "
-                f"solution ({report.method}); the generator's scheme is fixed by design"),
+                f"solution ({report.method}){bound}; the generator's scheme is fixed by "
+                "design"),
         samples=list(report.samples))
