@@ -204,3 +204,14 @@ def test_a_generated_files_statement_from_an_unresolving_audit_is_its_bound(
     est = accuracy.estimate_by_audit(load_task("advection"), "dev.hdf5", 2, 1e-3)
     assert est.estimate == pytest.approx(stated, rel=1e-12)
     assert ("upper bound" in est.method) == (stated != distance)
+
+
+@pytest.mark.parametrize("distance, own", [(float("nan"), 1e-9), (float("inf"), 1e-9),
+                                           (1e-6, float("nan"))])
+def test_a_cached_audit_with_no_finite_numbers_gives_no_floor(dev, monkeypatch, distance, own):
+    """A broken (or hand-edited) audit cache entry is data: a non-finite distance or error
+    estimate resolves nothing, and the run falls back to the file's statement."""
+    _stating(dev, 2.5e-9)
+    monkeypatch.setattr(runs, "cached_audit", lambda *a, **k: _audit_result(distance, own))
+    audit, reason = runs.find(load_task("advection"), DevFile(dev), "auto")
+    assert audit.source == "stated" and "does not resolve" in reason

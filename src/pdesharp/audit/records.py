@@ -7,6 +7,7 @@ divided by the RMS of the converged solution, then averaged over the samples.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,8 +86,9 @@ RESOLVED = 0.5
 def resolves(error: float | None, convergence: ConvergenceCheck | None) -> bool:
     """Does a measured reference error ``error`` stand clear of the converged solution's own
     error estimate (:data:`RESOLVED`)? No convergence record: nothing says otherwise."""
-    return error is not None and (convergence is None
-                                  or convergence.estimated_error <= RESOLVED * error)
+    if error is None or not math.isfinite(error):  # a broken or hostile cache entry
+        return False
+    return convergence is None or convergence.estimated_error <= RESOLVED * error
 
 
 class AuditReport(_Record):
