@@ -354,6 +354,10 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
         n = len(store.events(kind))
         if n:
             lines.append(f"- {kind.replace('_', ' ')}: {n} event(s)")
+    cut = store.events("calls_cut")
+    if cut:  # the tournament's: judges not asked for what the evaluation budget could not run
+        asked = sum(len(e.get("judges", [])) for e in cut)
+        lines.append(f"- judge calls not made (no evaluation left to run their answer): {asked}")
     if reporter_model is not None and analysis is not None and final.get("best_id"):
         narrative = await _narrative(task, store, analysis, reporter_model, rows, rounds, final)
         if narrative:

@@ -246,6 +246,9 @@ def test_judges_are_not_asked_for_patches_the_budget_cannot_run(tmp_path, max_ev
     tags = calls_by_tag(store)
     assert tags.get("judge.propose", 0) == proposals and tags["judge.nominate"] == 3
     assert [(e["step"], e["evals_left"], e["judges"]) for e in store.events("calls_cut")] == cut
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert f"- judge calls not made (no evaluation left to run their answer): " \
+           f"{sum(len(j) for _, _, j in cut)}" in report
 
 
 def test_budget_stop_on_tokens_during_analysis(tmp_path):
