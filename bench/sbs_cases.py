@@ -232,7 +232,8 @@ CASES: list[Case] = [
 ]
 
 BY_NAME = {c.name: c for c in CASES}
-QUICK = ("ape_adv1d", "ape_kdv1d", "ape_fisher1d", "ape_sh2d", "pp_heat2d", "pp_allen_cahn2d")
+QUICK = ("ape_adv1d", "ape_kdv1d", "ape_fisher1d", "ape_burgers1d", "ape_ks1d", "ape_sh2d",
+         "pp_heat2d", "pp_allen_cahn2d")
 
 
 def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
