@@ -383,7 +383,7 @@ class Tournament:
         """One round; returns how many judges declined to modify."""
         info = self.info(cycle, rnd, stale)
         if info.evals_left == 0:  # nothing a nomination or a patch asks for could run
-            self._spent(cycle, rnd, "nominations", [j.name for j in self.judges])
+            self._asked(0, cycle, rnd, "nominations")
         for j in self.judges:
             j.observe(info)
         visible = self.ranked([self.entry(c) for c in self.pool])
@@ -469,29 +469,25 @@ class Tournament:
             await self.evaluate(child, judge, rnd, cycle,
                                 f"patch of {', '.join(child.parents)} by {judge.name}")
 
-        turns = list(enumerate(zip(self.judges, noms)))
-        left = info.evals_left
-        if left is not None and left < len(turns):
-            # a proposal is a model call for one evaluation: past the evaluations left, a
-            # judge's patch could not run (judges in their order; none asked with none left)
-            cut = [j.name for _, (j, _) in turns[left:]]
-            if left == 0:
-                self._spent(cycle, rnd, "proposals", cut)
-            self.store.event("calls_cut", cycle=cycle, round=rnd, step="proposals",
-                             evals_left=left, judges=cut)
-            turns = turns[:left]
-        await gather_all(turn(i, j, n.nominee) for i, (j, n) in turns)
+        asked = self._asked(info.evals_left, cycle, rnd, "proposals")
+        await gather_all(turn(i, j, n.nominee)
+                         for i, (j, n) in enumerate(zip(self.judges[:asked], noms)))
         self._sort_pool()
         return len(declined)
 
-
-    def _spent(self, cycle: int, rnd: int, step: str, judges: list[str]) -> None:
-        """No evaluation left: the judges are not asked (their calls would be paid for
-        nothing), and the search ends as when an evaluation finds the budget spent."""
-        self.store.event("calls_cut", cycle=cycle, round=rnd, step=step, evals_left=0,
-                         judges=judges)
-        raise BudgetExceeded(f"evaluation budget spent: {self.s.max_evals} solver evaluations"
-                             " (--max-evals)")
+    def _asked(self, left: int | None, cycle: int, rnd: int, step: str) -> int:
+        """How many judges, first in their order, to ask for a step's calls with ``left``
+        evaluations left: each asks for a solver to run, and a call past them would be paid for
+        nothing. With none left none is, and the search ends as when an evaluation finds the
+        budget spent."""
+        if left is None or left >= len(self.judges):
+            return len(self.judges)
+        self.store.event("calls_cut", cycle=cycle, round=rnd, step=step, evals_left=left,
+                         judges=[j.name for j in self.judges[left:]])
+        if left == 0:
+            raise BudgetExceeded(f"evaluation budget spent: {self.s.max_evals} solver "
+                                 "evaluations (--max-evals)")
+        return left
 
 
 def _apply(proposal, code: str) -> str:
