@@ -240,6 +240,9 @@ def run_case(case: Case, args, key: str) -> dict:
     store = args.work / "results.json"  # --reuse-sweep: the last run's library points
     old = [r for r in json.loads(store.read_text()) if r["case"] == case.name and r["points"]] \
         if args.reuse_sweep and store.exists() else []
+    if old and old[0].get("reference") != ref_meta:  # scored against another reference
+        log(f"{case.name}: the reference changed since the last sweep: sweeping again")
+        old = []
     if old:
         points, groups = old[0]["points"], {}  # only the pairs are new
         log(f"{case.name}: {case.library} points of the last sweep")
