@@ -204,3 +204,33 @@ def test_a_move_measured_to_lose_accuracy_is_not_tried_again(shear):
     judge.observe(RoundInfo(cycle=0, round=3, max_rounds=4, cycles=2, best_score=s2))
     asyncio.run(judge.nominate(task, analysis, pool))
     assert asyncio.run(judge.propose(task, g2, pool, "nrmse")).title == "REFINE -> 4"
+
+
+@pytest.mark.parametrize("chain, first", [(True, "REFINE -> 4"), (False, "CFL -> 0.025")])
+def test_a_bound_sharpened_by_two_steps_in_a_row_rules_the_next_step_out(shear, chain, first):
+    """1D conservative Kuramoto-Sivashinsky (accuracy), on a 2x grid: CFL 0.2 -> 0.1 -> 0.05
+    scored 6.457e-7, 5.293e-8, 2.915e-8. Halving the step again is bounded by the last change,
+    2.378e-8, which could move 2.915e-8 by more than the 10 % that counts (2.9e-9), so the
+    rejudging cycle spent its round on CFL 0.025 (2.96e-8) and the search stopped there, the
+    finer grid untried. The two changes in a row, 5.928e-7 then 2.378e-8, fell by 24.9: the
+    next is predicted 2.378e-8 / 24.9 = 9.5e-10, under 2.9e-9, and the grid comes first. With
+    only the last change measured the bound stands and the step is tried."""
+    task, analysis, p, _ = shear
+    fam = family("spectral")
+    d = next(x for x in candidate_designs(p) if x.family == "spectral").with_(
+        INTEGRATOR="etdrk4", REFINE=2)
+    runs = {"a": (d.with_(CFL=0.2), 6.457e-7), "b": (d.with_(CFL=0.1), 5.293e-8),
+            "c": (d.with_(CFL=0.05), 2.915e-8)}
+    if not chain:
+        del runs["a"]
+    base, score = runs["c"]
+    got = predicted_change(fam, p, base, "CFL", 0.025, list(runs.values()), score)
+    assert got == pytest.approx(2.378e-8 / (5.9277e-7 / 2.378e-8) if chain else 2.378e-8,
+                                rel=1e-3)  # the scores' four digits
+    assert below_resolution(got, score, 0.9) == chain
+    pool = _pool(task, p, runs)
+    judge = BuiltinJudge(name="judge-1")
+    judge.observe(RoundInfo(cycle=1, round=1, max_rounds=4, cycles=2, best_score=score))
+    asyncio.run(judge.nominate(task, analysis, pool))
+    top = next(e for e in pool if e.candidate.id == "c")
+    assert asyncio.run(judge.propose(task, top, pool, "nrmse")).title == first
