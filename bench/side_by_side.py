@@ -36,7 +36,8 @@ on a quiet machine, so on one that ratio flatters pdesharp's single-threaded Num
 
 Per case it prints pdesharp's accuracy and warm/cold times, the library's time at that accuracy
 (log-log interpolation along its front; at its best accuracy when it cannot reach pdesharp's, and
-by how much it misses), and the ratios pdesharp / library. It writes ``results.json`` and
+by how much it misses; at the reference's own error when pdesharp's is below it: a lower nRMSE
+there measures agreement with the reference's errors), and the ratios pdesharp / library. It writes ``results.json`` and
 ``fronts.png`` into the work folder. Absolute times are context; the ratios are the result.
 """
 
@@ -270,8 +271,13 @@ def run_case(case: Case, args, key: str) -> dict:
             rows.append({"objective": obj, "failed": True})
             continue
         err = mine[0]["nrmse"]
-        _, bw, _ = at_accuracy(fw, err, "warm")
-        _, bc, _ = at_accuracy(fc, err, "cold")
+        # below the reference's own error a lower nRMSE is agreement with the reference's
+        # errors, not with the PDE's solution (the floor a run stops at): both sides are
+        # compared at that error at least (1D Burgers: pdesharp 4.8e-11, exponax 3.4e-15 on
+        # the reference's own grid and steps, for a reference 1.1e-10 from the solution)
+        goal = max(err, reference_error(ref_meta))
+        _, bw, _ = at_accuracy(fw, goal, "warm")
+        _, bc, _ = at_accuracy(fc, goal, "cold")
         bracket = {json.dumps([p["config"], p["refine"]], sort_keys=True): p for p in bw + bc}
         again = {k: [] for k in bracket}
         for _ in range(args.repeat - 1):  # pairs: pdesharp, then each bracketing library point
@@ -284,9 +290,9 @@ def run_case(case: Case, args, key: str) -> dict:
             p["cold"] = statistics.median(q["cold"] for q in runs)
             p["warm_cpu"] = statistics.median(q["warm_cpu"] for q in runs)
         fw, fc = front(points, "warm"), front(points, "cold")
-        lib_w, _, reached = at_accuracy(fw, err, "warm")
-        lib_c, _, _ = at_accuracy(fc, err, "cold")
-        lib_cpu, _, _ = at_accuracy(front(points, "warm_cpu"), err, "warm_cpu")
+        lib_w, _, reached = at_accuracy(fw, goal, "warm")
+        lib_c, _, _ = at_accuracy(fc, goal, "cold")
+        lib_cpu, _, _ = at_accuracy(front(points, "warm_cpu"), goal, "warm_cpu")
         ok = [m for m in mine if not m.get("failed")]
         warm = statistics.median(m["warm"] for m in ok)
         cold = statistics.median(m["cold"] for m in ok)
@@ -362,7 +368,9 @@ def table(results: list[dict]) -> str:
             if row.get("evaluator_per_sample"):
                 note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
             own = reference_error(r.get("reference", {}))
-            if own and row["nrmse"] < 3 * own:  # at the reference's floor: below it is noise
+            if own and row["nrmse"] < own:  # compared there (run_case)
+                note += f"; below the reference's own error ({own:.1e}): compared at it"
+            elif own and row["nrmse"] < 3 * own:  # at the reference's floor: below it is noise
                 note += f"; within 3x of the reference's own error (~{own:.1e})"
             lines.append(
                 f"| {r['case']} | {row['objective']} | {row['nrmse']:.2e} | {row['warm']:.2e} |"
