@@ -20,8 +20,8 @@ from pdesharp.store import RunStore
 from pdesharp.synthesis.judges import listing
 from pdesharp.task import load_task
 
-from pipeline_scripts import (MarkerEvaluator, calls, js, nominate, patch, prompts, shift,
-                              systems)
+from pipeline_scripts import (CRASH, MarkerEvaluator, calls, js, nominate, patch, prompts,
+                              shift, systems)
 
 
 def everything(store) -> str:
@@ -363,6 +363,25 @@ def test_reporter_sees_the_whole_scored_pool(tmp_path):
         assert f"{cid} " in prompt and f"{result.nrmse:.3e}" in prompt
     assert "#1 " + res.best_id in prompt
     assert (store.dir / "narrative.md").read_text().strip() == "Narrative written by the test."
+
+
+def test_reporter_says_a_failed_solver_failed_and_gives_it_no_time(tmp_path):
+    """(bridge review, issue 27) A solver that crashed was listed to the reporter by its status
+    alone ("nan g2 ...; nRMSE -, 0.274 s/sample"), with the time until it failed as if it
+    were a time per sample."""
+    gen = [(shift(0.5), "half"), (CRASH, "crashes")]
+    rules = rules_for("numerical", gen, [
+        {"tag": "judge.nominate", "context": f"You are {J[0]},", "reply": nominate("g2")},
+        {"tag": "judge.nominate", "reply": nominate("g1")},
+        {"tag": "judge.propose", "reply": "NO_CHANGE"}])
+    store, res = run(tmp_path, rules, MarkerEvaluator(), candidates=2, max_rounds=1,
+                     rejudge_cycles=0, debug_attempts=0)
+    assert store.result_for("g2", "dev", "nrmse").status == "error"
+    prompt = prompts(store, "reporter")[0]
+    line = next(x for x in prompt.splitlines() if " g2 " in x)
+    assert line.startswith("- failed (error) g2 (crashes): genesis") and "/sample" not in line
+    assert line.endswith("; no nRMSE, no time")
+    assert next(x for x in prompt.splitlines() if " g1 " in x).startswith("- #1 g1 (half)")
 
 
 # -- 9. stop reason and the evaluations journal ----------------------------------------------
