@@ -382,6 +382,9 @@ def test_reporter_says_a_failed_solver_failed_and_gives_it_no_time(tmp_path):
     assert line.startswith("- failed (error) g2 (crashes): genesis") and "/sample" not in line
     assert line.endswith("; no nRMSE, no time")
     assert next(x for x in prompt.splitlines() if " g1 " in x).startswith("- #1 g1 (half)")
+    # with no debugging attempts the judges are told so, not "up to 0 debugging attempts"
+    told = " ".join(systems(store, "judge.nominate")[0].split())
+    assert "fails to execute is not debugged in this run" in told and "up to 0" not in told
 
 
 # -- 9. stop reason and the evaluations journal ----------------------------------------------

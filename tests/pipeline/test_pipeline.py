@@ -17,7 +17,7 @@ from pdesharp.store import RunStore
 from pdesharp.task import load_task
 
 from pipeline_scripts import (CRASH, MarkerEvaluator, analysis_replies, genesis_reply, js, nominate,
-                      patch, shift)
+                      patch, shift, systems)
 
 J = ["judge-1", "judge-2", "judge-3"]
 
@@ -249,6 +249,10 @@ def test_judges_are_not_asked_for_patches_the_budget_cannot_run(tmp_path, max_ev
     report = (tmp_path / "run" / "report.md").read_text()
     assert f"- judge calls not made (no evaluation left to run their answer): " \
            f"{sum(len(j) for _, _, j in cut)}" in report
+    # and the judges are told so (the bridge review: judge-3 was skipped without a word)
+    told = " ".join(systems(store, "judge.nominate")[0].split())
+    assert "With fewer evaluations left than judges when the modifications are asked for, only " \
+           "that many judges are asked, in their order (judge-1 first)" in told
 
 
 def test_budget_stop_on_tokens_during_analysis(tmp_path):
