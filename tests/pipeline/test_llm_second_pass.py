@@ -385,6 +385,8 @@ def test_reporter_says_a_failed_solver_failed_and_gives_it_no_time(tmp_path):
     # with no debugging attempts the judges are told so, not "up to 0 debugging attempts"
     told = " ".join(systems(store, "judge.nominate")[0].split())
     assert "fails to execute is not debugged in this run" in told and "up to 0" not in told
+    assert re.search(r"costs at most 6 evaluations\.\n- Ranking",
+                     systems(store, "judge.nominate")[0])  # its own line (the bridge review)
 
 
 # -- 9. stop reason and the evaluations journal ----------------------------------------------
