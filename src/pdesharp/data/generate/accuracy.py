@@ -220,7 +220,8 @@ def estimate_by_audit(task: Any, path, check_samples: int, tolerance: float,
     est = float(report.reference_error)
     worst = float(report.reference_error_max or est)
     bound = ""
-    if not report.resolved:  # the distance may be the converged solution's own error: a bound
+    if not report.resolved and report.convergence is not None:  # the distance may be the
+        # converged solution's own error: a bound
         b = report.convergence.estimated_error
         est, worst = est + b, worst + b
         bound = (f", plus {b:.2e}, the converged solution's own error estimate (the audit "
