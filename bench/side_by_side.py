@@ -37,8 +37,9 @@ on a quiet machine, so on one that ratio flatters pdesharp's single-threaded Num
 Per case it prints pdesharp's accuracy and warm/cold times, the library's time at that accuracy
 (log-log interpolation along its front; at its best accuracy when it cannot reach pdesharp's, and
 by how much it misses; at the reference's own error when pdesharp's is below it: a lower nRMSE
-there measures agreement with the reference's errors), and the ratios pdesharp / library. It writes ``results.json`` and
-``fronts.png`` into the work folder. Absolute times are context; the ratios are the result.
+there measures agreement with the reference's errors), and the ratios pdesharp / library. It
+writes ``results.json`` and ``fronts.png`` into the work folder. Absolute times are context; the
+ratios are the result.
 """
 
 from __future__ import annotations
