@@ -204,20 +204,19 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
     judges = [LLMJudge(model(s), name=n, feedback=config.feedback, convergence=config.convergence,
                        facts=facts, code_budget=config.prompt_budget)
               for s, n in zip(judge_specs, JUDGE_NAMES)]
+    goal, timed = _goal(config)
     # Genesis calls are independent: let the endpoint's own concurrency limit pace them.
-    return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback,
-                                    goal=_goal(config, rule=False)),
+    return Roles(analyst=LLMAnalyst(main, facts=facts, feedback=config.feedback, goal=goal),
                  author=LLMAuthor(main, workers=max(8, config.workers), feedback=config.feedback,
-                                  facts=facts, mode=config.genesis, goal=_goal(config)),
+                                  facts=facts, mode=config.genesis, goal=timed),
                  judges=judges, reporter=main, models=list(cache.values()), facts=facts)
 
 
-def _goal(config: SolveConfig, rule: bool = True) -> str:
-    """The run's time objective in words, for Genesis with the time rule the judges apply ("" under
-    accuracy: the prompts are then the paper's)."""
+def _goal(config: SolveConfig) -> tuple[str, str]:
+    """The run's time objective in words, for the analysis, and for Genesis with the time rule
+    the judges apply ("" under accuracy: the prompts are then the paper's)."""
     r = Rule.of(config)
     if not r.objective.by_time:
-        return ""
+        return "", ""
     words = r.objective.words("nRMSE" if config.feedback == "nrmse" else "score")
-    return (f"{words}; time is the evaluator's solver time per sample, and {r.time_words()}"
-            if rule else words)
+    return words, f"{words}; time is the evaluator's solver time per sample, and {r.time_words()}"

@@ -35,7 +35,8 @@ class Capture:
 def _prompts(config: SolveConfig, n: int = 1, diverse: bool = False) -> list[str]:
     task = load_task("advection")
     model = Capture()
-    author = LLMAuthor(model, goal=_goal(config), mode="diverse" if diverse else "independent")
+    author = LLMAuthor(model, goal=_goal(config)[1],
+                       mode="diverse" if diverse else "independent")
     asyncio.run(author.write(task, ANALYSIS, n))
     return [" ".join(p.split()) for p in model.prompts]
 
@@ -87,8 +88,8 @@ def test_the_analysis_recommends_for_a_time_objective_and_keeps_the_papers_step_
     said = {}
     for objective in ("accuracy", "fastest-below:1e-4"):
         model = Replies()
-        asyncio.run(LLMAnalyst(model, goal=_goal(SolveConfig(objective=objective),
-                                                 rule=False)).analyse(task))
+        asyncio.run(LLMAnalyst(model, goal=_goal(SolveConfig(objective=objective))[0])
+                    .analyse(task))
         said[objective] = " ".join(model.prompts[-1].split())
         said[objective, "first"] = model.prompts[0]
     assert "recommend the scheme you consider most accurate for the cost, and list the key" \

@@ -36,17 +36,17 @@ def summary_lines(report: AuditReport) -> list[str]:
              + (f", first {report.frame_limit} frames" if report.frame_limit else "") + ")",
              f"  converged solution: {report.method}",
              f"  reference error (nRMSE of the reference against it, CodePDE's formula): "
-             f"{_e(report.reference_error)} mean, {_e(report.reference_error_max)} worst sample",
-             f"  float32 storage floor: {_e(report.float32_floor)}"] + stated
+             f"{_e(report.reference_error)} mean, {_e(report.reference_error_max)} worst sample"]
     c = report.convergence
+    if not report.resolved and c is not None:
+        lines.append(f"  not resolved: the converged solution's own error estimate "
+                     f"{_e(c.estimated_error)} is not below half of the reference error "
+                     "measured against it; runs take no floor from this audit")
+    lines += [f"  float32 storage floor: {_e(report.float32_floor)}"] + stated
     if c is not None:
         lines.append(f"  convergence check: {c.check}: difference {_e(c.difference)} "
                      f"(worst {_e(c.max_difference)}) on {len(c.samples)} sample(s); estimated "
                      f"error of the converged solution {_e(c.estimated_error)}")
-        if not report.resolved:
-            lines.insert(3, f"  not resolved: the converged solution's own error estimate "
-                            f"{_e(c.estimated_error)} is not below half of the reference "
-                            "error measured against it; runs take no floor from this audit")
     for x in report.cross_checks:
         lines.append(f"  cross-check, {x.name}: difference {_e(x.difference)} "
                      f"(worst {_e(x.max_difference)}) over {len(x.frames)} frame(s)")
