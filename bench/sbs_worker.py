@@ -13,6 +13,9 @@ solver alike):
   median, divided by the batch size, is the warm time per sample.
 The accuracy is the nRMSE (CodePDE's: per sample over all frames and fields, mean over
 samples) of the first solve's output against the reference, computed after all timing.
+
+A job with ``duel`` items times several solvers' warm calls in turns in one process (:func:`duel`):
+the warm ratio between them, round by round.
 """
 
 from __future__ import annotations
@@ -201,12 +204,50 @@ def one(job, case, base_import: float | None) -> dict:
             "fresh_process": base_import is None}
 
 
+def duel(job, case) -> dict:
+    """Warm times of several solvers in turns, in this one process (``job["duel"]``: items with
+    their own ``solver_kind``). Each is set up and solves the batch once (compiling, planning,
+    and the nRMSE of that output); then ``rounds`` rounds call each once in turn. This VM's
+    speed drifts by up to 2x over seconds (one NumPy product on [4, 107]: 0.85 against 1.6 us,
+    minutes apart, in one process), and separate processes timed back to back catch different
+    phases of it: adjacent calls in one process share one, so their ratio, round by round,
+    carries what the drift leaves out. Prints per item its per-sample time of every round."""
+    runs = []
+    for item in job["duel"]:
+        it = dict(job, **item)
+        data = np.load(it["inputs"])
+        w0, t, ref = data["w0"], data["t"], data["ref"]
+        runner = {"pdesharp": run_pdesharp, "exponax": lambda j, w, tt: run_exponax(j, case, w, tt),
+                  "py-pde": lambda j, w, tt: run_pypde(j, case, w, tt)}[it["solver_kind"]]
+        solve = runner(it, w0, t)[2]
+        first = solve()
+        stride, offset = it.get("stride", 1), it.get("offset", 0)
+        pred = first[(Ellipsis,) + (slice(offset, None, stride),) * case.dim]
+        ok = pred.shape == ref.shape and bool(np.all(np.isfinite(pred)))
+        runs.append({"solve": solve, "batch": w0.shape[1], "warm": [], "warm_cpu": [],
+                     "nrmse": nrmse(pred, ref) if ok else float("inf")})
+    rounds, most = int(job.get("rounds", 15)), float(job.get("max_seconds", 60))
+    start = time.perf_counter()
+    for r in range(rounds):
+        for run in runs:
+            s, c = time.perf_counter(), time.process_time()
+            run["solve"]()
+            run["warm"].append((time.perf_counter() - s) / run["batch"])
+            run["warm_cpu"].append((time.process_time() - c) / run["batch"])
+        if r >= 4 and time.perf_counter() - start > most:  # a slow pair: fewer rounds
+            break
+    return {"duel": [{k: v for k, v in run.items() if k != "solve"} for run in runs]}
+
+
 def main() -> None:
     job = json.loads(Path(sys.argv[1]).read_text())
     sys.path.insert(0, str(HERE))
     from sbs_cases import BY_NAME
 
     case = BY_NAME[job["case"]]
+    if job.get("duel"):
+        print(json.dumps(duel(job, case)), flush=True)
+        return
     base = None
     for item in job.get("items") or [job]:
         out = one(dict(job, **item), case, base)
