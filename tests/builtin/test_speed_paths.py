@@ -660,3 +660,37 @@ def test_spectral_larger_steps_stop_inside_rk4s_stability_limit_and_stay_accurat
     fine = _namespace(task, "spectral", CFL=0.1)["solver"](u0, t)
     assert np.all(np.isfinite(fast))
     assert np.max(np.abs(fast - fine)) < 1e-4
+
+
+def test_spectral_1d_transform_ufuncs_compute_numpy_fft_numbers_and_fall_back(monkeypatch):
+    # on a 1D grid the stages call numpy.fft's transform ufuncs directly (half the time of a
+    # call on small arrays): the solver's output is bitwise what numpy.fft's functions give,
+    # on even and odd grids; a NumPy without the private module, or with one that computes
+    # other numbers, gets numpy.fft itself (no failure, the same output)
+    import numpy.fft as npfft
+
+    task = _task("dt(u) + 0.5*dx(u**2) - 0.02*dx(u, 2)", span=(0.0, 0.3), frames=4)
+    t = np.linspace(0.0, 0.3, 4)
+    rng = np.random.default_rng(8)
+    for n in (30, 31):
+        u0 = rng.standard_normal((3, n))
+        ns = _namespace(task, "spectral")
+        fast = ns["solver"](u0, t)
+        vh, grid = ns["_init_state"]([u0], {})
+        transforms = ns["_cut"](grid)[2]
+        if hasattr(npfft, "_pocketfft_umath"):  # NumPy >= 2
+            assert isinstance(transforms, ns["_Ufuncs"])
+        plain = _namespace(task, "spectral")
+        plain["_pocket"] = lambda: npfft  # numpy.fft's functions
+        want = plain["solver"](u0, t)
+        assert np.all(np.isfinite(want)) and np.array_equal(fast, want)
+    ns = _namespace(task, "spectral")
+    monkeypatch.setattr(npfft, "_pocketfft_umath", None, raising=False)  # module gone
+    assert ns["_pocket"]() is npfft
+
+    class Wrong:  # a changed module: other numbers
+        def __getattr__(self, name):
+            return lambda a, fct, out: out.__setitem__(Ellipsis, 0) or out
+
+    monkeypatch.setattr(npfft, "_pocketfft_umath", Wrong())
+    assert ns["_pocket"]() is npfft

@@ -27,7 +27,7 @@ def _nonlinear_cut(g, t, grid, prm):
             grid["flux_terms"] = [(-1j * k, bool(np.any(A[a])))
                                   for a, k in enumerate(grid["kc"])]
         for a, (ik, linear) in enumerate(grid["flux_terms"]):
-            F = np.array(flux(W, grid["X"], t, prm, a))
+            F = _stacked(flux(W, grid["X"], t, prm, a))
             if linear:
                 F = F - A[a].reshape(shape) * W
             term = ik * _forward_cut(F, grid)
