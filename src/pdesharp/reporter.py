@@ -462,6 +462,7 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                         cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
+                    reference_error=facts.reference_error if facts is not None else None,
                     # at codepde, the round-off floor's rule without its value (facts.py)
                     objective_words=(final.get("objective_words") or "") if facts.full else
                     rule.words("nRMSE" if cfg.get("feedback", "nrmse") == "nrmse" else "score",

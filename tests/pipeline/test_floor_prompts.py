@@ -151,13 +151,37 @@ def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
     common = dict(title="t", **analysis_context(analysis), rounds=[], pool=pool, feedback="nrmse",
                   tie_tolerance=0.01, rule=Rule(floor=FLOOR), objective_words="",
                   winner_time={}, never=[], declined=[], end="", evals_used=2, eval_limit=None,
-                  best_id="E", best_title="", ancestry=[], justifications=[])
+                  best_id="E", best_title="", ancestry=[], justifications=[],
+                  reference_error=None)
     text = _flat(render("reporter", floor_in_force=True, **common))
     assert "E: genesis, cycle 0 round 1; nrmse 1.088e-03 (at or below the floor)" in text
     assert "F: genesis, cycle 0 round 1; nrmse 1.674e-03, 0.014 s" in text
     assert "the floor is in force" in text
     assert "did not affect the ranking" in _flat(render("reporter", floor_in_force=False,
                                                         **common))
+    # the floor's factor over the reference's own error, where the run knows that error (a
+    # bridge review read "a multiple of" as unstated): FLOOR = 1.21e-3 over 1.1e-3 is 1.1
+    told = _flat(render("reporter", floor_in_force=True, **dict(common, reference_error=1.1e-3)))
+    assert ("The reference floor is 1.210e-03 (1.1 × the reference data's own error against the"
+            " PDE, 1.100e-03)") in told
+    assert "a multiple of" in text and "a multiple of" not in told
+
+
+def test_the_judges_are_told_the_floor_factor_and_the_last_round():
+    from pdesharp.facts import TaskFacts
+
+    info = _info(None)
+    known = _flat(render("_rule", info=info, facts=TaskFacts(reference_error=1.1e-3)))
+    assert ("Reference floor: 1.210e-03, 1.1 × the reference data's own error against the PDE,"
+            " 1.100e-03 (from an audit") in known
+    for facts in (TaskFacts(), None):  # the error not known: the old words
+        assert "1.210e-03, a multiple of the reference data's own error" in _flat(
+            render("_rule", info=info, facts=facts))
+    # round 2 of at most 2 is the cycle's last; round 1 of 2 is not
+    last = RoundInfo(cycle=0, round=2, max_rounds=2, cycles=1)
+    assert "Round 2 of at most 2 (the last this cycle allows) in cycle 0" in _flat(
+        render("_state", info=last))
+    assert "the last this cycle allows" not in _flat(render("_state", info=info))
 
 
 def test_the_floor_widens_a_fastest_below_goal_only_when_the_target_is_below_it():
