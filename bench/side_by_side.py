@@ -29,8 +29,9 @@ initial-condition generators, py-pde's examples on boxes with walls):
    import + set-up + first batch; warm = per sample of the batch solved again, median);
 4. pairing: the winner and the library points that bracket its accuracy are run again in turns,
    ``--repeat`` times, each in a fresh process, and the medians of those runs give the times
-   and the cold ratio; the warm ratio comes from the winner and those points timed in turns in
-   one process, ``--duel-rounds`` rounds (sbs_worker.duel): the median of the rounds' ratios.
+   and the cold ratio; the warm ratio comes from the winner timed in turns with each of those
+   points in one process, ``--duel-rounds`` rounds (sbs_worker.duel): the median of the
+   rounds' ratios.
    This VM's speed drifts by up to 2x over seconds; separate processes catch different phases
    of it (1D KS: the winner 0.05-0.10 s/sample in four processes back to back, exponax
    0.040-0.046), adjacent calls share one. The separate processes' ratio is kept beside it.
@@ -227,42 +228,44 @@ def work_job(case, d, kind, config, refine=1, repeat=3, solver=None, call=None) 
 
 
 def duel(case, d, solver, call, bracket: list[dict], goal: float, rounds: int) -> dict | None:
-    """pdesharp's winner and the library points ``bracket`` (one, or the two that bracket
-    ``goal`` on the warm front) timed warm in turns in one process (sbs_worker.duel): per round
-    the winner's time over the library's at ``goal`` (log-log between the two, by their sweep
-    nRMSE), and the median and quartiles of those ratios. None if the worker failed."""
-    items = [{"solver_kind": "pdesharp", "solver": solver, "call": call, "config": {},
-              "inputs": str(inputs(case, d, 1)[0]), "stride": 1, "offset": 0}]
+    """pdesharp's winner timed warm in turns with each library point of ``bracket`` (one, or
+    the two that bracket ``goal`` on the warm front), one process per point (sbs_worker.duel;
+    one per point because a library's settings may not share a process: JAX's float64 switch
+    is global): per round the winner's time over the point's, then the library's time at
+    ``goal`` relative to the winner's, log-log between the two points by their sweep nRMSE.
+    The median and quartiles of the rounds' ratios; None if a worker failed."""
+    mine = {"solver_kind": "pdesharp", "solver": solver, "call": call, "config": {},
+            "inputs": str(inputs(case, d, 1)[0]), "stride": 1, "offset": 0}
+    per_point = []
     for p in bracket:
         npz, stride, offset = inputs(case, d, p["refine"])
-        items.append({"solver_kind": case.library, "config": p["config"], "inputs": str(npz),
-                      "stride": stride, "offset": offset})
-    path = d / f"duel_{os.getpid()}.json"
-    path.write_text(json.dumps({"case": case.name, "duel": items, "rounds": rounds}))
-    p = subprocess.run([sys.executable, str(HERE / "sbs_worker.py"), str(path)],
-                       capture_output=True, text=True, timeout=3600,
-                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
-    lines = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode != 0 or not lines:
-        log(f"  duel failed: {p.stderr.strip()[-300:]}")
-        return None
-    mine, *lib = lines[0]["duel"]
-    out = {"nrmse": mine["nrmse"], "rounds": len(mine["warm"])}
+        item = {"solver_kind": case.library, "config": p["config"], "inputs": str(npz),
+                "stride": stride, "offset": offset}
+        path = d / f"duel_{os.getpid()}.json"
+        path.write_text(json.dumps({"case": case.name, "duel": [mine, item], "rounds": rounds}))
+        run = subprocess.run([sys.executable, str(HERE / "sbs_worker.py"), str(path)],
+                             capture_output=True, text=True, timeout=3600,
+                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
+        lines = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{")]
+        if run.returncode != 0 or not lines:
+            log(f"  duel failed: {run.stderr.strip()[-300:]}")
+            return None
+        per_point.append(lines[0]["duel"])
+    out = {"nrmse": per_point[0][0]["nrmse"], "rounds": min(len(w[0]["warm"]) for w in per_point)}
     for key in ("warm", "warm_cpu"):
         ratios = []
-        for r, t in enumerate(mine[key]):
-            times = [q[key][r] for q in lib]
+        for r in range(out["rounds"]):
+            # log(library / winner) at each point this round, then along the front to goal
+            logs = [math.log(lib[key][r] / me[key][r]) for me, lib in per_point]
             if len(bracket) == 2:
                 a, b = bracket
                 x = (math.log(goal) - math.log(a["nrmse"])) / (math.log(b["nrmse"])
                                                               - math.log(a["nrmse"]))
-                at = math.exp(math.log(times[0]) + x * (math.log(times[1]) - math.log(times[0])))
-            else:
-                at = times[0]
-            ratios.append(t / at)
+                logs = [logs[0] + x * (logs[1] - logs[0])]
+            ratios.append(math.exp(-logs[0]))
         q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         out[key] = {"ratio": statistics.median(ratios), "quartiles": [q[0], q[2]],
-                    "mine": statistics.median(mine[key])}
+                    "mine": statistics.median(t for w in per_point for t in w[0][key])}
     return out
 
 
