@@ -1,4 +1,4 @@
-"""PDE-SHARP end to end: Analysis -> Genesis -> Synthesis -> final test evaluation -> report.
+"""PDE-SHARP end to end: reference audit -> Analysis -> Genesis -> Synthesis -> test -> report.
 
 Read :func:`solve` top to bottom: that is the whole method. The roles (who analyses, who writes
 candidates, who judges) are pluggable (:class:`Roles`; LLM roles or the built-in analyst), and
@@ -60,12 +60,11 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     store.eval_limit = config.max_evals
     run = _Run()
     try:
-        # 1. Analysis: five sequential questions; the route decides how Genesis writes code.
-        run.analysis = await analyse(task, config, store, roles, progress)
-        # 2. The reference: an audit of the dev data gives its own error against the PDE, which
-        #    every later prompt states, and the run's one rule (objective, ties, time margin,
-        #    the reference floor, else the data's round-off floor), by which every role ranks,
-        #    stops and picks (pdesharp.audit.runs, pdesharp.synthesis.ranking and run_rule).
+        # 1. The reference: an audit of the dev data gives its own error against the PDE, which
+        #    every prompt from the analysis on states (how fine a solver must be to reach it),
+        #    and the run's one rule (objective, ties, time margin, the reference floor, else
+        #    the data's round-off floor), by which every role ranks, stops and picks
+        #    (pdesharp.audit.runs, pdesharp.synthesis.ranking and run_rule).
         round_off = run_rule.data_round_off(evaluator)
         run.audit, run.audit_reason, floor = await reference_audit(task, config, evaluator,
                                                                    store, progress, round_off)
@@ -73,6 +72,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
             round_off=round_off))
         roles.know_reference(told_error(config, store), stated=reference_stated(store))
+        # 2. Analysis: five sequential questions; the route decides how Genesis writes code.
+        run.analysis = await analyse(task, config, store, roles, progress)
         # 3. Genesis: N candidate solvers, statically checked, none executed.
         candidates = await genesis(task, run.analysis, config, store, roles, progress)
         # 4. Synthesis: judged tournament rounds, then rejudging cycles with fresh contexts,

@@ -119,11 +119,16 @@ def test_the_winner_solves_the_pde_and_ties_codepde_best_of_n(sharp, codepde):
     assert best.solver_seconds / best.n_samples < rival["seconds_per_sample"] / 1.3
 
 
-def test_every_author_and_judge_prompt_states_the_reference_error(sharp):
+def test_every_analysis_author_and_judge_prompt_states_the_reference_error(sharp):
+    # the audit runs before the analysis: a bridge review found the analysis, which had not
+    # been told the reference's error, advising a grid far too coarse for it
     store, _, _, _, audit = sharp
     said = f"an audit measured their own error as nRMSE {audit.reference_error:.3e}"
-    later = [*calls(store, "genesis"), *calls(store, "judge.nominate")]
-    assert len(later) == 4 + 3
+    analysis = [m for step in ("classification", "analytical", "transformation",
+                               "decomposition", "stability")
+                for m in calls(store, f"analysis.{step}")]
+    later = [*analysis, *calls(store, "genesis"), *calls(store, "judge.nominate")]
+    assert len(analysis) == 5 and len(later) == 5 + 4 + 3
     for messages in later:
         text = " ".join(" ".join(m["content"].split()) for m in messages
                         if m["role"] != "assistant")

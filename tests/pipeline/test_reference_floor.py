@@ -105,9 +105,11 @@ def test_the_paper_set_up_states_the_reference_error_only_when_asked(tmp_path, a
         "SELECT messages FROM model_calls WHERE tag LIKE 'judge%' OR tag LIKE 'genesis%'")]
     assert later and all("an audit measured their own error as nRMSE 2.000e-03" in " ".join(
         m[0]["content"].split() + m[-1]["content"].split()) for m in later)
-    analysis = "".join(r[0] for r in store.db.execute(
-        "SELECT messages FROM model_calls WHERE tag LIKE 'analysis%'"))
-    assert "audit" not in analysis  # the analysis runs before the audit is looked up
+    # the audit is looked up before the analysis, which is told the error too
+    analysis = [json.loads(r[0]) for r in store.db.execute(
+        "SELECT messages FROM model_calls WHERE tag LIKE 'analysis%'")]
+    assert analysis and all("an audit measured their own error as nRMSE 2.000e-03" in " ".join(
+        " ".join(x["content"].split()) for x in m if x["role"] == "user") for m in analysis)
 
 
 def test_a_stated_error_is_told_as_the_files_own_not_as_an_audit(tmp_path, monkeypatch):
