@@ -130,6 +130,31 @@ def test_split_family_on_spectra_equals_the_frame_loop():
                 assert np.abs(fast - loop).max() <= 1e-13, axes
 
 
+def test_split_family_merges_the_source_half_steps_between_equal_frames():
+    # equal frames: the half steps at a frame's end and the next one's start are one exact
+    # source step, and the frames' closing half steps one call on the stack: the same Strang
+    # splitting as the frame loop (round-off apart), with n source calls a frame, not n + 1
+    t = np.linspace(0.0, 0.08, 6)
+    rng = np.random.default_rng(7)
+    for task, shape in ((_task("dt(u) - 0.01*dx(u, 2) - 5*u*(1 - u)"), (3, 40)),
+                        (_task("dt(u) - 0.01*(dx(u, 2) + dy(u, 2)) - 5*u*(1 - u)",
+                               space=("x", "y")), (2, 16, 12))):
+        u0 = 0.5 + 0.4 * np.tanh(rng.standard_normal(shape))
+        for split_dt, n in ((np.inf, 1), (0.004, 4)):
+            ns = _namespace(task, "split", SYMBOL="spectral", SPLIT_DT=split_dt)
+            calls = []
+            exact = ns["source_exact"]
+            ns["source_exact"] = lambda q, tau, X, prm: calls.append(q.shape) or exact(
+                q, tau, X, prm)
+            fast = ns["_evolve"]([u0], t, {})[0]
+            assert len(calls) == 5 * n + 1 and calls[-1] == (shape[0], 5) + shape[1:]
+            loop = ns["_evolve_frames"]([u0], t, {})[0]
+            assert len(calls) - (5 * n + 1) == 5 * (n + 1)  # the frame loop: n + 1 a frame
+            assert fast.shape == loop.shape and np.array_equal(fast[:, 0], u0)
+            # a few roundings of the logistic flow and the propagator: 1e-13 of O(1) values
+            assert np.abs(fast - loop).max() <= 1e-13, (split_dt, shape)
+
+
 def test_split_dense_diffusion_equals_the_fft_path_where_it_applies():
     # on small 1D grids the exact diffusion is a product with the dense circulant propagator:
     # the FFT path's operator, so the same numbers up to round-off; taken only where the

@@ -297,6 +297,27 @@ def _advance_to(U, t0, t1, grid, prm):
 # the bench's worker): 0.79-1.30 ms per sample by D S D products, 0.65-1.22 by S D S.
 EVOLVE_SPECTRAL = EVOLVE.replace("def _evolve(", "def _evolve_frames(") + '''
 
+def _strang_frames(U, t0, span, frames, grid, prm):
+    """Equal frames of n equal Strang steps S(h/2) D(h) S(h/2) each, [var, B, T, N...]: the
+    source half steps at a frame's end and the next one's start are one step S(h) (the local
+    ODE's flow: autonomous and exact here), so the run carries Y = S(h/2)^-1 of the frame, and
+    the frames are S(h/2) Y of every frame at once, one pointwise call on the stack: n source
+    steps a frame, not n + 1 (Fisher-KPP, one step a frame: a third fewer calls)."""
+    n = max(1, int(np.ceil(span / SPLIT_DT - 1e-9))) if np.isfinite(SPLIT_DT) else 1
+    h = span / n
+    Y, owed = _react(U, t0, 0.5 * h, grid, prm), []
+    for j in range(frames):
+        for i in range(n):
+            Y = _diffuse(Y, h, grid, prm)
+            if i < n - 1:
+                Y = _react(Y, t0 + (j * n + i + 0.5) * h, h, grid, prm)
+        owed.append(Y)
+        if j < frames - 1:
+            Y = _react(Y, t0 + (j + 1) * span - 0.5 * h, h, grid, prm)
+    late = _react(np.stack(owed, axis=2), t0, 0.5 * h, grid, prm)
+    return np.concatenate([U[:, :, None], late], axis=2)
+
+
 def _evolve(W0, t_coordinate, prm):
     """The frames by equal Strang steps per output interval (see the block's comment); with a
     flux or a source step that bounds the step, the frame loop."""
@@ -308,14 +329,20 @@ def _evolve(W0, t_coordinate, prm):
         W0 = [np.take(w, np.arange(w.shape[ax] - 1), axis=ax) for w in W0]
     t_coordinate = np.asarray(t_coordinate, dtype=np.float64)
     U, grid = _init_state(W0, prm)  # [var, B, N...]
-    frames = [U]
+    spans = np.diff(t_coordinate)
     with np.errstate(all="ignore"):
-        for j in range(1, len(t_coordinate)):
-            t0, span = float(t_coordinate[j - 1]), float(t_coordinate[j] - t_coordinate[j - 1])
-            n = max(1, int(np.ceil(span / SPLIT_DT - 1e-9))) if np.isfinite(SPLIT_DT) else 1
-            U = _splitting(U, t0, span, n, grid, prm)
-            frames.append(U)
-        W = _output(np.stack(frames, axis=2), grid, prm)  # [var, B, T, N...]
+        if HAS_SOURCE and SPLITTING == "strang" and len(spans) > 1 \
+                and np.all(np.abs(spans - spans[0]) <= 1e-12 * abs(spans[0])):
+            W = _output(_strang_frames(U, float(t_coordinate[0]), float(spans[0]),
+                                       len(spans), grid, prm), grid, prm)
+        else:
+            frames = [U]
+            for j in range(1, len(t_coordinate)):
+                t0, span = float(t_coordinate[j - 1]), float(spans[j - 1])
+                n = max(1, int(np.ceil(span / SPLIT_DT - 1e-9))) if np.isfinite(SPLIT_DT) else 1
+                U = _splitting(U, t0, span, n, grid, prm)
+                frames.append(U)
+            W = _output(np.stack(frames, axis=2), grid, prm)  # [var, B, T, N...]
     out = list(W)  # fresh arrays (stacked here)
     for k, w in enumerate(W0):
         out[k][:, 0] = w  # the initial data as given
