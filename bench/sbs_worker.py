@@ -234,7 +234,7 @@ def duel(job, case) -> dict:
             run["solve"]()
             run["warm"].append((time.perf_counter() - s) / run["batch"])
             run["warm_cpu"].append((time.process_time() - c) / run["batch"])
-        if r >= 4 and time.perf_counter() - start > most:  # a slow pair: fewer rounds
+        if r >= 2 and time.perf_counter() - start > most:  # slow solvers: fewer rounds, 3 at least
             break
     return {"duel": [{k: v for k, v in run.items() if k != "solve"} for run in runs]}
 
