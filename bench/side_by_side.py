@@ -415,7 +415,7 @@ def reference_error(meta: dict) -> float:
 def table(results: list[dict]) -> str:
     head = ("| case | objective | pdesharp nRMSE | warm s/sample | cold s (batch) | library"
             " warm at that nRMSE | library cold | warm ratio (in turns) | warm ratio (processes)"
-            " | warm CPU ratio | cold ratio | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+            " | warm CPU ratio | cold ratio | note |\n" + "|---" * 12 + "|")
     lines = [head]
     for r in results:
         for row in r["rows"]:
