@@ -43,3 +43,22 @@ def at_accuracy(fr: list[dict], err: float, key: str):
             s = (math.log(err) - math.log(a["nrmse"])) / (math.log(b["nrmse"]) - math.log(a["nrmse"]))
             return math.exp(math.log(a[key]) + s * (math.log(b[key]) - math.log(a[key]))), [a, b], True
     return fr[0][key], [fr[0]], True  # less accurate than the fastest point: its time
+
+
+def turn_ratios(times: list[tuple[list[float], list[float]]], bracket: list[dict],
+                goal: float) -> list[float]:
+    """Per round, pdesharp's time over the library's at accuracy ``goal``, from timings in
+    turns: ``times`` holds, per point of ``bracket`` (one point, or the two that bracket
+    ``goal``), pdesharp's times and that point's, round by round (one process per point). The
+    library's time relative to pdesharp's is interpolated log-log between the two points by
+    their nRMSE (as :func:`at_accuracy` interpolates times); rounds up to the shorter run."""
+    out = []
+    for r in range(min(len(mine) for mine, _ in times)):
+        logs = [math.log(lib[r] / mine[r]) for mine, lib in times]
+        if len(bracket) == 2:
+            a, b = bracket
+            x = (math.log(goal) - math.log(a["nrmse"])) / (math.log(b["nrmse"])
+                                                          - math.log(a["nrmse"]))
+            logs = [logs[0] + x * (logs[1] - logs[0])]
+        out.append(math.exp(-logs[0]))
+    return out

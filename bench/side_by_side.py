@@ -68,7 +68,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from sbs_cases import BY_NAME, CASES, QUICK, Case, sweep  # noqa: E402
 from sbs_data import OUTPUT  # noqa: E402
-from sbs_pairing import at_accuracy, best_point, front  # noqa: E402
+from sbs_pairing import at_accuracy, best_point, front, turn_ratios  # noqa: E402
 from sbs_reference import upsample  # noqa: E402
 
 
@@ -253,16 +253,7 @@ def duel(case, d, solver, call, bracket: list[dict], goal: float, rounds: int) -
         per_point.append(lines[0]["duel"])
     out = {"nrmse": per_point[0][0]["nrmse"], "rounds": min(len(w[0]["warm"]) for w in per_point)}
     for key in ("warm", "warm_cpu"):
-        ratios = []
-        for r in range(out["rounds"]):
-            # log(library / winner) at each point this round, then along the front to goal
-            logs = [math.log(lib[key][r] / me[key][r]) for me, lib in per_point]
-            if len(bracket) == 2:
-                a, b = bracket
-                x = (math.log(goal) - math.log(a["nrmse"])) / (math.log(b["nrmse"])
-                                                              - math.log(a["nrmse"]))
-                logs = [logs[0] + x * (logs[1] - logs[0])]
-            ratios.append(math.exp(-logs[0]))
+        ratios = turn_ratios([(me[key], lib[key]) for me, lib in per_point], bracket, goal)
         q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         out[key] = {"ratio": statistics.median(ratios), "quartiles": [q[0], q[2]],
                     "mine": statistics.median(t for w in per_point for t in w[0][key])}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from sbs_pairing import at_accuracy, front  # noqa: E402
+from sbs_pairing import at_accuracy, front, turn_ratios  # noqa: E402
 
 
 def point(nrmse: float, warm: float) -> dict:
@@ -41,3 +41,19 @@ def test_a_reached_accuracy_interpolates_log_log_between_its_bracket():
     t, pts, reached = at_accuracy(fr, 1e-3, "warm")
     # halfway in log error between the bracket: halfway in log time, exp(mean(log)) = 0.1 s
     assert reached and len(pts) == 2 and math.isclose(t, 0.1, rel_tol=1e-12)
+
+
+def test_turn_ratios_interpolate_the_library_relative_to_pdesharp_round_by_round():
+    # two library points (1e-2 and 1e-4) each timed in turns with pdesharp in its own process;
+    # the machine runs 2x slower in round 2 of both: the ratios do not move
+    a, b = point(1e-2, 0.01), point(1e-4, 1.0)
+    times = [([1.0, 2.0], [0.5, 1.0]),  # pdesharp, then point a: a takes half pdesharp's time
+             ([1.0, 2.0, 3.0], [2.0, 4.0, 6.0])]  # point b: twice pdesharp's (a third round)
+    ratios = turn_ratios(times, [a, b], 1e-3)
+    # at 1e-3, halfway in log nRMSE: the library's time is sqrt(0.5 * 2) = 1 x pdesharp's;
+    # rounds up to the shorter process (2)
+    assert len(ratios) == 2 and all(math.isclose(r, 1.0) for r in ratios)
+    near_a = turn_ratios(times, [a, b], 1e-2)  # at point a: pdesharp takes 2x a's time
+    assert all(math.isclose(r, 2.0) for r in near_a)
+    one = turn_ratios([([1.0, 1.2], [4.0, 6.0])], [point(1e-6, 1.0)], 1e-9)  # one point
+    assert [round(r, 6) for r in one] == [0.25, 0.2]
