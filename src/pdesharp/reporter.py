@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
+from pdesharp.audit import runs as audit_runs
 from pdesharp.audit.lines import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.facts import TaskFacts, statement
@@ -462,7 +463,8 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                         cfg.get("feedback", "nrmse"), "score"),
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
-                    reference_error=facts.reference_error if facts is not None else None,
+                    # the floor's own basis (the floor is a factor of it), as the run recorded it
+                    reference_error=audit_runs.reference_error(store.events("reference_audit")),
                     # at codepde, the round-off floor's rule without its value (facts.py)
                     objective_words=(final.get("objective_words") or "") if facts.full else
                     rule.words("nRMSE" if cfg.get("feedback", "nrmse") == "nrmse" else "score",

@@ -171,7 +171,9 @@ def test_the_judges_are_told_the_floor_factor_and_the_last_round():
     from pdesharp.facts import TaskFacts
 
     info = _info(None)
-    known = _flat(render("_rule", info=info, facts=TaskFacts(reference_error=1.1e-3)))
+    raw = render("_rule", info=info, facts=TaskFacts(reference_error=1.1e-3))
+    assert "1.100e-03\n  (from an audit" in raw  # the line break kept (a bridge review saw "  (")
+    known = _flat(raw)
     assert ("Reference floor: 1.210e-03, 1.1 × the reference data's own error against the PDE,"
             " 1.100e-03 (from an audit") in known
     for facts in (TaskFacts(), None):  # the error not known: the old words

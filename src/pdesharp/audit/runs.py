@@ -167,7 +167,7 @@ def _measured(task: Task, evaluator, mode: str, progress=None, round_off: float 
             except AuditOverBudget as exc:
                 note = getattr(progress, "note", None)  # attach's: a line that stays
                 if note is not None:
-                    how = ("with the error the dev file states as its floor"
+                    how = ("with its floor from the error the dev file states"
                            if stated(task, evaluator, round_off)[0] is not None
                            else "without the reference floor")
                     note(f"reference audit {exc}: the run goes on {how} "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from pdesharp.audit.runs import reference_error
 from pdesharp.genesis import static_check
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Analysis, Candidate, EvalResult, Feedback
@@ -197,9 +198,12 @@ class Tournament:
         if self._stopped or stop is None or low is None or low > stop:
             return
         if self.rule.reference_floor is not None:
+            own = reference_error(self.store.events("reference_audit"))
+            basis = f"{stop / own:.3g} x the reference's own error {own:.3e}" if own else \
+                "a multiple of the reference's own error"
             self._stopped = (f"the best score {low:.3e} reached the reference floor {stop:.3e} "
-                             "(a multiple of the reference's own error): a "
-                             "lower score would not mean a more accurate solution of the PDE")
+                             f"({basis}): a lower score would not mean a more accurate "
+                             "solution of the PDE")
         else:
             self._stopped = (f"the best score {low:.3e} reached the round-off floor {stop:.1e} "
                              "of the reference data: a lower score would not be an improvement")
