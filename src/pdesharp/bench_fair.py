@@ -24,7 +24,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from pdesharp.store import RunStore
+from pdesharp.store import SEARCH_ROWS, RunStore
 
 BEST_OF_FILE = "best_of_n.json"
 AUDIT_FILE = "reference_audit.json"
@@ -85,10 +85,11 @@ def best_of_first(run_dir: Path, n: int, split: str = "dev") -> dict | None:
 
 
 def counted_evaluations(run_dir: Path, split: str = "dev") -> int:
+    """Counted executions on ``split`` that fed the search (not the winner's warm timing)."""
     db = _db(run_dir)
     try:
-        return int(db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND split=?",
-                              (split,)).fetchone()[0])
+        return int(db.execute(f"SELECT COUNT(*) FROM evaluations WHERE {SEARCH_ROWS} AND "
+                              "split=?", (split,)).fetchone()[0])
     finally:
         db.close()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from pdesharp.baselines import short_label
 from pdesharp.bench_fair import (BEST_OF_FILE, reference_error, stored_record,
                                  winner_vs_converged)
-from pdesharp.store import RunStore
+from pdesharp.store import SEARCH_ROWS, RunStore
 from pdesharp.untrusted import path_component, read_text_inside
 
 
@@ -38,7 +38,7 @@ def cell_stats(run_dir: Path) -> dict:
     split = summary.get("feedback_split", "dev")
     db = sqlite3.connect(f"file:{Path(run_dir) / RunStore.DB_NAME}?mode=ro", uri=True)
     try:
-        evals = db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND split=?",
+        evals = db.execute(f"SELECT COUNT(*) FROM evaluations WHERE {SEARCH_ROWS} AND split=?",
                            (split,)).fetchone()[0]
         debug = db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0]
         calls, t_in, t_out, cost = db.execute(

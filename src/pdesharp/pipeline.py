@@ -31,7 +31,7 @@ from pdesharp.store import RunStore
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.lineage import prune_unreachable
 from pdesharp.synthesis.ranking import Rule
-from pdesharp.synthesis.timing import Settlement, retime_runs
+from pdesharp.synthesis.timing import Settlement, one_off_and_warm, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
 
@@ -96,6 +96,8 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     progress(stage="test")
     best = run.best(store, config.feedback)
     test_nrmse, test_note = await final_test(store, evaluator, best)
+    # ... and its time taken apart (one more run): one-off work, and per sample when warm
+    apart = await one_off_and_warm(store, evaluator, best, config.feedback)
     outcome = Outcome(
         rule=run.rule, metric="nRMSE" if config.feedback == "nrmse" else "score", best=best,
         lowest=run.tournament.lowest() if run.tournament else None,
@@ -105,7 +107,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         stop_reason=run.budget_stop or (run.tournament.end_reason if run.tournament else ""),
         budget_stop=bool(run.budget_stop),
         route=run.analysis.route if run.analysis else None,
-        winner_time=settlement.describe(*best) if best else {},
+        winner_time={**settlement.describe(*best), **apart} if best else {},
         settings={"task_facts": config.task_facts, "genesis": config.genesis,
                   "objective": config.objective,
                   "floor_saturation": run_rule.floor_saturation_enabled(config),

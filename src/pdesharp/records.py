@@ -5,6 +5,7 @@ They are pydantic models so that they serialise to the run store and to JSON unc
 
 from __future__ import annotations
 
+import statistics
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +41,15 @@ class EvalResult(BaseModel):
     # Re-timed code (pdesharp.synthesis.timing): solver_seconds of every run of it on the split,
     # the first run first, None for a run that failed; solver_seconds is then their median.
     timings: list[float | None] = Field(default_factory=list)
+    # A warm timing (Evaluator.evaluate(warm=True)): the first sample in one call, the other
+    # ``warm_samples`` in a second whose inputs the sandbox's watchdog held back until the
+    # runner asked (pdesharp.evaluate.sealed): that call's time alone, as a script calling the
+    # solver again pays it; solver_seconds is both calls' (import and first call included)
+    warm_seconds: float | None = None
+    warm_samples: int = 0
+    # a re-timed solver's warm calls (synthesis.timing: its re-timing runs are warm timings),
+    # seconds per sample each; their median is warm_per_sample
+    warm_timings: list[float] = Field(default_factory=list)
     wall_seconds: float | None = None  # the whole evaluation (sandboxes, scoring, convergence)
     peak_memory_mb: float | None = None
     stdout_tail: str = ""
@@ -60,6 +70,16 @@ class EvalResult(BaseModel):
         if self.solver_seconds is None or not self.n_samples:
             return None
         return self.solver_seconds / self.n_samples
+
+    @property
+    def warm_per_sample(self) -> float | None:
+        """The warm call's time per sample: the median over ``warm_timings``, else this run's
+        own (None without a warm timing)."""
+        if self.warm_timings:
+            return statistics.median(self.warm_timings)
+        if self.warm_seconds is None or not self.warm_samples:
+            return None
+        return self.warm_seconds / self.warm_samples
 
     @property
     def ok(self) -> bool:

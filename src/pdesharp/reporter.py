@@ -19,17 +19,17 @@ import re
 from pathlib import Path
 
 from pdesharp.genesis import GENESIS_TEMPERATURE
-from pdesharp.audit import runs as audit_runs
 from pdesharp.audit.lines import report_lines as audit_lines
 from pdesharp.llm.base import BudgetExceeded, Message, ModelError
 from pdesharp.facts import TaskFacts, statement
 from pdesharp.prompting import analysis_context, ask, render, shorten
 from pdesharp.records import STEP_NUMBERS, Analysis
 from pdesharp.report import library_front, pareto, tables
-from pdesharp.store import RunStore, retime_id
+from pdesharp.store import RunStore
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.lineage import is_rewrite
 from pdesharp.synthesis.ranking import Rule
+from pdesharp.synthesis.timing import apart_words
 from pdesharp.task import Task
 from pdesharp.untrusted import (markdown_code, markdown_prose, markdown_span, markdown_text,
                                 one_line)
@@ -146,6 +146,9 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     if timed.get("per_sample") is not None:
         lines.append(f"- Winner's time: {_sps(timed['per_sample'])} per sample on the dev "
                      f"split, {timed['how']}")
+    if apart_words(timed):
+        lines.append(f"- Winner's time taken apart (one more run on the dev split): "
+                     f"{apart_words(timed)}")
     pick = final.get("objective_pick")
     if pick:
         lines.append(f"- Not the lowest score: `{pick['lowest_id']}` scored lowest "
@@ -375,9 +378,8 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
               "|---|---|---|---|---|---|---|---|"]
     for e in tables.evaluation_rows(store.db):
         number = str(e.number) if e.number else f"– (reuses {e.reused_from})"
-        label = e.candidate if not e.retime else retime_id(e.candidate, e.retime)
-        ev = why.get((label, e.split), {})
-        lines.append(f"| {number} | `{e.candidate}`{f' (re-timing {e.retime})' if e.retime else ''}"
+        ev = why.get((e.journal_id, e.split), {})
+        lines.append(f"| {number} | `{e.candidate}`{e.label[len(e.candidate):]}"
                      f" | {e.split} | {e.result.status} | "
                      f"{_fmt(e.result.score)} | {_sps(tables.seconds_per_sample(e.result))} | "
                      f"{_cell(ev.get('reason', ''))} | {_change(ev)} |")
@@ -394,7 +396,9 @@ async def write_report(task: Task, store: RunStore, analysis: Analysis | None, c
                   f"{c.completion_mean:.0f} |" for c in calls]
     lines += ["", "## Accounting", "",
               f"- Solver evaluations: {acc['evaluations']} ({acc['feedback_evaluations']} on "
-              f"the feedback split, {acc['test_evaluations']} final test-split run); "
+              f"the feedback split, {acc['test_evaluations']} final test-split run"
+              + (f", {acc['warm_timing_evaluations']} warm timing of the winner"
+                 if acc.get("warm_timing_evaluations") else "") + "); "
               f"debugging iterations: {acc['debug_iterations']}",
               f"- Model calls: {acc['model_calls']} paid, {acc['cached_model_calls']} from cache "
               f"or replay; tokens in/out: {acc['tokens_in']}/{acc['tokens_out']} "
@@ -422,6 +426,14 @@ def pareto_section(store: RunStore, cands, results, final: dict, rule: Rule, met
             (store.dir / "pareto.svg").write_bytes(svg)
             figure = "pareto.svg"
     return pareto.markdown(view, metric, figure)
+
+
+def _reference_error(store: RunStore) -> float | None:
+    """The reference's own error as the run's audit recorded it (pdesharp.audit.runs; imported
+    here, where a narrative is written: a report alone loads no audit solvers)."""
+    from pdesharp.audit.runs import reference_error
+
+    return reference_error(store.events("reference_audit"))
 
 
 def _facts_of(store: RunStore) -> TaskFacts:
@@ -464,7 +476,7 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                     tie_tolerance=cfg.get("tie_tolerance", 0.01), rule=rule,
                     floor_in_force=in_force,
                     # the floor's own basis (the floor is a factor of it), as the run recorded it
-                    reference_error=audit_runs.reference_error(store.events("reference_audit")),
+                    reference_error=_reference_error(store),
                     # at codepde, the round-off floor's rule without its value (facts.py)
                     objective_words=(final.get("objective_words") or "") if facts.full else
                     rule.words("nRMSE" if cfg.get("feedback", "nrmse") == "nrmse" else "score",

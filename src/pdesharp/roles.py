@@ -188,10 +188,13 @@ class Judge(Protocol):
 
 @runtime_checkable
 class SolverEvaluator(Protocol):
-    """Runs a solver's source on a split and scores it (see ``pdesharp.evaluate``)."""
+    """Runs a solver's source on a split and scores it (see ``pdesharp.evaluate``). ``warm``:
+    the first sample in one call, the others in a second timed alone (``EvalResult.warm_*``;
+    an evaluator that cannot take a run apart runs it as usual and sets none, and has no true
+    ``takes_apart`` attribute: the pipeline then spends no run on the winner's warm timing)."""
 
     async def evaluate(self, code: str, *, split: Split, feedback: Feedback,
-                       label: str = "") -> EvalResult: ...
+                       label: str = "", warm: bool = False) -> EvalResult: ...
 
 
 @dataclass

@@ -21,7 +21,8 @@ class MarkerEvaluator:
     def has_split(self, split: str) -> bool:
         return split == "dev" or self.test_data
 
-    async def evaluate(self, code: str, *, split, feedback, label: str = "") -> EvalResult:
+    async def evaluate(self, code: str, *, split, feedback, label: str = "",
+                       warm: bool = False) -> EvalResult:
         self.calls.append((label, split))
         if "# RAISE" in code:
             return EvalResult(status="error", split=split, feedback=feedback,

@@ -23,8 +23,12 @@ METHODS = ["sharp", "codepde", "codepde-r", "cot", "moa", "cepo"]
 def store_counts(run_dir):
     db = sqlite3.connect(run_dir / "run.sqlite")
     out = {
+        # the search's evaluations: the winner's warm timing (a PDE-SHARP run's one more run of
+        # its winner, row id "<id>#w") fed no decision and is not in a bench's count
         "evaluations": db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND "
-                                  "split='dev'").fetchone()[0],
+                                  "split='dev' AND candidate_id NOT LIKE '%#w'").fetchone()[0],
+        "warm": db.execute("SELECT COUNT(*) FROM evaluations WHERE candidate_id LIKE '%#w'"
+                           ).fetchone()[0],
         "debug_iterations": db.execute("SELECT COUNT(*) FROM debug_iterations").fetchone()[0],
         "model_calls": db.execute("SELECT COUNT(*) FROM model_calls WHERE cached=0").fetchone()[0],
     }
@@ -71,6 +75,7 @@ def test_bench_table_counts_match_the_stores(bench):
         run_dir = cell_dir(out, r["task"], r["method"], 0)
         counts = store_counts(run_dir)
         assert r["evaluations"] == counts["evaluations"]
+        assert counts["warm"] == (r["method"] == "sharp")  # PDE-SHARP's winner alone
         assert r["debug_iterations"] == counts["debug_iterations"]
         assert r["model_calls"] == counts["model_calls"] == len(models[(r["task"], r["method"])].calls)
         assert r["nrmse"] is not None, (r["task"], r["method"], r["statuses"])
@@ -104,6 +109,9 @@ def test_bench_table_counts_match_the_stores(bench):
     # re-times both finalists twice, one run at a time: 2 + 4 counted evaluations
     summary = json.loads((cell_dir(out, "advection", "sharp", 0) / "summary.json").read_text())
     assert summary["winner_time"]["retime_evaluations"] == 4
+    # the re-timing runs are warm timings (the second sample's call alone, in the sandbox)
+    assert len(summary["winner_time"]["warm_timings_per_sample"]) == 2
+    assert "its calls after the first, timed alone" in summary["winner_time"]["how"]
     assert by["advection", "sharp"]["evaluations"] == 2 + 4
     assert by["advection", "sharp"]["label"] == "sharp"
     # CodePDE best-of-N at PDE-SHARP's 6 evaluations: CodePDE made only 2 (crash, fix), so its

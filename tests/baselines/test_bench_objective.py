@@ -18,7 +18,7 @@ from pdesharp.llm import ScriptedModel
 class TimedMarkers(MarkerEvaluator):
     """MarkerEvaluator with the solver time from ``# SECONDS x`` in the code."""
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
         m = re.search(r"# SECONDS ([0-9.]+)", code)
         return r.model_copy(update={"solver_seconds": float(m.group(1))}) if m and r.ok else r

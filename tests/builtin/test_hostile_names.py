@@ -189,7 +189,7 @@ def test_hostile_names_through_the_real_pipeline(tmp_path, monkeypatch):
                                str(tmp_path / "dev.hdf5"), "--audit", "off", evals=3)
     assert code == 0, summary
     rows = [r.split("|") for r in (run / "report.md").read_text().splitlines()
-            if re.match(r"\| \d+ \| `g\d+` \| dev \|", r)]
+            if re.match(r"\| \d+ \| `g\d+`( \([a-z -]+\))? \| dev \|", r)]
     assert len(rows) == summary["evaluations"] >= 1, rows
     assert all(r[4].strip() == "ok" for r in rows), rows
     # the sine-series propagator is exact up to round-off of a few exponentials (measured 1e-15)

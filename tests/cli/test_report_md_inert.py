@@ -32,7 +32,7 @@ def test_report_md_from_hostile_strings_renders_no_html(tmp_path):
     failed = EvalResult(status="error", split="dev", feedback="nrmse", message=EVIL)
 
     class Fixed:  # an evaluator that returns fixed results: the report is what is tested
-        async def evaluate(self, code, *, split, feedback, label=""):
+        async def evaluate(self, code, *, split, feedback, label="", warm=False):
             return ok if label == "g0" else failed
 
     asyncio.run(store.evaluate(Fixed(), good, split="dev", feedback="nrmse"))

@@ -37,7 +37,7 @@ def _report(tmp_path: Path) -> str:
     ok = {"g0": 3.1e-4, "c0r1-j1": 3.0e-4}
 
     class Fixed:  # fixed results: the report is what is tested
-        async def evaluate(self, code, *, split, feedback, label=""):
+        async def evaluate(self, code, *, split, feedback, label="", warm=False):
             return EvalResult(status="ok", split=split, feedback=feedback, n_samples=2,
                               nrmse=ok[label], solver_seconds=0.1)
 

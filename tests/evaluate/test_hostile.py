@@ -409,7 +409,7 @@ class _Counting:
     def __init__(self):
         self.calls = []
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         self.calls.append((label, split))
         return EvalResult(status="ok", split=split, feedback=feedback, nrmse=0.5,
                           nrmse_per_sample=[0.5], n_samples=1, solver_seconds=1.0)

@@ -77,7 +77,7 @@ class RecordedEvaluator:
         self.recorded_as = {sha: v["candidate"] for sha, v in data.items()}
         self.calls: list[str] = []
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         sha = code_sha256(code)
         if sha not in self.results:
             raise AssertionError(f"replay: {label} has code (sha256 {sha[:12]}) that the bridge "

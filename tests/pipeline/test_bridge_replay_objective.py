@@ -29,7 +29,7 @@ class RecordedWithRetimes(RecordedEvaluator):
         self.retimes = {sha: [EvalResult.model_validate(r) for r in v.get("retimes", [])]
                         for sha, v in data.items()}
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         _, k = parse_retime_id(label)
         if not k:
             return await super().evaluate(code, split=split, feedback=feedback, label=label)

@@ -88,9 +88,17 @@ def test_solve_over_http_with_real_evaluator(tmp_path, shared_data, monkeypatch)
     s = json.loads((tmp_path / "http" / "summary.json").read_text())
     assert s["model_calls"] == 15 and s["tokens_in"] > 0
     # g1, the crashing g2 and its fix g2-d1; the undamped solver (two judges' identical patch
-    # and judge-3's identical hybrid share one execution); the final test evaluation
-    assert s["evaluations"] == 5 and s["feedback_evaluations"] == 4
-    assert s["test_evaluations"] == 1 and s["debug_iterations"] == 1
+    # and judge-3's identical hybrid share one execution); the final test evaluation; the
+    # winner's warm timing (fed no decision: not a feedback evaluation)
+    assert s["evaluations"] == 6 and s["feedback_evaluations"] == 4
+    assert s["test_evaluations"] == 1 and s["warm_timing_evaluations"] == 1
+    assert s["debug_iterations"] == 1
+    # its time taken apart, in the sandbox: the second of the two samples alone, warm
+    timed = s["winner_time"]
+    assert timed["warm_samples"] == 1 and timed["warm_per_sample"] > 0
+    assert timed["first_call_seconds"] + timed["warm_per_sample"] == pytest.approx(
+        store.result_for(s["best_id"] + "#w", "dev", "nrmse").solver_seconds)
+    assert "Winner's time taken apart" in (tmp_path / "http" / "report.md").read_text()
     g2 = store.result_for("g2", "dev", "nrmse")
     assert g2.status == "error" and "scripted crash" in g2.stderr_tail
     # copying u0 into every frame: an O(1) error against moving waves

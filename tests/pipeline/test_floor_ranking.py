@@ -220,7 +220,7 @@ class SlowExactMarker(MarkerEvaluator):
     below a floor of 0.111, c0r1-j1 (0.051) and c0r1-j2 (0.011) are 100x faster than c0r1-j3
     (0.001), so the floor picks c0r1-j2 (the lower score of the two equally fast ones)."""
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
         return r.model_copy(update={"solver_seconds": 1.0}) if "scale = 1.0" in code else r
 

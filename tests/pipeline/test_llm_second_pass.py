@@ -160,7 +160,7 @@ def test_independent_genesis_prompts_differ_only_in_the_index(tmp_path):
 class TimedEvaluator(MarkerEvaluator):
     """MarkerEvaluator with a run time per code: ``seconds = X`` in a comment."""
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
         m = re.search(r"# seconds = ([0-9.]+)", code)
         return r.model_copy(update={"solver_seconds": float(m.group(1))}) if m else r

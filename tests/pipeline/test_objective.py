@@ -101,6 +101,42 @@ def test_a_median_of_k_timings_gets_a_smaller_margin():
     assert pick_best(medians, Rule())[0].id == "X"
 
 
+def test_finalists_the_whole_call_ties_are_told_apart_by_their_warm_calls():
+    # APEBench Fisher-KPP under fastest-below:1e-6 (re-timed, per sample): a Strang splitting
+    # S (1.65e-7, 1 ms warm) and ETDRK4 E (5.2e-10, 4.4 ms warm) both took ~7 ms a sample in
+    # the whole call, one-off work dominating; the lower score won, 4.4x slower per sample
+    rule = Rule(Objective.parse("fastest-below:1e-6"))
+    whole = [0.0070, 0.0074, 0.0068]
+    s_, e_ = ok(1.65e-7, 0.0070, whole), ok(5.2e-10, 0.0072, whole)
+    assert pick_best(pool([("S", s_), ("E", e_)]), rule)[0].id == "E"  # no warm timings
+    warm = pool([("S", s_.model_copy(update={"warm_timings": [0.0010, 0.0011]})),
+                 ("E", e_.model_copy(update={"warm_timings": [0.0044, 0.0043]}))])
+    assert pick_best(warm, rule)[0].id == "S"
+    assert ids(rank(warm, rule)) == ["S", "E"]
+    # warm times within the margin for a median of 2 (30 / sqrt(2) = 21 %): the lower score
+    near = pool([("S", s_.model_copy(update={"warm_timings": [0.0010, 0.0011]})),
+                 ("E", e_.model_copy(update={"warm_timings": [0.0012, 0.0012]}))])
+    assert pick_best(near, rule)[0].id == "E"
+    # a clearly faster whole call still wins, whatever the warm calls say
+    fast = pool([("S", ok(1.65e-7, 0.0200, [0.02] * 3).model_copy(
+                     update={"warm_timings": [0.0010, 0.0010]})),
+                 ("E", e_.model_copy(update={"warm_timings": [0.0044, 0.0043]}))])
+    assert pick_best(fast, rule)[0].id == "E"
+
+
+def test_settled_results_carry_the_warm_timings_of_all_their_re_runs():
+    from pdesharp.synthesis.timing import settled
+
+    first = ok(1e-3, 0.010)
+    runs = [ok(1e-3, 0.012).model_copy(update={"warm_seconds": 0.003, "warm_samples": 3}),
+            ok(1e-3, 0.011).model_copy(update={"warm_seconds": 0.006, "warm_samples": 3})]
+    s = settled(first, runs)
+    assert s.timings == [0.010, 0.012, 0.011] and s.solver_seconds == 0.011
+    assert s.warm_timings == [0.001, 0.002] and s.warm_per_sample == 0.0015
+    # one re-run without a warm timing (an older run's, or a failed one): none at all
+    assert settled(first, [runs[0], ok(1e-3, 0.012)]).warm_timings == []
+
+
 def test_failed_unscored_and_fresh_entries_rank_last_under_every_objective(tmp_path):
     task = load_task("advection")
     store = RunStore.create(tmp_path, task=task, config={}, run_id="t")
@@ -221,7 +257,7 @@ class TimedRuns(MarkerEvaluator):
         super().__init__(has_test=False)
         self.runs: dict[str, int] = {}
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
         m = re.search(r"# times = ([-0-9., ]+)", code)
         if not m:

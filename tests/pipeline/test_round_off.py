@@ -81,7 +81,7 @@ class RoundOffData(MarkerEvaluator):
         fields = {"u": exact_field().astype(np.float32)}
         self.reference = lambda split: types.SimpleNamespace(fields=fields)
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
         if r.ok:
             scale = float(code.split("scale = ")[1].split()[0])

@@ -17,7 +17,7 @@ class CountingEvaluator:
     def __init__(self):
         self.calls = 0
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         self.calls += 1
         await asyncio.sleep(0.01)
         for line in code.splitlines():

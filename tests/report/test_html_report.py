@@ -42,7 +42,7 @@ class MarkerEvaluator:
     def has_split(self, split):
         return split == "dev"
 
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         if "# RAISE" in code:
             return EvalResult(status="error", split=split, feedback=feedback, message="boom")
         score = float(code.split("# SCORE ")[1].split()[0]) if "# SCORE " in code else 0.5

@@ -15,7 +15,7 @@ SCORES = {"g1": 2.5e-4, "g2": 3.0e-4, "c0r1-j1": 2.9e-4}
 
 
 class ScoreEvaluator:
-    async def evaluate(self, code, *, split, feedback, label=""):
+    async def evaluate(self, code, *, split, feedback, label="", warm=False):
         return EvalResult(status="ok", split=split, feedback=feedback, nrmse=SCORES[label],
                           solver_seconds=1.0)
 

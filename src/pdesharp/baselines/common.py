@@ -22,6 +22,7 @@ from pdesharp.facts import FactsLevel
 from pdesharp.prompting import extract_code  # one extraction rule for every method
 from pdesharp.llm.base import ChatModel, ChatParams, Message, ModelError
 from pdesharp.records import Candidate, EvalResult, Feedback, Origin, Split
+from pdesharp.store import SEARCH_ROWS
 from pdesharp.untrusted import BLOCK_RULE, one_line, prompt_block
 
 OUTPUT_TAIL = 5000  # characters of solver output fed back when debugging (as CodePDE does)
@@ -96,7 +97,7 @@ def counted_evaluations(store, split: str | None = None) -> int:
     """Counted solver executions in a run, optionally on one split only."""
     if split is None:
         return store.n_evaluations
-    return store.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND split=?",
+    return store.db.execute(f"SELECT COUNT(*) FROM evaluations WHERE {SEARCH_ROWS} AND split=?",
                             (split,)).fetchone()[0]
 
 

@@ -30,6 +30,7 @@ from pdesharp.llm.base import ModelError
 from pdesharp.pipeline import SolveConfig, solve
 from pdesharp.runlock import RunBusy, claim
 from pdesharp.store import RunStore
+from pdesharp.synthesis.timing import apart_words
 from pdesharp.untrusted import one_line, rich_markup
 
 
@@ -229,6 +230,8 @@ def _print_result(result, config, console) -> int:
     timed = s.get("winner_time") or {}
     if timed.get("per_sample") is not None:
         print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
+    if apart_words(timed):
+        print(f"taken apart:    {apart_words(timed)}")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({one_line(s['test_note'], 500)})" if s.get("test_note") else ""))
     if audit.get("status") == "ok" and audit.get("source") == "stated":

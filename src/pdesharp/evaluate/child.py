@@ -16,6 +16,12 @@ Two processes, so that the one that measures is not the one being measured:
   runs the solver on every case, writes each output array into its fixed slot of the output
   memory file, writes a short status record, and leaves with ``os._exit`` (no ``atexit``).
 
+A job may hold back its last case (``job["gate"]``, the runner's warm timing): its inputs reach
+the child in a separate memory file that only the watchdog reads, and only once the runner asks
+for them (after the earlier cases' calls), so the watchdog's clock at that request starts the
+interval no work on those inputs can precede. The solver can ask early (a longer interval) or
+never (the run waits for its timeout); it cannot start on inputs it does not have.
+
 Nothing the runner writes is trusted by the parent beyond "these bytes are the prediction":
 the parent fixed the shapes and slot sizes, checks the declared dtypes, and scores the arrays
 itself. The runner never sees reference solutions, data paths, or the events pipe.
@@ -125,8 +131,35 @@ def _text(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-MAX_TEXT:]
 
 
-def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> None:
-    """Never returns."""
+def _gated_inputs(pipes: tuple[int, int], size: int) -> dict:
+    """Ask the watchdog for the held-back inputs and read them (``size`` bytes of ``.npz``)."""
+    import io
+
+    import numpy as np
+
+    req_w, data_r = pipes
+    try:
+        os.write(req_w, b"G")
+    except OSError:
+        pass  # asked already (the solver may have): the inputs are on their way or will not come
+    chunks, got = [], 0
+    while got < size:
+        try:  # the solver holds this descriptor too and may have made it non-blocking
+            chunk = os.read(data_r, min(1 << 20, size - got))
+        except BlockingIOError:
+            select.select([data_r], [], [])
+            continue
+        if not chunk:
+            raise RuntimeError("the held-back inputs did not arrive")
+        chunks.append(chunk)
+        got += len(chunk)
+    with np.load(io.BytesIO(b"".join(chunks)), allow_pickle=False) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int,
+           gate: tuple[int, int] | None = None) -> None:
+    """Never returns. ``gate``: the pipes to ask for and receive the held-back inputs."""
     status = {"status": "error", "message": "", "stage": "setup", "notes": []}
     mm = None
     try:
@@ -164,7 +197,11 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int) -> N
         fn = getattr(module, job["function"], None)
         if fn is None or not callable(fn):
             raise AttributeError(f"the solver file defines no function {job['function']!r}")
+        held = job.get("gate")
         for i, case in enumerate(job["cases"]):
+            if held is not None and gate is not None and i == held["case"]:
+                status["stage"] = "setup"
+                inputs.update(_gated_inputs(gate, int(held["size"])))
             status["stage"] = "the solver call" if i == 0 else f"the solver call (case {i + 1})"
             args = solver_args(job["args"], {k: inputs[v] for k, v in case["inputs"].items()})
             out = fn(*args)
@@ -388,8 +425,54 @@ def _copy_capped(name: str, dst_fd: int, out: dict, max_bytes: int) -> None:
         os.close(src)
 
 
+class _Gate:
+    """The watchdog's side of a held-back case: on the runner's first request, the time, then
+    the memory file's bytes into the data pipe without blocking (a runner that does not read
+    cannot stall the watchdog, whose timeout still holds)."""
+
+    def __init__(self, fd: int, size: int):
+        self.fd, self.size, self.sent = fd, size, 0
+        self.req_r, req_w = os.pipe()
+        data_r, self.data_w = os.pipe()
+        self.runner_ends = (req_w, data_r)
+        self.t: float | None = None
+        self.buf = b""
+
+    def after_fork(self) -> None:
+        for fd in self.runner_ends:
+            os.close(fd)
+        os.set_blocking(self.data_w, False)
+
+    def asked(self, events_fd: int) -> None:
+        """The request pipe is readable: a request (timed once), or its end."""
+        if os.read(self.req_r, 64) and self.t is None:
+            self.t = time.monotonic()
+            _emit(events_fd, ev="gate", t=self.t)
+        else:  # closed, or asked again: nothing more to hear
+            os.close(self.req_r)
+            self.req_r = -1
+
+    def send(self) -> None:
+        """Write what the pipe takes; close it when all is sent (or the runner is gone)."""
+        try:
+            while self.sent < self.size:
+                if not self.buf:
+                    self.buf = os.pread(self.fd, min(1 << 16, self.size - self.sent), self.sent)
+                    if not self.buf:
+                        break
+                n = os.write(self.data_w, self.buf)
+                self.buf, self.sent = self.buf[n:], self.sent + n
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        os.close(self.data_w)
+        self.data_w = -1
+
+
 def main(argv: list[str]) -> int:
     job_fd, inputs_fd, out_fd, events_fd = (int(a) for a in argv[:4])
+    gated_fd = int(argv[4]) if len(argv) > 4 and int(argv[4]) >= 0 else None
     sys.dont_write_bytecode = True
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(write_through=True)  # a killed child still leaves its prints behind
@@ -405,19 +488,28 @@ def main(argv: list[str]) -> int:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the solver become ours, so we find them
         die_with_parent(job.get("parent_pid"))
     timeout = float(job["limits"]["timeout"])
+    gate = _Gate(gated_fd, int(job["gate"]["size"])) if gated_fd is not None and job.get("gate") \
+        else None
     ready_r, ready_w = os.pipe()
     t_fork = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
         os.close(events_fd)
+        if gated_fd is not None:  # before any code of the solver exists: not its to read
+            os.close(gated_fd)
+        if gate is not None:
+            os.close(gate.req_r)
+            os.close(gate.data_w)
         if keep_fd is not None:
             os.close(keep_fd)
         if not pid1:
             die_with_parent(None)
-        runner(job, code, inputs_fd, out_fd, ready_w)
+        runner(job, code, inputs_fd, out_fd, ready_w, gate.runner_ends if gate else None)
     os.close(ready_w)
     os.close(inputs_fd)
+    if gate is not None:
+        gate.after_fork()
     pidfd = os.pidfd_open(pid)
     _emit(events_fd, ev="start", t=t_fork)
     deadline = t_fork + timeout
@@ -429,8 +521,16 @@ def main(argv: list[str]) -> int:
         if remaining <= 0:
             timed_out = True
             break
-        readable, _, _ = select.select(watch, [], [],
-                                       min(remaining, SCRATCH_POLL if poll else 1.0))
+        asks = [gate.req_r] if gate is not None and gate.req_r >= 0 else []
+        sends = [gate.data_w] if gate is not None and gate.t is not None and gate.data_w >= 0 \
+            else []
+        readable, writable, _ = select.select(watch + asks, sends, [],
+                                              min(remaining, SCRATCH_POLL if poll else 1.0))
+        if asks and asks[0] in readable:
+            gate.asked(events_fd)
+        if gate is not None and gate.t is not None and gate.data_w >= 0 \
+                and (not sends or sends[0] in writable):  # (just asked: try at once)
+            gate.send()
         if ready_r in readable:
             sent = os.read(ready_r, 9) if t_ready is None else b""  # one write < PIPE_BUF
             if sent[:1] == b"R":

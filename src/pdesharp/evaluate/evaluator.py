@@ -130,22 +130,26 @@ class Evaluator:
         return Limits(timeout=self.timeout, memory_mb=self.memory_mb,
                       max_processes=self.max_processes, fsize_mb=FSIZE_MB, threads=self.threads)
 
-    def _job(self, code: str, cases: list[Case], label: str) -> SealedJob:
+    def _job(self, code: str, cases: list[Case], label: str, gate: bool = False) -> SealedJob:
         return SealedJob(code=code, function=self.task.solver.name, args=self.spec.arg_refs(),
                          cases=cases, limits=self._limits(), steady=self.task.steady,
-                         label=_safe(label))
+                         label=_safe(label), gate=gate)
+
+    takes_apart = True  # evaluate(warm=True) times the samples after the first alone
 
     async def evaluate(self, code: str, *, split: Split, feedback: Feedback, label: str = "",
                        plot_path: Path | None = None,
-                       prediction_path: Path | None = None) -> EvalResult:
-        """Run ``code`` on ``split`` and score it. Missing data raises before anything runs."""
+                       prediction_path: Path | None = None, warm: bool = False) -> EvalResult:
+        """Run ``code`` on ``split`` and score it. Missing data raises before anything runs.
+        ``warm``: the warm timing (EvalResult.warm_seconds; a batch of one sample, or a task
+        without a batch, is one call as usual), without the convergence test."""
         self.data_path(split)  # fail fast with DataNotFound, before counting anything
         ref = await asyncio.to_thread(self.reference, split)
         async with self.executor.slot():
             self.n_evaluations += 1
             t0 = time.monotonic()
             result = await self._run(code, ref, split, feedback, label, plot_path,
-                                     prediction_path)
+                                     prediction_path, warm)
             result.wall_seconds = time.monotonic() - t0
             return result
 
@@ -172,22 +176,31 @@ class Evaluator:
         return arrays
 
     async def _run(self, code, ref: ReferenceData, split, feedback, label, plot_path,
-                   prediction_path) -> EvalResult:
+                   prediction_path, warm: bool = False) -> EvalResult:
         if split not in self._inputs:  # the same arrays every time (a Ray worker gets them once)
             self._inputs[split] = await asyncio.to_thread(self.inputs, ref)
         inputs = self._inputs[split]
         expected = tuple(next(iter(ref.fields.values())).shape)
         # one problem (no batched input): the solver returns its fields without the batch axis
         returned = expected if self.task.batched else expected[1:]
-        case = Case({k: v for k, v in inputs.items() if k != "x"},
-                    [(n, returned) for n in self.task.solver.returns])
-        run = await self.executor.run(self._job(code, [case], label or "run"),
+        given = {k: v for k, v in inputs.items() if k != "x"}
+        warm = warm and self.task.batched and expected[0] > 1
+        if warm:  # the first sample, then the others with their inputs held back (sealed.py)
+            cases = [Case({k: _samples(k, v, part) for k, v in given.items()},
+                          [(n, (m,) + expected[1:]) for n in self.task.solver.returns])
+                     for part, m in ((slice(0, 1), 1), (slice(1, None), expected[0] - 1))]
+        else:
+            cases = [Case(given, [(n, returned) for n in self.task.solver.returns])]
+        run = await self.executor.run(self._job(code, cases, label or "run", gate=warm),
                                       keep_scratch=self.keep_scratch,
                                       scratch_root=self.scratch_root)
         result = _to_result(run, split, feedback, n_samples=expected[0])
         if run.status != "ok":
             return result
-        pred = run.outputs[0]
+        pred = run.outputs[0] if not warm else \
+            {k: np.concatenate([o[k] for o in run.outputs]) for k in run.outputs[0]}
+        if warm:
+            result.warm_seconds, result.warm_samples = run.warm_seconds, expected[0] - 1
         if not self.task.batched:  # compared with every stored sample (copies of one problem)
             pred = {k: np.broadcast_to(v[None], expected) for k, v in pred.items()}
         plot_tmp = None
@@ -205,7 +218,7 @@ class Evaluator:
         if prediction_path is not None:
             Path(prediction_path).parent.mkdir(parents=True, exist_ok=True)
             np.savez(prediction_path, **pred)
-        if result.ok and self.convergence:
+        if result.ok and self.convergence and not warm:
             result.convergence_order, result.convergence_note = await self._convergence(
                 code, inputs, pred, label, result)
         return result
@@ -249,6 +262,12 @@ def _grid_inputs(task: Task, ref: ReferenceData) -> dict[str, np.ndarray]:
     except ValueError as exc:
         raise DataError(str(exc)) from None
     return grid_inputs(task, shape)
+
+
+def _samples(key: str, value: np.ndarray, part: slice) -> np.ndarray:
+    """An input's samples ``part`` (initial fields and per-sample coefficients lead with the
+    batch axis); shared inputs (times, grids) whole."""
+    return value[part] if key.startswith(("initial:", "coefficient:")) else value
 
 
 def _safe(label: str) -> str:

@@ -21,6 +21,7 @@ from pdesharp.report.pareto import ParetoView, pareto
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_converged,
                                     call_rows, evaluation_rows, played_rounds, results_of, round_rows,
                                     seconds_per_sample, solver_rows)
+from pdesharp.store import SEARCH_ROWS
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.untrusted import UnsafeFolder, read_text_inside, yaml_data
@@ -239,7 +240,7 @@ def _summary_from_store(db_path: Path, results: dict[str, EvalResult]) -> dict:
     try:
         run = db.execute("SELECT id, status, note, wall_seconds FROM runs LIMIT 1").fetchone()
         n_all, n_fb = db.execute(
-            "SELECT COUNT(*) FILTER (WHERE counted=1), COUNT(*) FILTER (WHERE counted=1 AND "
+            f"SELECT COUNT(*) FILTER (WHERE counted=1), COUNT(*) FILTER (WHERE {SEARCH_ROWS} AND "
             "split != 'test') FROM evaluations").fetchone()
         calls = db.execute(
             "SELECT COUNT(*) FILTER (WHERE cached=0 AND error=''), COUNT(*) FILTER (WHERE "

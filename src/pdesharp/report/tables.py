@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import parse_retime_id
+from pdesharp.store import WARM_MARK, parse_retime_id, retime_id, warm_id
 from pdesharp.store.schema import has_column
 from pdesharp.synthesis.ranking import Rule, rank
 from pdesharp.synthesis.timing import settled
@@ -176,10 +176,18 @@ class EvalRow:
     result: EvalResult
     reused_from: str = ""
     retime: int = 0  # k for the k-th re-timing run of the candidate's code (0: its evaluation)
+    warm: bool = False  # the winner's warm timing (RunStore.warm_timing)
 
     @property
     def label(self) -> str:
-        return self.candidate + (f" (re-timing {self.retime})" if self.retime else "")
+        return self.candidate + (f" (re-timing {self.retime})" if self.retime else "") + \
+            (" (warm timing)" if self.warm else "")
+
+    @property
+    def journal_id(self) -> str:
+        """The id the run's journal (its events) knows this row by."""
+        return warm_id(self.candidate) if self.warm else \
+            retime_id(self.candidate, self.retime) if self.retime else self.candidate
 
 
 def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
@@ -188,13 +196,14 @@ def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
     out, n, first = [], 0, {}
     for label, sha, split, feedback, counted, result in rows:
         key = (sha, split, feedback)
-        cid, k = parse_retime_id(label)
+        warm = label.endswith(WARM_MARK)
+        cid, k = (label[:-len(WARM_MARK)], 0) if warm else parse_retime_id(label)
         if counted:
             n += 1
-            if not k:
+            if not k and not warm:
                 first[key] = cid
         out.append(EvalRow(number=n if counted else None, candidate=cid, split=split,
-                           result=EvalResult.model_validate_json(result), retime=k,
+                           result=EvalResult.model_validate_json(result), retime=k, warm=warm,
                            reused_from="" if counted else first.get(key, "an earlier run")))
     return out
 

@@ -47,8 +47,9 @@ processes, so one sqlite3 connection is enough.
 
 from pdesharp.runlock import LOCK_NAME, RunBusy, claim, lock_owner  # noqa: F401 - re-exported
 from pdesharp.store.run import RunStore, RunStoreError
-from pdesharp.store.schema import (RETIME_MARK, SCHEMA, code_sha256, new_run_id,
-                                   parse_retime_id, retime_id)
+from pdesharp.store.schema import (RETIME_MARK, SCHEMA, SEARCH_ROWS, WARM_MARK, code_sha256,
+                                   new_run_id, parse_retime_id, retime_id, warm_id)
 
 __all__ = ["LOCK_NAME", "RETIME_MARK", "SCHEMA", "RunBusy", "RunStore", "RunStoreError", "claim",
-           "code_sha256", "lock_owner", "new_run_id", "parse_retime_id", "retime_id"]
+           "code_sha256", "lock_owner", "new_run_id", "parse_retime_id", "retime_id",
+           "SEARCH_ROWS", "WARM_MARK", "warm_id"]

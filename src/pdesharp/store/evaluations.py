@@ -9,7 +9,8 @@ import asyncio
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult, Feedback, Split
-from pdesharp.store.schema import RETIME_MARK, code_sha256, now as _now, parse_retime_id, retime_id
+from pdesharp.store.schema import (RETIME_MARK, SEARCH_ROWS, code_sha256, now as _now,
+                                   parse_retime_id, retime_id, warm_id)
 
 
 class EvaluationJournal:
@@ -69,12 +70,27 @@ class EvaluationJournal:
         return result
 
     async def retime(self, evaluator, candidate: Candidate, k: int, *, split: Split = "dev",
-                     feedback: Feedback = "nrmse") -> EvalResult:
+                     feedback: Feedback = "nrmse", warm: bool = False) -> EvalResult:
         """The k-th re-timing run (k >= 1) of ``candidate``'s code: executed and counted once,
-        recorded under :func:`retime_id`; on resume the recorded run is returned instead."""
+        recorded under :func:`retime_id`; on resume the recorded run is returned instead.
+        ``warm``: a warm timing (``Evaluator.evaluate(warm=True)``)."""
         if k < 1 or split == "test":
             raise ValueError("re-timing runs are numbered from 1 and use the feedback split")
-        label, sha = retime_id(candidate.id, k), code_sha256(candidate.code)
+        return await self._extra_run(evaluator, candidate, retime_id(candidate.id, k), split,
+                                     feedback, **({"warm": True} if warm else {}))
+
+    async def warm_timing(self, evaluator, candidate: Candidate, *, split: Split = "dev",
+                          feedback: Feedback = "nrmse") -> EvalResult:
+        """The warm timing of ``candidate``'s code (``Evaluator.evaluate(warm=True)``): executed
+        and counted once, recorded under :func:`warm_id`; on resume the recorded run. Like the
+        final test run it feeds no decision: counted in :attr:`n_evaluations`, not in
+        :attr:`n_feedback_evaluations`, and ``--max-evals`` does not limit it."""
+        return await self._extra_run(evaluator, candidate, warm_id(candidate.id), split,
+                                     feedback, feeds=False, warm=True)
+
+    async def _extra_run(self, evaluator, candidate: Candidate, label: str, split: Split,
+                         feedback: Feedback, feeds: bool = True, **kw) -> EvalResult:
+        sha = code_sha256(candidate.code)
         row = self.db.execute("SELECT result FROM evaluations WHERE candidate_id=? AND "
                               "code_sha256=? AND split=? AND feedback=?",
                               (label, sha, split, feedback)).fetchone()
@@ -82,15 +98,15 @@ class EvaluationJournal:
             stored = EvalResult.model_validate_json(row["result"])
             self._observe("reused", label, split, stored)
             return stored
-        if self.eval_limit is not None and \
+        if feeds and self.eval_limit is not None and \
                 self.n_feedback_evaluations + len(self._inflight) >= self.eval_limit:
             raise BudgetExceeded(f"evaluation budget spent: {self.eval_limit} solver evaluations"
                                  " (--max-evals)")
         self._observe("start", label, split, None)
         result = await evaluator.evaluate(candidate.code, split=split, feedback=feedback,
-                                          label=label)
+                                          label=label, **kw)
         self._floor["all"] += 1
-        self._floor["feedback"] += 1
+        self._floor["feedback"] += feeds
         self._insert_eval(label, sha, split, feedback, result, counted=True)
         self._observe("done", label, split, result)
         return result
@@ -168,9 +184,9 @@ class EvaluationJournal:
         return None
 
     def _count_rows(self, feedback_only: bool) -> int:
-        sql = "SELECT COUNT(*) FROM evaluations WHERE counted=1"
-        return self.db.execute(sql + (" AND split != 'test'" if feedback_only else "")
-                               ).fetchone()[0]
+        sql = "SELECT COUNT(*) FROM evaluations WHERE "
+        return self.db.execute(sql + (f"{SEARCH_ROWS} AND split != 'test'" if feedback_only
+                                      else "counted=1")).fetchone()[0]
 
     @property
     def n_evaluations(self) -> int:

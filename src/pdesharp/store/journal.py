@@ -93,8 +93,12 @@ class Journal:
         wall = self.db.execute("SELECT wall_seconds FROM runs WHERE id=?",
                                (self.run_id,)).fetchone()[0]
         n_all, n_feedback = self.n_evaluations, self.n_feedback_evaluations
+        n_test = self.db.execute("SELECT COUNT(*) FROM evaluations WHERE counted=1 AND "
+                                 "split='test'").fetchone()[0]
         return {"evaluations": n_all, "feedback_evaluations": n_feedback,
-                "test_evaluations": n_all - n_feedback,
+                "test_evaluations": n_test,
+                # the winner's time taken apart (RunStore.warm_timing): fed no decision
+                "warm_timing_evaluations": max(n_all - n_feedback - n_test, 0),
                 "debug_iterations": self.n_debug_iterations,
                 "model_calls": q[0], "cached_model_calls": q[1], "tokens_in": q[2],
                 # the part of tokens_in the providers served from their prompt caches

@@ -60,6 +60,19 @@ def retime_id(cid: str, k: int) -> str:
     return f"{cid}{RETIME_MARK}{k}"
 
 
+WARM_MARK = "#w"  # a warm timing's id: "<candidate id>#w"
+
+
+# the evaluations rows that count as search evaluations on a split (``AND split = ?``): counted
+# executions but the winner's warm timing, which feeds no decision (every count reads this)
+SEARCH_ROWS = f"counted=1 AND candidate_id NOT LIKE '%{WARM_MARK}'"
+
+
+def warm_id(cid: str) -> str:
+    """The journal id of candidate ``cid``'s warm timing (Evaluator.evaluate(warm=True))."""
+    return f"{cid}{WARM_MARK}"
+
+
 def parse_retime_id(label: str) -> tuple[str, int]:
     """(candidate id, k) of a journal id: k = 0 for a candidate's own evaluation."""
     cid, mark, k = label.rpartition(RETIME_MARK)

@@ -11,7 +11,10 @@ shared cores are not comparable at all), at most
 runs ``repeats`` more times, one run at a time and interleaved (a, b, a, b) so that neither
 competes with the other for the cores and a drift in the machine's load falls on both. A
 finalist's time is then the median of its timings (a failed re-run counts as never finishing),
-and the same ranking rule decides again, with the margin for a median of k timings. When the
+and the same ranking rule decides again, with the margin for a median of k timings. The
+re-timing runs are warm timings (``Evaluator.evaluate(warm=True)``): each also times the call on
+the samples after the first alone, and among finalists equally fast by their medians the rule
+tells them apart by those warm calls first (:func:`pdesharp.synthesis.ranking.rank`). When the
 medians make a solver the pick that was not a finalist (its single timing now within the margin
 of a finalist's median), it is re-timed too, and the rule decides again: the winner's time
 never rests on one timing.
@@ -29,7 +32,7 @@ from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import RunStore, code_sha256, retime_id
+from pdesharp.store import RunStore, code_sha256, retime_id, warm_id
 from pdesharp.synthesis.ranking import Rule, decided_by_time, eligible, pick_best, seconds
 
 MAX_FINALISTS = 3
@@ -72,24 +75,75 @@ class Settlement:
             shown = ", ".join("failed" if t is None else f"{t:.3g}" for t in runs)
             out["timings_per_sample"] = runs
             others = [f for f in self.finalists if f != winner.id]
+            warm = result.warm_per_sample if result.warm_timings else None
+            if warm is not None:
+                out["warm_timings_per_sample"] = result.warm_timings
             out["how"] = (f"median of {len(runs)} evaluator timings ({shown} s per sample), the "
                           f"winner re-timed with {', '.join(others) or 'no other finalist'} one "
                           f"run at a time ({self.evaluations} counted re-timing evaluation"
                           f"{'s' if self.evaluations != 1 else ''}"
-                          + (f"; {self.note}" if self.note else "") + ")")
+                          + (f"; {self.note}" if self.note else "")
+                          + (f"; its calls after the first, timed alone: {warm:.3g} s per "
+                             "sample, the median" if warm is not None else "") + ")")
         else:
             out["how"] = "one evaluator timing" + (f" ({self.note})" if self.note else "")
         return out
 
 
+async def one_off_and_warm(store: RunStore, evaluator, best, feedback: str = "nrmse"
+                           ) -> dict[str, Any]:
+    """The winner's time taken apart (issue 27): one more run of it on the dev split, the first
+    sample in one call and the others in a second, timed from the runner's request for their
+    inputs (:meth:`RunStore.warm_timing`). ``warm_per_sample`` is what a script calling the
+    solver again pays per sample; ``one_off_seconds`` the rest of the first call (import,
+    compilation, planning): the first call's time less one warm sample. The summary's
+    ``winner_time`` carries these, or ``warm_note`` saying why there are none."""
+    if best is None:
+        return {}
+    if not getattr(evaluator, "takes_apart", False):
+        return {"warm_note": "not taken apart: this evaluator times whole runs only"}
+    if best[1].n_samples < 2:
+        return {"warm_note": "not taken apart: the dev split has one sample"}
+    try:
+        r = await store.warm_timing(evaluator, best[0], feedback=feedback)
+    except Exception as exc:  # noqa: BLE001 - a timing aside must not cost the run its result
+        return {"warm_note": f"not taken apart: the warm timing failed ({type(exc).__name__})"}
+    label = warm_id(best[0].id)
+    if not any(e.get("candidate") == label for e in store.events("evaluation")):
+        store.event("evaluation", candidate=label, status=r.status, score=r.score,
+                    per_sample=r.seconds_per_sample,
+                    reason="the winner's time taken apart: its first sample in one call, the "
+                           "others in a second (warm), timed from their request")
+    if not r.ok or r.warm_seconds is None or not r.warm_samples or r.solver_seconds is None:
+        return {"warm_note": f"not taken apart: the warm timing ended {r.status}"}
+    warm = r.warm_seconds / r.warm_samples
+    first = r.solver_seconds - r.warm_seconds
+    return {"warm_per_sample": warm, "first_call_seconds": first,
+            "one_off_seconds": max(first - warm, 0.0), "warm_samples": r.warm_samples}
+
+
+def apart_words(timed: dict) -> str:
+    """``winner_time``'s one-off and warm parts in words ('' without them)."""
+    if timed.get("warm_per_sample") is not None:
+        n = timed["warm_samples"]
+        return (f"{timed['warm_per_sample']:.3g} s per sample warm (a second call, on "
+                f"{n} sample{'s' if n != 1 else ''}), {timed['one_off_seconds']:.3g} s one-off "
+                f"(import, compilation, planning: the first call of "
+                f"{timed['first_call_seconds']:.3g} s, on one sample, less one warm sample)")
+    return timed.get("warm_note", "")
+
+
 def settled(result: EvalResult, reruns: list[EvalResult]) -> EvalResult:
-    """``result`` with its time replaced by the median over it and its re-timing runs."""
+    """``result`` with its time replaced by the median over it and its re-timing runs, and the
+    re-timing runs' warm calls (per sample) as its ``warm_timings`` when every run has one."""
     if not reruns or result.solver_seconds is None:
         return result
     runs = [result.solver_seconds] + [r.solver_seconds if r.ok else None for r in reruns]
     median = statistics.median(float("inf") if t is None else t for t in runs)
-    return result.model_copy(update={"timings": runs,
-                                     "solver_seconds": None if median == float("inf") else median})
+    warm = [r.warm_per_sample for r in reruns if r.ok]
+    return result.model_copy(update={
+        "timings": runs, "solver_seconds": None if median == float("inf") else median,
+        "warm_timings": warm if warm and len(warm) == len(reruns) and None not in warm else []})
 
 
 def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
@@ -160,7 +214,8 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     async def rerun(group: list[Candidate]) -> None:
         for k in range(1, repeats + 1):  # interleaved, one run at a time
             for c in group:
-                r = await store.retime(evaluator, c, k, split=split, feedback=feedback)
+                r = await store.retime(evaluator, c, k, split=split, feedback=feedback,
+                                       warm=True)
                 runs[c.id].append(r)
                 label = retime_id(c.id, k)
                 if not any(e.get("candidate") == label for e in store.events("evaluation")):
