@@ -36,7 +36,8 @@ def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fre
                  "--run-id", "r", "--no-convergence", "--max-samples", "2"])
     assert code == 0
     # the audit's own steps reach the log (stderr is not a terminal here: one line per step)
-    log = capsys.readouterr().err
+    printed = capsys.readouterr()
+    log = printed.err
     assert "stage reference audit: exact translation of 2 initial conditions" in log, log
     summary = json.loads((out / "r" / "summary.json").read_text())
     audit = summary["reference_audit"]
@@ -54,9 +55,16 @@ def test_first_run_computes_the_cheap_audit_and_stops_at_the_floor(tmp_path, fre
     from pdesharp.store import RunStore
 
     store = RunStore.open(out / "r")
-    (ev,) = [e for e in store.events("evaluation") if e.get("split", "dev") == "dev"]
+    (ev, warm) = [e for e in store.events("evaluation") if e.get("split", "dev") == "dev"]
     assert ev["reason"].startswith("Genesis candidate g0 nominated by judge-1")
     assert "reached the reference floor" in summary["stop_reason"]
+    # then the winner's time taken apart: one more run, not a search evaluation (the end lines
+    # count the search's evaluations first)
+    assert warm["candidate"] == "g0#w" and warm["reason"].startswith("the winner's time taken")
+    timed = summary["winner_time"]
+    assert timed["warm_samples"] == 1 and timed["one_off_seconds"] >= 0.0
+    assert "evaluations:    1 (+ 1 warm timing); debugging iterations 0" in printed.out
+    assert "taken apart:    " in printed.out and "s per sample warm" in printed.out
 
 
 def test_auto_does_not_start_with_minutes_of_auditing(fresh_home, shared_data):

@@ -240,7 +240,14 @@ def _print_result(result, config, console) -> int:
     elif audit.get("status") == "ok":
         print(f"reference err:  {_fmt(audit['reference_error'])} (dev data against a converged "
               f"solution; best solver against it: {_fmt(audit.get('best_nrmse_vs_converged'))})")
-    print(f"evaluations:    {s['evaluations']} (debugging iterations {s['debug_iterations']})")
+    # the search's evaluations, then the runs that fed no decision (the final test, the
+    # winner's warm timing)
+    extra = [f"{n} {what}" for n, what in ((s.get("test_evaluations", 0), "final test"),
+                                            (s.get("warm_timing_evaluations", 0), "warm timing"))
+             if n]
+    print(f"evaluations:    {s.get('feedback_evaluations', s['evaluations'])}"
+          + (f" (+ {', '.join(extra)})" if extra else "")
+          + f"; debugging iterations {s['debug_iterations']}")
     print(f"model calls:    {s['model_calls']}, tokens {s['tokens_in']}/{s['tokens_out']}, "
           f"${s['cost_usd']:.4f}")
     print(f"report:         {result.run_dir / 'report.md'}")
