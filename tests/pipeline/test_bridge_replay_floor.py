@@ -55,14 +55,14 @@ def test_replay_stops_at_the_first_nominee_at_the_floor(replayed):
     assert not any(k[0] == "judge.propose" for k in replies.used)
     s = result.summary
     assert result.best_id == "g1" and s["feedback_evaluations"] == 1
-    assert ("reached the reference floor 5.847e-04 (1.11 x the reference's own error "
+    assert ("reached the reference floor 5.847e-04 (1.111 x the reference's own error "
             "5.262e-04)") in s["stop_reason"]
 
 
 def test_judges_are_told_the_floor_and_the_reference_error(replayed):
     store, _, _, _ = replayed
     system = " ".join(systems(store, "judge.nominate")[0].split())
-    assert ("Reference floor: 5.847e-04, 1.11 × the reference data's own error against the"
+    assert ("Reference floor: 5.847e-04, 1.111 × the reference data's own error against the"
             " PDE, 5.262e-04 (from an audit") in system  # (a bridge review: one space, the factor)
     assert "the goal is the fastest eligible solver" in system
     assert "the search ends as soon as one reaches the floor" in system
@@ -80,6 +80,6 @@ def test_the_reporter_is_told_which_solvers_are_at_or_below_the_floor(replayed):
     flat = " ".join(reporter.split())
     assert "so the floor is in force" in flat
     # the floor's basis, from the run's audit (the task facts file predates it)
-    assert ("The reference floor is 5.847e-04 (1.11 × the reference data's own error against"
+    assert ("The reference floor is 5.847e-04 (1.111 × the reference data's own error against"
             " the PDE, 5.262e-04)") in flat
     assert flat.count("(at or below the floor)") == 1  # g1, the only solver that ran

@@ -165,6 +165,14 @@ def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
     assert ("The reference floor is 1.210e-03 (1.1 × the reference data's own error against the"
             " PDE, 1.100e-03)") in told
     assert "a multiple of" in text and "a multiple of" not in told
+    # the winner's time taken apart reaches the reporter (a bridge review found it missing)
+    timed = {"per_sample": 0.0153, "how": "one evaluator timing", "warm_per_sample": 0.0208,
+             "one_off_seconds": 0.0484}
+    apart = _flat(render("reporter", floor_in_force=True, **dict(common, winner_time=timed)))
+    assert ("Its solver time: 0.0153 s per sample, one evaluator timing. Taken apart by one more"
+            " run after the search") in apart
+    assert "0.0208 s per sample warm, 0.0484 s one-off (import, compilation, planning)" in apart
+    assert "Taken apart" not in text  # winner_time without the parts
 
 
 def test_the_judges_are_told_the_floor_factor_and_the_last_round():
@@ -184,6 +192,12 @@ def test_the_judges_are_told_the_floor_factor_and_the_last_round():
     assert "Round 2 of at most 2 (the last this cycle allows) in cycle 0" in _flat(
         render("_state", info=last))
     assert "the last this cycle allows" not in _flat(render("_state", info=info))
+    # the re-timing runs' warm call, as the rule uses it (ranking._pick)
+    retimed = _flat(render("_rule", info=RoundInfo(cycle=0, round=1, max_rounds=2, cycles=1,
+                                                   retime=2), facts=None))
+    assert ("Each of those runs calls the solver twice, on the first sample and then on the "
+            "others, and times the second call alone") in retimed
+    assert "wins before the lower score" in retimed
 
 
 def test_the_floor_widens_a_fastest_below_goal_only_when_the_target_is_below_it():

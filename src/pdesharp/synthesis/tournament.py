@@ -199,7 +199,7 @@ class Tournament:
             return
         if self.rule.reference_floor is not None:
             own = reference_error(self.store.events("reference_audit"))
-            basis = f"{stop / own:.3g} x the reference's own error {own:.3e}" if own else \
+            basis = f"{stop / own:.4g} x the reference's own error {own:.3e}" if own else \
                 "a multiple of the reference's own error"
             self._stopped = (f"the best score {low:.3e} reached the reference floor {stop:.3e} "
                              f"({basis}): a lower score would not mean a more accurate "
