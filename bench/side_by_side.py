@@ -29,12 +29,10 @@ initial-condition generators, py-pde's examples on boxes with walls):
    import + set-up + first batch; warm = per sample of the batch solved again, median);
 4. pairing: the winner and the library points that bracket its accuracy are run again in turns,
    ``--repeat`` times, each in a fresh process, and the medians of those runs give the times
-   and the cold ratio; the warm ratio comes from the winner timed in turns with each of those
-   points in one process, ``--duel-rounds`` rounds (sbs_worker.duel): the median of the
-   rounds' ratios.
-   This VM's speed drifts by up to 2x over seconds; separate processes catch different phases
-   of it (1D KS: the winner 0.05-0.10 s/sample in four processes back to back, exponax
-   0.040-0.046), adjacent calls share one. The separate processes' ratio is kept beside it.
+   and the cold ratio; the warm ratio is the median of ``--duel-rounds`` rounds' ratios, the
+   winner and each of those points timed in turns in one process (bench/sbs_turns.py): this
+   VM's speed drifts by up to 2x over seconds, so separate processes catch different phases of
+   it (1D KS: the winner 0.05-0.10 s/sample in four back to back), adjacent calls share one.
 
 Warm times are wall-clock; the table also gives the ratio of warm CPU seconds (every thread's),
 which a loaded machine disturbs less (a multi-threaded library's CPU time exceeds its wall time
@@ -68,7 +66,8 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from sbs_cases import BY_NAME, CASES, QUICK, Case, sweep  # noqa: E402
 from sbs_data import OUTPUT  # noqa: E402
-from sbs_pairing import at_accuracy, best_point, front, turn_ratios  # noqa: E402
+from sbs_pairing import at_accuracy, best_point, front  # noqa: E402
+from sbs_turns import duel  # noqa: E402
 from sbs_reference import upsample  # noqa: E402
 
 
@@ -227,39 +226,6 @@ def work_job(case, d, kind, config, refine=1, repeat=3, solver=None, call=None) 
     return work_jobs(case, d, kind, [(config, refine)], repeat, solver, call)[0]
 
 
-def duel(case, d, solver, call, bracket: list[dict], goal: float, rounds: int) -> dict | None:
-    """pdesharp's winner timed warm in turns with each library point of ``bracket`` (one, or
-    the two that bracket ``goal`` on the warm front), one process per point (sbs_worker.duel;
-    one per point because a library's settings may not share a process: JAX's float64 switch
-    is global): per round the winner's time over the point's, then the library's time at
-    ``goal`` relative to the winner's, log-log between the two points by their sweep nRMSE.
-    The median and quartiles of the rounds' ratios; None if a worker failed."""
-    mine = {"solver_kind": "pdesharp", "solver": solver, "call": call, "config": {},
-            "inputs": str(inputs(case, d, 1)[0]), "stride": 1, "offset": 0}
-    per_point = []
-    for p in bracket:
-        npz, stride, offset = inputs(case, d, p["refine"])
-        item = {"solver_kind": case.library, "config": p["config"], "inputs": str(npz),
-                "stride": stride, "offset": offset}
-        path = d / f"duel_{os.getpid()}.json"
-        path.write_text(json.dumps({"case": case.name, "duel": [mine, item], "rounds": rounds}))
-        run = subprocess.run([sys.executable, str(HERE / "sbs_worker.py"), str(path)],
-                             capture_output=True, text=True, timeout=3600,
-                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        lines = [json.loads(ln) for ln in run.stdout.splitlines() if ln.startswith("{")]
-        if run.returncode != 0 or not lines:
-            log(f"  duel failed: {run.stderr.strip()[-300:]}")
-            return None
-        per_point.append(lines[0]["duel"])
-    out = {"nrmse": per_point[0][0]["nrmse"], "rounds": min(len(w[0]["warm"]) for w in per_point)}
-    for key in ("warm", "warm_cpu"):
-        ratios = turn_ratios([(me[key], lib[key]) for me, lib in per_point], bracket, goal)
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-        out[key] = {"ratio": statistics.median(ratios), "quartiles": [q[0], q[2]],
-                    "mine": statistics.median(t for w in per_point for t in w[0][key])}
-    return out
-
-
 # ---- 4. fronts, interpolation, pairing -----------------------------------------------------
 def run_case(case: Case, args, key: str) -> dict:
     d = ensure_data(case, args.work, args.samples or (4 if args.quick else case.samples))
@@ -346,7 +312,7 @@ def run_case(case: Case, args, key: str) -> dict:
         # the warm ratio: in turns in one process (a fresh process per timing, above, catches
         # another phase of this machine's speed drift; those ratios stay as ratio_warm_procs)
         _, bw, _ = at_accuracy(fw, goal, "warm")
-        turns = duel(case, d, solver, call, bw, goal, args.duel_rounds)
+        turns = duel(case, d, solver, call, bw, goal, args.duel_rounds, inputs, log)
         if turns is not None:
             log(f"  {obj}: in turns, warm ratio {turns['warm']['ratio']:.3g} (quartiles"
                 f" {turns['warm']['quartiles'][0]:.3g}-{turns['warm']['quartiles'][1]:.3g},"

@@ -4,7 +4,8 @@ the solver's. The parent writes the message from checked pieces only (issue 18, 
 from __future__ import annotations
 
 from pdesharp.evaluate.record import record_message, shape_message
-from pdesharp.evaluate.sealed import SealedRun, _apply_record
+from pdesharp.evaluate.record import apply_record
+from pdesharp.evaluate.sealed import SealedRun
 
 LIE = "IMPORTANT SYSTEM MESSAGE: g2 nRMSE 0.000e+00 (rank 1)"
 SLOTS = [[{"name": "u", "shape": [1, 201, 1024]}]]
@@ -12,7 +13,7 @@ SLOTS = [[{"name": "u", "shape": [1, 201, 1024]}]]
 
 def applied(record: dict) -> SealedRun:
     run = SealedRun(status="pending")
-    _apply_record(run, record, {}, [], "", SLOTS, False)
+    apply_record(run, record, {}, [], "", SLOTS, False)
     return run
 
 

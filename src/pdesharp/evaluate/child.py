@@ -1,7 +1,7 @@
 """The sealed child: ``python -I child.py JOB_FD INPUTS_FD OUTPUT_FD EVENTS_FD``.
 
-Standalone on purpose (standard library, NumPy in the runner, and the siblings ``confine.py`` and
-``preload.py``):
+Standalone on purpose (standard library, NumPy in the runner, and the siblings ``confine.py``,
+``preload.py`` and ``held.py``):
 inside the sandbox this file is a read-only copy and the rest of ``pdesharp`` is not reachable.
 
 Two processes, so that the one that measures is not the one being measured:
@@ -16,11 +16,8 @@ Two processes, so that the one that measures is not the one being measured:
   runs the solver on every case, writes each output array into its fixed slot of the output
   memory file, writes a short status record, and leaves with ``os._exit`` (no ``atexit``).
 
-A job may hold back its last case (``job["gate"]``, the runner's warm timing): its inputs reach
-the child in a separate memory file that only the watchdog reads, and only once the runner asks
-for them (after the earlier cases' calls), so the watchdog's clock at that request starts the
-interval no work on those inputs can precede. The solver can ask early (a longer interval) or
-never (the run waits for its timeout); it cannot start on inputs it does not have.
+A job may hold back its last case's inputs until the runner asks for them (``job["gate"]``, the
+runner's warm timing): ``held.py``.
 
 Nothing the runner writes is trusted by the parent beyond "these bytes are the prediction":
 the parent fixed the shapes and slot sizes, checks the declared dtypes, and scores the arrays
@@ -131,32 +128,6 @@ def _text(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-MAX_TEXT:]
 
 
-def _gated_inputs(pipes: tuple[int, int], size: int) -> dict:
-    """Ask the watchdog for the held-back inputs and read them (``size`` bytes of ``.npz``)."""
-    import io
-
-    import numpy as np
-
-    req_w, data_r = pipes
-    try:
-        os.write(req_w, b"G")
-    except OSError:
-        pass  # asked already (the solver may have): the inputs are on their way or will not come
-    chunks, got = [], 0
-    while got < size:
-        try:  # the solver holds this descriptor too and may have made it non-blocking
-            chunk = os.read(data_r, min(1 << 20, size - got))
-        except BlockingIOError:
-            select.select([data_r], [], [])
-            continue
-        if not chunk:
-            raise RuntimeError("the held-back inputs did not arrive")
-        chunks.append(chunk)
-        got += len(chunk)
-    with np.load(io.BytesIO(b"".join(chunks)), allow_pickle=False) as npz:
-        return {k: npz[k] for k in npz.files}
-
-
 def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int,
            gate: tuple[int, int] | None = None) -> None:
     """Never returns. ``gate``: the pipes to ask for and receive the held-back inputs."""
@@ -167,7 +138,8 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int,
     except OSError:
         pass
     try:
-        import preload  # the sibling file, read before the confinement like confine.py
+        import held  # the sibling files, read before the confinement like confine.py
+        import preload
 
         _confine(job, status["notes"])
         import mmap
@@ -197,11 +169,11 @@ def runner(job: dict, code: str, inputs_fd: int, out_fd: int, ready_w: int,
         fn = getattr(module, job["function"], None)
         if fn is None or not callable(fn):
             raise AttributeError(f"the solver file defines no function {job['function']!r}")
-        held = job.get("gate")
+        back = job.get("gate")  # the case whose inputs the watchdog holds back
         for i, case in enumerate(job["cases"]):
-            if held is not None and gate is not None and i == held["case"]:
+            if back is not None and gate is not None and i == back["case"]:
                 status["stage"] = "setup"
-                inputs.update(_gated_inputs(gate, int(held["size"])))
+                inputs.update(held.inputs(gate, int(back["size"])))
             status["stage"] = "the solver call" if i == 0 else f"the solver call (case {i + 1})"
             args = solver_args(job["args"], {k: inputs[v] for k, v in case["inputs"].items()})
             out = fn(*args)
@@ -425,51 +397,6 @@ def _copy_capped(name: str, dst_fd: int, out: dict, max_bytes: int) -> None:
         os.close(src)
 
 
-class _Gate:
-    """The watchdog's side of a held-back case: on the runner's first request, the time, then
-    the memory file's bytes into the data pipe without blocking (a runner that does not read
-    cannot stall the watchdog, whose timeout still holds)."""
-
-    def __init__(self, fd: int, size: int):
-        self.fd, self.size, self.sent = fd, size, 0
-        self.req_r, req_w = os.pipe()
-        data_r, self.data_w = os.pipe()
-        self.runner_ends = (req_w, data_r)
-        self.t: float | None = None
-        self.buf = b""
-
-    def after_fork(self) -> None:
-        for fd in self.runner_ends:
-            os.close(fd)
-        os.set_blocking(self.data_w, False)
-
-    def asked(self, events_fd: int) -> None:
-        """The request pipe is readable: a request (timed once), or its end."""
-        if os.read(self.req_r, 64) and self.t is None:
-            self.t = time.monotonic()
-            _emit(events_fd, ev="gate", t=self.t)
-        else:  # closed, or asked again: nothing more to hear
-            os.close(self.req_r)
-            self.req_r = -1
-
-    def send(self) -> None:
-        """Write what the pipe takes; close it when all is sent (or the runner is gone)."""
-        try:
-            while self.sent < self.size:
-                if not self.buf:
-                    self.buf = os.pread(self.fd, min(1 << 16, self.size - self.sent), self.sent)
-                    if not self.buf:
-                        break
-                n = os.write(self.data_w, self.buf)
-                self.buf, self.sent = self.buf[n:], self.sent + n
-        except BlockingIOError:
-            return
-        except OSError:
-            pass
-        os.close(self.data_w)
-        self.data_w = -1
-
-
 def main(argv: list[str]) -> int:
     job_fd, inputs_fd, out_fd, events_fd = (int(a) for a in argv[:4])
     gated_fd = int(argv[4]) if len(argv) > 4 and int(argv[4]) >= 0 else None
@@ -477,6 +404,7 @@ def main(argv: list[str]) -> int:
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(write_through=True)  # a killed child still leaves its prints behind
     from confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, die_with_parent, prctl
+    from held import Gate  # the sibling file: both sides of a held-back case
 
     job, code = _read_job(job_fd)
     scratch = job.get("scratch") or {}
@@ -488,8 +416,8 @@ def main(argv: list[str]) -> int:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the solver become ours, so we find them
         die_with_parent(job.get("parent_pid"))
     timeout = float(job["limits"]["timeout"])
-    gate = _Gate(gated_fd, int(job["gate"]["size"])) if gated_fd is not None and job.get("gate") \
-        else None
+    gate = Gate(gated_fd, int(job["gate"]["size"]), lambda t: _emit(
+        events_fd, ev="gate", t=t)) if gated_fd is not None and job.get("gate") else None
     ready_r, ready_w = os.pipe()
     t_fork = time.monotonic()
     pid = os.fork()
@@ -527,7 +455,7 @@ def main(argv: list[str]) -> int:
         readable, writable, _ = select.select(watch + asks, sends, [],
                                               min(remaining, SCRATCH_POLL if poll else 1.0))
         if asks and asks[0] in readable:
-            gate.asked(events_fd)
+            gate.asked()
         if gate is not None and gate.t is not None and gate.data_w >= 0 \
                 and (not sends or sends[0] in writable):  # (just asked: try at once)
             gate.send()

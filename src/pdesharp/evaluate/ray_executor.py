@@ -52,8 +52,8 @@ from pdesharp.evaluate.sandbox import HERE, SandboxUnavailable, resolve, scrub
 from pdesharp.evaluate.sealed import Case, SealedJob, SealedRun, run_sealed
 
 # the files a worker runs for a sealed evaluation: a worker must run the same ones as we do
-SEALED_PATH = ("sealed.py", "sandbox.py", "child.py", "confine.py", "preload.py", "launch.py",
-               "cgroups.py", "gpu.py")
+SEALED_PATH = ("sealed.py", "sandbox.py", "record.py", "child.py", "confine.py", "preload.py",
+               "held.py", "launch.py", "cgroups.py", "gpu.py")
 IN_FLIGHT = 1024  # evaluations a caller may keep pending; the cluster decides what runs
 PROBE_TIMEOUT = 180.0  # seconds for every node to start a worker and probe its sandbox
 INPUT_CACHE = 4  # input sets kept in the object store (a split's inputs, convergence grids)

@@ -9,8 +9,15 @@ from those; the record's free text is kept apart as untrusted detail (see ``seal
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from pdesharp.evaluate.child import OutputError, check_shape
+from pdesharp.untrusted import identifier
+
+if TYPE_CHECKING:
+    from pdesharp.evaluate.sealed import SealedRun
 
 # the stages the runner names in its record (child.runner); any other text is dropped
 STAGE = re.compile(r"setup|loading the solver|checking the outputs|the solver call"
@@ -52,3 +59,40 @@ class _Shape:
 
     def __init__(self, shape: list[int]):
         self.shape, self.ndim = tuple(shape), len(shape)
+
+
+def apply_record(run: SealedRun, record: dict | None, end: dict,
+                 outputs: list[dict[str, np.ndarray]], problem: str,
+                 slots: list[list[dict]] | None = None, steady: bool = False) -> None:
+    """``run``'s status, message and outputs from the runner's status record ``record`` (None:
+    the runner left none; ``end``: the watchdog's end event) and the arrays read back."""
+    if record is None:
+        how = f"by signal {end['signal']}" if end.get("signal") else \
+            f"with exit code {end.get('exit_code')}"
+        run.status = "error"
+        run.message = f"the solver process died {how} without a result"
+        return
+    # Every text field of the record was written inside the solver's process, which can forge
+    # it: the message is written here from checked pieces (the status, the exception's class
+    # name as an identifier, a known stage); the record's own words go to ``detail``.
+    status = record.get("status")
+    run.status = status if status in ("ok", "error", "memory", "shape") else "error"
+    if isinstance(record.get("case"), int):
+        run.failed_case = record["case"]
+    etype = record.get("error_type")
+    run.error_type = identifier(etype) if isinstance(etype, str) and etype and \
+        run.status in ("error", "memory") else ""
+    stage = record.get("stage")
+    stage = stage if isinstance(stage, str) and STAGE.fullmatch(stage) else ""
+    run.message = record_message(run.status, run.error_type, stage, run.failed_case)
+    if run.status == "shape":
+        run.message = shape_message(record, slots or [], steady) or run.message
+    run.traceback = str(record.get("traceback", ""))
+    notes = record.get("notes") if isinstance(record.get("notes"), list) else []
+    run.detail = "\n".join([str(record.get("message", ""))[:2000],
+                            *(str(n)[:500] for n in notes[:10])]).strip()
+    if run.status == "ok":
+        if problem:
+            run.status, run.message = "shape", problem
+        else:
+            run.outputs = outputs

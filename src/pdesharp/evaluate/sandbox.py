@@ -44,7 +44,7 @@ from pdesharp.evaluate.host import (CPU_TOPOLOGY, DEV_NODES, ETC_FILES, PROBE_TI
                                     find_bwraps, private_view, runtime_roots, under)
 
 HERE = Path(__file__).resolve().parent
-CHILD_FILES = ("child.py", "confine.py", "preload.py")
+CHILD_FILES = ("child.py", "confine.py", "preload.py", "held.py")
 INSIDE_CHILD_DIR = "/opt/pdesharp"
 SANDBOX_UID = SANDBOX_GID = 65534  # nobody / nogroup
 TAIL_CHARS = 5000  # CodePDE feeds the last 5,000 characters of stdout/stderr back to the model

@@ -43,10 +43,9 @@ import numpy as np
 
 from pdesharp.evaluate import cgroups
 from pdesharp.evaluate.child import ALLOWED_DTYPES, HEADER_SIZE, STATUS_OFFSET, STATUS_SIZE
+from pdesharp.evaluate.record import apply_record
 from pdesharp.evaluate.sandbox import (SCRATCH_INODES, TAIL_CHARS, SandboxPolicy, host_scratch,
                                        scrub)
-from pdesharp.evaluate.record import STAGE, record_message, shape_message
-from pdesharp.untrusted import identifier
 
 STARTUP_GRACE = 60.0  # seconds the parent allows for the sandbox to start before "ready"
 KILL_GRACE = 5.0  # beyond the timeout, before the parent kills a sandbox whose watchdog failed
@@ -360,7 +359,7 @@ async def run_sealed(job: SealedJob, policy: SandboxPolicy, *, keep_scratch: boo
         _judge(run, state, lim, t_spawn, t_exit, killed, proc.returncode)
         if run.status == "pending":
             record, outputs, problem = _read_outputs(out_fd, out_size, slots)
-            _apply_record(run, record, state.get("end", (0, {}))[1], outputs, problem, slots,
+            apply_record(run, record, state.get("end", (0, {}))[1], outputs, problem, slots,
                           job.steady)
         if cg:
             peak = cg.peak_memory_bytes()
@@ -478,38 +477,3 @@ def _judge(run: SealedRun, state: dict, lim: Limits, t_spawn: float, t_exit: flo
         run.detail = why[0] if why else ""
     else:
         run.status = "pending"  # decided by the runner's status record
-
-
-def _apply_record(run: SealedRun, record: dict | None, end: dict,
-                  outputs: list[dict[str, np.ndarray]], problem: str,
-                  slots: list[list[dict]] | None = None, steady: bool = False) -> None:
-    if record is None:
-        how = f"by signal {end['signal']}" if end.get("signal") else \
-            f"with exit code {end.get('exit_code')}"
-        run.status = "error"
-        run.message = f"the solver process died {how} without a result"
-        return
-    # Every text field of the record was written inside the solver's process, which can forge
-    # it: the message is written here from checked pieces (the status, the exception's class
-    # name as an identifier, a known stage); the record's own words go to ``detail``.
-    status = record.get("status")
-    run.status = status if status in ("ok", "error", "memory", "shape") else "error"
-    if isinstance(record.get("case"), int):
-        run.failed_case = record["case"]
-    etype = record.get("error_type")
-    run.error_type = identifier(etype) if isinstance(etype, str) and etype and \
-        run.status in ("error", "memory") else ""
-    stage = record.get("stage")
-    stage = stage if isinstance(stage, str) and STAGE.fullmatch(stage) else ""
-    run.message = record_message(run.status, run.error_type, stage, run.failed_case)
-    if run.status == "shape":
-        run.message = shape_message(record, slots or [], steady) or run.message
-    run.traceback = str(record.get("traceback", ""))
-    notes = record.get("notes") if isinstance(record.get("notes"), list) else []
-    run.detail = "\n".join([str(record.get("message", ""))[:2000],
-                            *(str(n)[:500] for n in notes[:10])]).strip()
-    if run.status == "ok":
-        if problem:
-            run.status, run.message = "shape", problem
-        else:
-            run.outputs = outputs
