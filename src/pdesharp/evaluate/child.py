@@ -416,24 +416,19 @@ def main(argv: list[str]) -> int:
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans of the solver become ours, so we find them
         die_with_parent(job.get("parent_pid"))
     timeout = float(job["limits"]["timeout"])
-    gate = Gate(gated_fd, int(job["gate"]["size"]), lambda t: _emit(
-        events_fd, ev="gate", t=t)) if gated_fd is not None and job.get("gate") else None
+    gate = None if gated_fd is None else Gate(gated_fd, int((job.get("gate") or {}).get(
+        "size", 0)), lambda t: _emit(events_fd, ev="gate", t=t))
     ready_r, ready_w = os.pipe()
     t_fork = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(ready_r)
         os.close(events_fd)
-        if gated_fd is not None:  # before any code of the solver exists: not its to read
-            os.close(gated_fd)
-        if gate is not None:
-            os.close(gate.req_r)
-            os.close(gate.data_w)
         if keep_fd is not None:
             os.close(keep_fd)
         if not pid1:
             die_with_parent(None)
-        runner(job, code, inputs_fd, out_fd, ready_w, gate.runner_ends if gate else None)
+        runner(job, code, inputs_fd, out_fd, ready_w, gate.in_runner() if gate else None)
     os.close(ready_w)
     os.close(inputs_fd)
     if gate is not None:
@@ -449,16 +444,11 @@ def main(argv: list[str]) -> int:
         if remaining <= 0:
             timed_out = True
             break
-        asks = [gate.req_r] if gate is not None and gate.req_r >= 0 else []
-        sends = [gate.data_w] if gate is not None and gate.t is not None and gate.data_w >= 0 \
-            else []
+        asks, sends = gate.waits() if gate is not None else ([], [])
         readable, writable, _ = select.select(watch + asks, sends, [],
                                               min(remaining, SCRATCH_POLL if poll else 1.0))
-        if asks and asks[0] in readable:
-            gate.asked()
-        if gate is not None and gate.t is not None and gate.data_w >= 0 \
-                and (not sends or sends[0] in writable):  # (just asked: try at once)
-            gate.send()
+        if gate is not None:
+            gate.serve(readable, writable)
         if ready_r in readable:
             sent = os.read(ready_r, 9) if t_ready is None else b""  # one write < PIPE_BUF
             if sent[:1] == b"R":

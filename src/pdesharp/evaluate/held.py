@@ -58,10 +58,33 @@ class Gate:
         self.t: float | None = None
         self.buf = b""
 
+    def in_runner(self) -> tuple[int, int]:
+        """The runner's side after the fork: the memory file and the watchdog's ends closed
+        (before any code of the solver exists: not its to read); the pipes to ask and read by."""
+        for fd in (self.fd, self.req_r, self.data_w):
+            os.close(fd)
+        return self.runner_ends
+
     def after_fork(self) -> None:
+        """The watchdog's side after the fork: the runner's ends closed."""
         for fd in self.runner_ends:
             os.close(fd)
         os.set_blocking(self.data_w, False)
+
+    def waits(self) -> tuple[list[int], list[int]]:
+        """What the watchdog's select watches: the request pipe until it is closed, the data
+        pipe while the inputs are being sent."""
+        return ([self.req_r] if self.req_r >= 0 else [],
+                [self.data_w] if self.t is not None and self.data_w >= 0 else [])
+
+    def serve(self, readable: list[int], writable: list[int]) -> None:
+        """After the select: hear a request, send what the data pipe takes (at once when just
+        asked)."""
+        sending = self.t is not None
+        if self.req_r >= 0 and self.req_r in readable:
+            self.asked()
+        if self.t is not None and self.data_w >= 0 and (self.data_w in writable or not sending):
+            self.send()
 
     def asked(self) -> None:
         """The request pipe is readable: a request (timed once, told through ``emit``), or its
