@@ -27,14 +27,17 @@ def _run(code: str, timeout: float = 30.0, gate: bool = True):
 def test_the_held_call_is_timed_alone():
     # 0.4 s at import and 0.1 s a sample: the first call (1 sample) and the import are not in
     # the warm time; the held call (3 samples) is. Sleeps only lengthen a time, so the lower
-    # bounds hold on any machine; the upper one has 0.25 s of slack for a loaded one
+    # bounds hold on any machine, loaded or not; the import and the first call (0.5 s of
+    # sleep) lie before the request, inside the whole time and outside the warm one (0.1 s of
+    # that kept as slack: the parent's own clock reads the events late by a few ms, by more
+    # on a loaded machine, and each time keeps the larger of its two measurements)
     code = ("import time\ntime.sleep(0.4)\n"
             "def f(a):\n    time.sleep(0.1 * a.shape[0])\n    return a * 2.0\n")
     run = _run(code)
     assert run.status == "ok", (run.message, run.stderr_tail)
     assert np.array_equal(run.outputs[1]["x"], 2.0 * HELD)
-    assert run.solver_seconds >= 0.8 and 0.3 <= run.warm_seconds <= 0.55
-    assert run.warm_seconds < run.solver_seconds - 0.4
+    assert run.solver_seconds >= 0.8 and run.warm_seconds >= 0.3
+    assert run.warm_seconds <= run.solver_seconds - 0.4
     plain = _run(code, gate=False)  # no gate: no warm time, the same outputs
     assert plain.status == "ok" and plain.warm_seconds is None
     assert np.array_equal(plain.outputs[1]["x"], run.outputs[1]["x"])
@@ -155,7 +158,8 @@ def test_the_evaluator_times_the_samples_after_the_first_warm(shared_data, solve
     assert warm.nrmse == plain.nrmse and warm.nrmse_per_sample == plain.nrmse_per_sample
     assert (plain.warm_seconds, plain.warm_samples) == (None, 0)
     assert warm.warm_samples == 3 and warm.n_samples == 4
-    assert warm.solver_seconds >= 0.5 and warm.warm_seconds <= warm.solver_seconds - 0.5
+    # (0.5 s of import before the request; 0.1 s of it kept as slack for the parent's clock)
+    assert warm.solver_seconds >= 0.5 and warm.warm_seconds <= warm.solver_seconds - 0.4
     # no convergence test in a warm timing (it is a timing, not a verdict)
     assert plain.convergence_order is not None or plain.convergence_note
     assert warm.convergence_order is None and not warm.convergence_note
