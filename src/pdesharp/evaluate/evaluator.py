@@ -48,6 +48,8 @@ class Evaluator:
     :class:`~pdesharp.evaluate.executors.ExecutorUnavailable` if the executor cannot start.
     """
 
+    takes_apart = True  # evaluate(warm=True) times the samples after the first alone
+
     def __init__(self, task: Task, *, data_dir=None, dev_data=None, test_data=None,
                  workers: int = 1, timeout: float | None = None, memory_mb: int | None = None,
                  convergence: bool = True, scratch_root: Path | None = None,
@@ -134,8 +136,6 @@ class Evaluator:
         return SealedJob(code=code, function=self.task.solver.name, args=self.spec.arg_refs(),
                          cases=cases, limits=self._limits(), steady=self.task.steady,
                          label=_safe(label), gate=gate)
-
-    takes_apart = True  # evaluate(warm=True) times the samples after the first alone
 
     async def evaluate(self, code: str, *, split: Split, feedback: Feedback, label: str = "",
                        plot_path: Path | None = None,
