@@ -25,7 +25,7 @@ the equally fast are re-timed solvers with warm timings (their re-timing runs ti
 all samples but the first alone: no import, compilation or planning), those whose warm time is
 within the margin of the least warm time go on, and the lower score wins among them: a small
 solver's call is mostly one-off work, and two designs the whole call cannot tell apart may be
-4x apart per sample (1D Fisher-KPP: a Strang splitting at 1 ms and ETDRK4 at 4.4 ms per
+5x apart per sample (1D Fisher-KPP: a Strang splitting at 1 ms and ETDRK4 at 5 ms per
 sample warm, both about 7 ms a sample in one call on 4 samples).
 
 The reference floor (``Rule.floor``; :mod:`pdesharp.audit.runs`: the audit's reference error
