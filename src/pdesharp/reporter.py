@@ -146,9 +146,9 @@ def objective_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     if timed.get("per_sample") is not None:
         lines.append(f"- Winner's time: {_sps(timed['per_sample'])} per sample on the dev "
                      f"split, {timed['how']}")
-    if apart_words(timed):
-        lines.append(f"- Winner's time taken apart (one more run on the dev split): "
-                     f"{apart_words(timed)}")
+    apart = apart_words(timed)
+    if apart:
+        lines.append(f"- Winner's time taken apart (one more run on the dev split): {apart}")
     pick = final.get("objective_pick")
     if pick:
         lines.append(f"- Not the lowest score: `{pick['lowest_id']}` scored lowest "

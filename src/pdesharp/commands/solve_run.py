@@ -230,8 +230,9 @@ def _print_result(result, config, console) -> int:
     timed = s.get("winner_time") or {}
     if timed.get("per_sample") is not None:
         print(f"solver time:    {timed['per_sample']:.3g} s per sample (dev; {timed['how']})")
-    if apart_words(timed):
-        print(f"taken apart:    {apart_words(timed)}")
+    apart = apart_words(timed)
+    if apart:
+        print(f"taken apart:    {apart}")
     print(f"test nRMSE:     {_fmt(result.test_nrmse)}"
           + (f" ({one_line(s['test_note'], 500)})" if s.get("test_note") else ""))
     if audit.get("status") == "ok" and audit.get("source") == "stated":

@@ -116,7 +116,7 @@ async def one_off_and_warm(store: RunStore, evaluator, best, feedback: str = "nr
                            "others in a second (warm), timed from their request")
     if not r.ok or r.warm_seconds is None or not r.warm_samples or r.solver_seconds is None:
         return {"warm_note": f"not taken apart: the warm timing ended {r.status}"}
-    warm = r.warm_seconds / r.warm_samples
+    warm = r.warm_per_sample
     first = r.solver_seconds - r.warm_seconds
     return {"warm_per_sample": warm, "first_call_seconds": first,
             "one_off_seconds": max(first - warm, 0.0), "warm_samples": r.warm_samples}
