@@ -57,10 +57,19 @@ class _Ufuncs:
         return self.u.irfft(g, 1.0 / n, out=out)
 
 
+_FFT1 = []  # _pocket's answer, found once per process (a grid is made at every call)
+
+
 def _pocket():
     """:class:`_Ufuncs` where this NumPy has the ufuncs and they give numpy.fft's numbers on a
     test array (odd and even lengths, a cut spectrum), else numpy.fft itself (a NumPy whose
     private module changed falls back, it does not fail)."""
+    if not _FFT1:
+        _FFT1.append(_checked_ufuncs())
+    return _FFT1[0]
+
+
+def _checked_ufuncs():
     try:
         from numpy.fft import _pocketfft_umath as u
 
