@@ -167,16 +167,34 @@ def run_pypde(job, case, w0, t):
     return t0, t_import, solve
 
 
-def one(job, case, base_import: float | None) -> dict:
+def _load(job):
+    """(w0, t, ref) of the job's inputs file; a slow library timed on the first samples only
+    (``max_samples``: times and accuracy per sample)."""
     data = np.load(job["inputs"])
     w0, t, ref = data["w0"], data["t"], data["ref"]
     few = (job.get("config") or {}).get("max_samples")
-    if few:  # a slow library timed on the first samples only (times and accuracy per sample)
-        w0, ref = w0[:, :few], ref[:, :few]
-    runner = {"pdesharp": lambda: run_pdesharp(job, w0, t),
-              "exponax": lambda: run_exponax(job, case, w0, t),
-              "py-pde": lambda: run_pypde(job, case, w0, t)}[job["solver_kind"]]
-    t0, t_import, solve = runner()
+    return (w0[:, :few], t, ref[:, :few]) if few else (w0, t, ref)
+
+
+def _set_up(job, case, w0, t):
+    """The job's solver set up as its library's user sets it up: (t0, t_import, solve)."""
+    if job["solver_kind"] == "pdesharp":
+        return run_pdesharp(job, w0, t)
+    return {"exponax": run_exponax, "py-pde": run_pypde}[job["solver_kind"]](job, case, w0, t)
+
+
+def _accuracy(job, case, first, ref) -> tuple[float, bool]:
+    """(nRMSE of the first solve at the data points, its shape right): a finer solve grid's
+    data points are every stride-th, from offset."""
+    stride, offset = job.get("stride", 1), job.get("offset", 0)
+    pred = first[(Ellipsis,) + (slice(offset, None, stride),) * case.dim]
+    ok = pred.shape == ref.shape and bool(np.all(np.isfinite(pred)))
+    return (nrmse(pred, ref) if ok else float("inf")), pred.shape == ref.shape
+
+
+def one(job, case, base_import: float | None) -> dict:
+    w0, t, ref = _load(job)
+    t0, t_import, solve = _set_up(job, case, w0, t)
     t1 = time.perf_counter()
     first = solve()
     t2 = time.perf_counter()
@@ -190,17 +208,14 @@ def one(job, case, base_import: float | None) -> dict:
         warm.append(time.perf_counter() - s)
         cpu.append(time.process_time() - c)  # every thread's CPU: robust to a loaded machine
     batch = w0.shape[1]
-    # a finer solve grid: the data points are every stride-th, from offset
-    stride, offset = job.get("stride", 1), job.get("offset", 0)
-    pred = first[(Ellipsis,) + (slice(offset, None, stride),) * case.dim]
-    ok = pred.shape == ref.shape and bool(np.all(np.isfinite(pred)))
+    err, shape_ok = _accuracy(job, case, first, ref)
     # a later setting of the same process found the library imported: its cold time is the
     # process's import time plus its own set-up and first batch (compilation included)
     imp = t_import if base_import is None else base_import
     return {"cold": imp + (t2 - t1) + (t1 - t0 - t_import), "import": imp, "first": t2 - t1,
             "warm": float(np.median(warm)) / batch, "warm_runs": len(warm), "batch": batch,
             "warm_cpu": float(np.median(cpu)) / batch,
-            "nrmse": nrmse(pred, ref) if ok else float("inf"), "shape_ok": pred.shape == ref.shape,
+            "nrmse": err, "shape_ok": shape_ok,
             "fresh_process": base_import is None}
 
 
@@ -215,17 +230,10 @@ def duel(job, case) -> dict:
     runs = []
     for item in job["duel"]:
         it = dict(job, **item)
-        data = np.load(it["inputs"])
-        w0, t, ref = data["w0"], data["t"], data["ref"]
-        runner = {"pdesharp": run_pdesharp, "exponax": lambda j, w, tt: run_exponax(j, case, w, tt),
-                  "py-pde": lambda j, w, tt: run_pypde(j, case, w, tt)}[it["solver_kind"]]
-        solve = runner(it, w0, t)[2]
-        first = solve()
-        stride, offset = it.get("stride", 1), it.get("offset", 0)
-        pred = first[(Ellipsis,) + (slice(offset, None, stride),) * case.dim]
-        ok = pred.shape == ref.shape and bool(np.all(np.isfinite(pred)))
+        w0, t, ref = _load(it)
+        solve = _set_up(it, case, w0, t)[2]
         runs.append({"solve": solve, "batch": w0.shape[1], "warm": [], "warm_cpu": [],
-                     "nrmse": nrmse(pred, ref) if ok else float("inf")})
+                     "nrmse": _accuracy(it, case, solve(), ref)[0]})
     rounds, most = int(job.get("rounds", 15)), float(job.get("max_seconds", 60))
     start = time.perf_counter()
     for r in range(rounds):
