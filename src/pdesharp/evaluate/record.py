@@ -9,15 +9,11 @@ from those; the record's free text is kept apart as untrusted detail (see ``seal
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pdesharp.evaluate.child import OutputError, check_shape
 from pdesharp.untrusted import identifier
-
-if TYPE_CHECKING:
-    from pdesharp.evaluate.sealed import SealedRun
 
 # the stages the runner names in its record (child.runner); any other text is dropped
 STAGE = re.compile(r"setup|loading the solver|checking the outputs|the solver call"
@@ -61,11 +57,12 @@ class _Shape:
         self.shape, self.ndim = tuple(shape), len(shape)
 
 
-def apply_record(run: SealedRun, record: dict | None, end: dict,
+def apply_record(run, record: dict | None, end: dict,
                  outputs: list[dict[str, np.ndarray]], problem: str,
                  slots: list[list[dict]] | None = None, steady: bool = False) -> None:
-    """``run``'s status, message and outputs from the runner's status record ``record`` (None:
-    the runner left none; ``end``: the watchdog's end event) and the arrays read back."""
+    """``run``'s (a ``sealed.SealedRun``, which imports this module) status, message and
+    outputs from the runner's status record ``record`` (None: the runner left none; ``end``:
+    the watchdog's end event) and the arrays read back."""
     if record is None:
         how = f"by signal {end['signal']}" if end.get("signal") else \
             f"with exit code {end.get('exit_code')}"
