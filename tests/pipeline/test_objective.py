@@ -124,17 +124,20 @@ def test_finalists_the_whole_call_ties_are_told_apart_by_their_warm_calls():
     assert pick_best(fast, rule)[0].id == "E"
 
 
-def test_settled_results_carry_the_warm_timings_of_all_their_re_runs():
+def test_settled_results_carry_the_warm_timings_of_all_their_warm_runs():
     from pdesharp.synthesis.timing import settled
 
     first = ok(1e-3, 0.010)
-    runs = [ok(1e-3, 0.012).model_copy(update={"warm_seconds": 0.003, "warm_samples": 3}),
-            ok(1e-3, 0.011).model_copy(update={"warm_seconds": 0.006, "warm_samples": 3})]
-    s = settled(first, runs)
+    runs = [ok(1e-3, 0.012), ok(1e-3, 0.011)]
+    warm = [ok(1e-3, 0.030).model_copy(update={"warm_seconds": 0.003, "warm_samples": 3}),
+            ok(1e-3, 0.031).model_copy(update={"warm_seconds": 0.006, "warm_samples": 3})]
+    s = settled(first, runs, warm)
+    # the median is over the plain runs; the warm runs' totals (two calls) are not in it
     assert s.timings == [0.010, 0.012, 0.011] and s.solver_seconds == 0.011
     assert s.warm_timings == [0.001, 0.002] and s.warm_per_sample == 0.0015
-    # one re-run without a warm timing (an older run's, or a failed one): none at all
-    assert settled(first, [runs[0], ok(1e-3, 0.012)]).warm_timings == []
+    # one warm run without a warm timing (a failed one): none at all
+    assert settled(first, runs, [warm[0], ok(1e-3, 0.012)]).warm_timings == []
+    assert settled(first, runs).warm_timings == []
 
 
 def test_failed_unscored_and_fresh_entries_rank_last_under_every_objective(tmp_path):
@@ -251,23 +254,31 @@ def test_pareto_front_of_a_hand_made_pool():
 # -- re-timing -------------------------------------------------------------------------------
 class TimedRuns(MarkerEvaluator):
     """MarkerEvaluator whose solver time comes from ``# times = a, b, c`` in the code: the k-th
-    run of that code takes the k-th time (a negative time: that run times out)."""
+    run of that code takes the k-th time (a negative time: that run times out). A warm run
+    (``warm=True``) takes the k-th of ``# warm = a, b`` as its warm call's time per sample, and
+    10 s for the whole run (two calls: more than any plain run here, so a median that took it
+    in would show)."""
 
     def __init__(self):
         super().__init__(has_test=False)
-        self.runs: dict[str, int] = {}
+        self.runs: dict[tuple[str, bool], int] = {}
 
     async def evaluate(self, code, *, split, feedback, label="", warm=False):
         r = await super().evaluate(code, split=split, feedback=feedback, label=label)
-        m = re.search(r"# times = ([-0-9., ]+)", code)
+        m = re.search(r"# warm = ([-0-9., ]+)" if warm else r"# times = ([-0-9., ]+)", code)
         if not m:
             return r
-        k = self.runs.get(code_sha256(code), 0)
-        self.runs[code_sha256(code)] = k + 1
+        key = (code_sha256(code), warm)
+        k = self.runs.get(key, 0)
+        self.runs[key] = k + 1
         t = [float(x) for x in m.group(1).split(",")][k]
         if t < 0:
             return EvalResult(status="timeout", split=split, feedback=feedback,
                               message="timed out")
+        if warm:
+            n = r.n_samples - 1
+            return r.model_copy(update={"solver_seconds": 10.0, "warm_seconds": t * n,
+                                        "warm_samples": n})
         return r.model_copy(update={"solver_seconds": t})
 
 
@@ -351,11 +362,96 @@ def test_a_solver_the_medians_make_the_pick_is_re_timed_too(tmp_path):
     assert pick_best(scored, rule)[0].id == "A"
     settled, how = asyncio.run(settle(store, ev, scored, rule, 2))
     assert how.finalists == ["A", "B", "C", "D"], how.finalists
+    # B (1.1) and C (1.2) are tied on their medians: each runs warm twice more (they have no
+    # "# warm" times here, so no warm time comes of it and the lower score, B, wins)
     assert [label for label, _ in ev.calls] == ["A#t1", "B#t1", "C#t1", "A#t2", "B#t2", "C#t2",
-                                                "D#t1", "D#t2"]
+                                                "D#t1", "D#t2", "B#v1", "C#v1", "B#v2", "C#v2"]
     merged = [(c, settled.get(c.id, r)) for c, r in scored]
     assert settled["D"].solver_seconds == pytest.approx(3.0)
     assert pick_best(merged, rule)[0].id == "B"
+    assert how.evaluations == 12 and how.warm_evaluations == 4
+    store.close()
+
+
+def solvers_in_store(tmp_path, spec, max_evals=None):
+    """A store holding one candidate per ``spec`` entry, id -> (scale, single timing, re-timing
+    times, warm times per sample), and their scored single timings."""
+    task = load_task("advection")
+    store = RunStore.create(tmp_path, task=task, config={"max_evals": max_evals}, run_id="t")
+    store.eval_limit = max_evals
+    scored = []
+    for cid, (scale, single, reruns, warm) in spec.items():
+        c = Candidate(id=cid, code=shift(scale) + f"# times = {reruns}\n# warm = {warm}\n",
+                      origin="genesis")
+        store.add_candidate(c)
+        scored.append((c, ok(abs(1 - scale) + 1e-3, single)))
+        store._insert_eval(c.id, code_sha256(c.code), "dev", "nrmse", scored[-1][1],
+                           counted=True)  # its own evaluation, counted
+    return store, scored
+
+
+# A (the lowest score) and B tie on their whole calls (1.0 and 1.05 s, also re-timed); B's warm
+# call is 2.5x less per sample. C, the most accurate, is slower than noise explains (1.75 >
+# 1.69 = (1 + 0.3)^2 x 1.0): no finalist. A warm run is two calls (10 s in TimedRuns).
+TIED = {"A": (0.998, 1.0, "1.0, 1.0", "0.5, 0.5"), "B": (0.996, 1.05, "1.05, 1.05", "0.2, 0.2"),
+        "C": (0.9999, 1.75, "1.75, 1.75", "0.1, 0.1")}
+
+
+def test_tied_finalists_are_told_apart_by_warm_runs_of_their_own(tmp_path):
+    """Bridge run, KdV under fastest-below:1e-4: re-timing runs were warm timings and their
+    totals (two calls) went into the medians; a finalist's median rose from 0.0106 to 0.0124
+    and a solver timed once at 0.0153 became the pick. Warm runs now come after the medians
+    and never enter them."""
+    store, scored = solvers_in_store(tmp_path, TIED)
+    ev = TimedRuns()
+    rule = Rule(Objective.parse("fastest-below:1e-2"))
+    settled, how = asyncio.run(settle(store, ev, scored, rule, 2))
+    assert [label for label, _ in ev.calls] == ["A#t1", "B#t1", "A#t2", "B#t2",
+                                                "A#v1", "B#v1", "A#v2", "B#v2"]
+    # the medians: plain runs only (a warm run's 10 s would have made them 1.0 -> 10)
+    assert settled["A"].timings == [1.0, 1.0, 1.0] and settled["A"].solver_seconds == 1.0
+    assert settled["B"].warm_timings == [pytest.approx(0.2)] * 2
+    merged = [(c, settled.get(c.id, r)) for c, r in scored]
+    assert pick_best(merged, rule)[0].id == "B"  # on whole calls alone, A (the lower score)
+    assert pick_best(scored, rule)[0].id == "A"
+    assert how.evaluations == 8 and how.warm_evaluations == 4
+    assert how.warm_per_sample == {"A": [pytest.approx(0.5)] * 2,
+                                   "B": [pytest.approx(0.2)] * 2}
+    assert "2 finalists tied on their medians; each timed warm 2 times more" in how.warm_note
+    rows = dict(store.db.execute("SELECT candidate_id, counted FROM evaluations").fetchall())
+    assert rows["B#v2"] == 1 and store.n_feedback_evaluations == 3 + 8  # they decide: counted
+    # the report's journal names them, and rebuilds the same settled results
+    from pdesharp.report.tables import evaluation_rows, results_of
+    labels = [r.label for r in evaluation_rows(store.db)]
+    assert "B (warm re-timing 2)" in labels and "A (re-timing 1)" in labels
+    again = results_of(store.db, "dev", "nrmse")
+    assert again["B"].warm_timings == settled["B"].warm_timings
+    assert again["A"].timings == [1.0, 1.0, 1.0]
+    # resumed: every run is found in the journal, none repeated
+    before = len(ev.calls)
+    _, how2 = asyncio.run(settle(store, ev, scored, rule, 2))
+    assert len(ev.calls) == before and how2.warm_evaluations == 4
+    store.close()
+
+
+def test_warm_runs_take_only_the_budget_left(tmp_path):
+    # 3 (the solvers' own runs) + 4 re-timing runs + 2 left: one warm run each
+    store, scored = solvers_in_store(tmp_path, TIED, max_evals=9)
+    ev = TimedRuns()
+    rule = Rule(Objective.parse("fastest-below:1e-2"))
+    settled, how = asyncio.run(settle(store, ev, scored, rule, 2))
+    assert [label for label, _ in ev.calls][-2:] == ["A#v1", "B#v1"]
+    assert "each timed warm 1 time more" in how.warm_note
+    merged = [(c, settled.get(c.id, r)) for c, r in scored]
+    assert pick_best(merged, rule)[0].id == "B"
+    store.close()
+    # no budget left for warm runs: the lower score decides, and the note says so
+    store, scored = solvers_in_store(tmp_path / "b", TIED, max_evals=7)
+    settled, how = asyncio.run(settle(store, TimedRuns(), scored, rule, 2))
+    assert how.warm_evaluations == 0 and "left no run to time them warm" in how.warm_note
+    assert "left no run to time them warm" in store.events("retime")[-1]["warm_note"]
+    merged = [(c, settled.get(c.id, r)) for c, r in scored]
+    assert pick_best(merged, rule)[0].id == "A"
     store.close()
 
 

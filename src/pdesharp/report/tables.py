@@ -18,7 +18,8 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import WARM_MARK, parse_retime_id, retime_id, warm_id
+from pdesharp.store import (RETIME_MARK, WARM_MARK, WARM_RETIME_MARK, parse_run_id, retime_id,
+                            warm_id, warm_retime_id)
 from pdesharp.store.schema import has_column
 from pdesharp.synthesis.ranking import Rule, rank
 from pdesharp.synthesis.timing import settled
@@ -175,19 +176,21 @@ class EvalRow:
     split: str
     result: EvalResult
     reused_from: str = ""
-    retime: int = 0  # k for the k-th re-timing run of the candidate's code (0: its evaluation)
-    warm: bool = False  # the winner's warm timing (RunStore.warm_timing)
+    retime: int = 0  # k: the k-th (warm) re-timing run of the code (0: its evaluation)
+    warm: bool = False  # a warm timing: the winner's (retime 0) or a warm re-timing run
 
     @property
     def label(self) -> str:
-        return self.candidate + (f" (re-timing {self.retime})" if self.retime else "") + \
-            (" (warm timing)" if self.warm else "")
+        if self.retime:
+            return f"{self.candidate} ({'warm ' if self.warm else ''}re-timing {self.retime})"
+        return self.candidate + (" (warm timing)" if self.warm else "")
 
     @property
     def journal_id(self) -> str:
         """The id the run's journal (its events) knows this row by."""
-        return warm_id(self.candidate) if self.warm else \
-            retime_id(self.candidate, self.retime) if self.retime else self.candidate
+        if self.retime:
+            return (warm_retime_id if self.warm else retime_id)(self.candidate, self.retime)
+        return warm_id(self.candidate) if self.warm else self.candidate
 
 
 def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
@@ -196,11 +199,11 @@ def evaluation_rows(db: sqlite3.Connection) -> list[EvalRow]:
     out, n, first = [], 0, {}
     for label, sha, split, feedback, counted, result in rows:
         key = (sha, split, feedback)
-        warm = label.endswith(WARM_MARK)
-        cid, k = (label[:-len(WARM_MARK)], 0) if warm else parse_retime_id(label)
+        cid, mark, k = parse_run_id(label)
+        warm = mark in (WARM_MARK, WARM_RETIME_MARK)
         if counted:
             n += 1
-            if not k and not warm:
+            if not mark:
                 first[key] = cid
         out.append(EvalRow(number=n if counted else None, candidate=cid, split=split,
                            result=EvalResult.model_validate_json(result), retime=k, warm=warm,
@@ -244,16 +247,20 @@ def call_rows(db: sqlite3.Connection) -> list[CallRow]:
 
 def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, EvalResult]:
     """Each candidate's latest result on ``split`` with ``feedback``; a re-timed candidate's
-    with its settled time (the median over its evaluation and its re-timing runs)."""
+    with its settled time (the median over its evaluation and its re-timing runs) and its warm
+    re-timing runs' warm calls. The winner's warm timing feeds no decision and is left out."""
     out: dict[str, tuple[str, EvalResult]] = {}
-    reruns: dict[str, list[EvalResult]] = {}  # by code: candidates with the same code share them
+    # by code: candidates with the same code share them
+    reruns: dict[str, dict[str, list[EvalResult]]] = {RETIME_MARK: {}, WARM_RETIME_MARK: {}}
     for label, sha, result in db.execute("SELECT candidate_id, code_sha256, result FROM "
                                          "evaluations WHERE split=? AND feedback=? ORDER BY seq",
                                          (split, feedback)):
-        cid, k = parse_retime_id(label)
+        cid, mark, _ = parse_run_id(label)
         r = EvalResult.model_validate_json(result)
-        if k:
-            reruns.setdefault(sha, []).append(r)
-        else:
+        if mark in reruns:
+            reruns[mark].setdefault(sha, []).append(r)
+        elif not mark:
             out[cid] = (sha, r)
-    return {cid: settled(r, reruns.get(sha, [])) for cid, (sha, r) in out.items()}
+    return {cid: settled(r, reruns[RETIME_MARK].get(sha, []),
+                         reruns[WARM_RETIME_MARK].get(sha, []))
+            for cid, (sha, r) in out.items()}

@@ -35,7 +35,9 @@ only a record of it), so no forged row can stand in for it.
 
 Re-timing (:meth:`retime`, :mod:`pdesharp.synthesis.timing`) runs code that already ran once
 more, to measure its time again: each such run is a counted evaluation with its own row, under
-the id ``<candidate>#t<k>`` (:func:`retime_id`), and is looked up, not repeated, on resume.
+the id ``<candidate>#t<k>`` (:func:`retime_id`), or ``<candidate>#v<k>`` for a warm re-timing
+run (:func:`warm_retime_id`), and is looked up, not repeated, on resume. The winner's warm
+timing (:meth:`warm_timing`, ``<candidate>#w``) is counted but feeds no decision.
 
 Counts do not rest on the rows alone either: the store also counts the executions it ran in
 this process, and :attr:`n_evaluations` / :attr:`n_feedback_evaluations` (and so
@@ -47,9 +49,11 @@ processes, so one sqlite3 connection is enough.
 
 from pdesharp.runlock import LOCK_NAME, RunBusy, claim, lock_owner  # noqa: F401 - re-exported
 from pdesharp.store.run import RunStore, RunStoreError
-from pdesharp.store.schema import (RETIME_MARK, SCHEMA, SEARCH_ROWS, WARM_MARK, code_sha256,
-                                   new_run_id, parse_retime_id, retime_id, warm_id)
+from pdesharp.store.schema import (RETIME_MARK, SCHEMA, SEARCH_ROWS, WARM_MARK, WARM_RETIME_MARK,
+                                   code_sha256, new_run_id, parse_retime_id, parse_run_id,
+                                   retime_id, warm_id, warm_retime_id)
 
 __all__ = ["LOCK_NAME", "RETIME_MARK", "SCHEMA", "RunBusy", "RunStore", "RunStoreError", "claim",
-           "code_sha256", "lock_owner", "new_run_id", "parse_retime_id", "retime_id",
-           "SEARCH_ROWS", "WARM_MARK", "warm_id"]
+           "code_sha256", "lock_owner", "new_run_id", "parse_retime_id", "parse_run_id",
+           "retime_id", "SEARCH_ROWS", "WARM_MARK", "WARM_RETIME_MARK", "warm_id",
+           "warm_retime_id"]

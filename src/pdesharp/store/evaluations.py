@@ -9,8 +9,9 @@ import asyncio
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult, Feedback, Split
-from pdesharp.store.schema import (RETIME_MARK, SEARCH_ROWS, code_sha256, now as _now,
-                                   parse_retime_id, retime_id, warm_id)
+from pdesharp.store.schema import (RETIME_MARK, SEARCH_ROWS, WARM_RETIME_MARK, code_sha256,
+                                   now as _now, parse_run_id, retime_id, warm_id,
+                                   warm_retime_id)
 
 
 class EvaluationJournal:
@@ -73,11 +74,15 @@ class EvaluationJournal:
                      feedback: Feedback = "nrmse", warm: bool = False) -> EvalResult:
         """The k-th re-timing run (k >= 1) of ``candidate``'s code: executed and counted once,
         recorded under :func:`retime_id`; on resume the recorded run is returned instead.
-        ``warm``: a warm timing (``Evaluator.evaluate(warm=True)``)."""
+        ``warm``: the k-th *warm* re-timing run (``Evaluator.evaluate(warm=True)``), recorded
+        under :func:`warm_retime_id`. Both feed the decision, so ``--max-evals`` limits them."""
         if k < 1 or split == "test":
             raise ValueError("re-timing runs are numbered from 1 and use the feedback split")
+        if warm:
+            return await self._extra_run(evaluator, candidate, warm_retime_id(candidate.id, k),
+                                         split, feedback, warm=True)
         return await self._extra_run(evaluator, candidate, retime_id(candidate.id, k), split,
-                                     feedback, **({"warm": True} if warm else {}))
+                                     feedback)
 
     async def warm_timing(self, evaluator, candidate: Candidate, *, split: Split = "dev",
                           feedback: Feedback = "nrmse") -> EvalResult:
@@ -118,15 +123,17 @@ class EvaluationJournal:
             except Exception:  # noqa: BLE001 - a display must never cost a result
                 pass
 
-    def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse"
-                  ) -> dict[str, list[EvalResult]]:
-        """Candidate id -> its re-timing runs on ``split``, in order."""
+    def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse", *,
+                  warm: bool = False) -> dict[str, list[EvalResult]]:
+        """Candidate id -> its re-timing runs on ``split`` (``warm``: its warm re-timing runs),
+        in order."""
+        mark = WARM_RETIME_MARK if warm else RETIME_MARK
         out: dict[str, list[EvalResult]] = {}
         for r in self.db.execute("SELECT candidate_id, result FROM evaluations WHERE split=? "
                                  "AND feedback=? AND candidate_id LIKE ? ORDER BY seq",
-                                 (split, feedback, f"%{RETIME_MARK}%")):
-            cid, k = parse_retime_id(r["candidate_id"])
-            if k:
+                                 (split, feedback, f"%{mark}%")):
+            cid, found, k = parse_run_id(r["candidate_id"])
+            if found == mark:
                 out.setdefault(cid, []).append(EvalResult.model_validate_json(r["result"]))
         return out
 

@@ -53,6 +53,8 @@ def code_sha256(code: str) -> str:
 
 
 RETIME_MARK = "#t"  # a re-timing row's id: "<candidate id>#t<k>" (no candidate id has a "#")
+WARM_RETIME_MARK = "#v"  # a warm re-timing row's id (a time-tied finalist): "<id>#v<k>"
+WARM_MARK = "#w"  # the winner's warm timing's id: "<candidate id>#w"
 
 
 def retime_id(cid: str, k: int) -> str:
@@ -60,12 +62,10 @@ def retime_id(cid: str, k: int) -> str:
     return f"{cid}{RETIME_MARK}{k}"
 
 
-WARM_MARK = "#w"  # a warm timing's id: "<candidate id>#w"
-
-
-# the evaluations rows that count as search evaluations on a split (``AND split = ?``): counted
-# executions but the winner's warm timing, which feeds no decision (every count reads this)
-SEARCH_ROWS = f"counted=1 AND candidate_id NOT LIKE '%{WARM_MARK}'"
+def warm_retime_id(cid: str, k: int) -> str:
+    """The journal id of the k-th warm re-timing run (k >= 1) of candidate ``cid``: a warm
+    timing that decides between time-tied finalists (synthesis.timing)."""
+    return f"{cid}{WARM_RETIME_MARK}{k}"
 
 
 def warm_id(cid: str) -> str:
@@ -73,10 +73,28 @@ def warm_id(cid: str) -> str:
     return f"{cid}{WARM_MARK}"
 
 
+# the evaluations rows that count as search evaluations on a split (``AND split = ?``): counted
+# executions but the winner's warm timing, which feeds no decision (every count reads this)
+SEARCH_ROWS = f"counted=1 AND candidate_id NOT LIKE '%{WARM_MARK}'"
+
+
+def parse_run_id(label: str) -> tuple[str, str, int]:
+    """(candidate id, mark, k) of a journal id: mark "" and k = 0 for a candidate's own
+    evaluation, :data:`RETIME_MARK` or :data:`WARM_RETIME_MARK` and k >= 1 for its k-th
+    (warm) re-timing run, :data:`WARM_MARK` and k = 0 for its warm timing."""
+    if label.endswith(WARM_MARK):
+        return label[:-len(WARM_MARK)], WARM_MARK, 0
+    for mark in (RETIME_MARK, WARM_RETIME_MARK):
+        cid, found, k = label.rpartition(mark)
+        if found and k.isdigit():
+            return cid, mark, int(k)
+    return label, "", 0
+
+
 def parse_retime_id(label: str) -> tuple[str, int]:
-    """(candidate id, k) of a journal id: k = 0 for a candidate's own evaluation."""
-    cid, mark, k = label.rpartition(RETIME_MARK)
-    return (cid, int(k)) if mark and k.isdigit() else (label, 0)
+    """(candidate id, k) of a journal id: k >= 1 for a (plain) re-timing run, else 0."""
+    cid, mark, k = parse_run_id(label)
+    return (cid, k) if mark == RETIME_MARK else (label, 0)
 
 
 def now() -> str:

@@ -21,8 +21,8 @@ within ``1 + time_margin`` of the fastest eligible one counts as equally fast, a
 the lower score wins (then the earlier entry: deterministic). A time that rests on k timings
 (the median of a re-timed solver, :mod:`pdesharp.synthesis.timing`) gets the margin divided by
 sqrt(k): a median of three is trusted more than one run. Unknown time counts as slowest. Where
-the equally fast are re-timed solvers with warm timings (their re-timing runs time the call on
-all samples but the first alone: no import, compilation or planning), those whose warm time is
+the equally fast are re-timed solvers with warm timings (their warm re-timing runs time the call
+on all samples but the first alone: no import, compilation or planning), those whose warm time is
 within the margin of the least warm time go on, and the lower score wins among them: a small
 solver's call is mostly one-off work, and two designs the whole call cannot tell apart may be
 5x apart per sample (1D Fisher-KPP: a Strang splitting at 1 ms and ETDRK4 at 5 ms per
@@ -318,23 +318,28 @@ def _best_index(scored: list[tuple[T, EvalResult]], rule: Rule) -> int:
     return _pick(scored, eligible(scored, rule), rule)
 
 
+def time_tied(scored: list[tuple[T, EvalResult]], pool: list[int], rule: Rule) -> list[int]:
+    """The indices of ``pool`` the whole-call times cannot tell apart from the fastest (within
+    the margin for the fewer runs of the two); all of ``pool`` when no time is known."""
+    fastest = min(pool, key=lambda i: (seconds(scored[i][1]), i))
+    t_min = seconds(scored[fastest][1])
+    if math.isinf(t_min):
+        return list(pool)
+    k_min = timings(scored[fastest][1])
+    return [i for i in pool if seconds(scored[i][1]) <= t_min * (
+        1 + rule.margin(min(k_min, timings(scored[i][1]))))]
+
+
 def _pick(scored: list[tuple[T, EvalResult]], pool: list[int], rule: Rule) -> int:
     """The time rule among the indices ``pool``: the lowest score among those not clearly
     slower than the fastest."""
-    fastest = min(pool, key=lambda i: (seconds(scored[i][1]), i))
-    t_min = seconds(scored[fastest][1])
-    if math.isinf(t_min):  # no time known: the score alone
-        close = pool
-    else:
-        k_min = timings(scored[fastest][1])
-        close = [i for i in pool if seconds(scored[i][1]) <= t_min * (
-            1 + rule.margin(min(k_min, timings(scored[i][1]))))]
-        # re-timed finalists the whole calls cannot tell apart: their warm calls can (the
-        # per-sample part, without the one-off work that dominates a small solver's call)
-        warm = [scored[i][1].warm_per_sample for i in close]
-        if len(close) > 1 and None not in warm:
-            k = min(len(scored[i][1].warm_timings) or 1 for i in close)
-            close = [i for i, w in zip(close, warm) if w <= min(warm) * (1 + rule.margin(k))]
+    close = time_tied(scored, pool, rule)
+    # re-timed finalists the whole calls cannot tell apart: their warm calls can (the
+    # per-sample part, without the one-off work that dominates a small solver's call)
+    warm = [scored[i][1].warm_per_sample for i in close]
+    if len(close) > 1 and None not in warm:
+        k = min(len(scored[i][1].warm_timings) or 1 for i in close)
+        close = [i for i, w in zip(close, warm) if w <= min(warm) * (1 + rule.margin(k))]
     return min(close, key=lambda i: (scored[i][1].score, i))
 
 

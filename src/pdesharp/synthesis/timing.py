@@ -11,13 +11,21 @@ shared cores are not comparable at all), at most
 runs ``repeats`` more times, one run at a time and interleaved (a, b, a, b) so that neither
 competes with the other for the cores and a drift in the machine's load falls on both. A
 finalist's time is then the median of its timings (a failed re-run counts as never finishing),
-and the same ranking rule decides again, with the margin for a median of k timings. The
-re-timing runs are warm timings (``Evaluator.evaluate(warm=True)``): each also times the call on
-the samples after the first alone, and among finalists equally fast by their medians the rule
-tells them apart by those warm calls first (:func:`pdesharp.synthesis.ranking.rank`). When the
+and the same ranking rule decides again, with the margin for a median of k timings. When the
 medians make a solver the pick that was not a finalist (its single timing now within the margin
 of a finalist's median), it is re-timed too, and the rule decides again: the winner's time
 never rests on one timing.
+
+Finalists the medians still cannot tell apart (two or more tied with the fastest by the
+margin, and no solver timed once among the tied) then run ``repeats`` *warm re-timing* runs
+each, interleaved the same way (``Evaluator.evaluate(warm=True)``: the first sample in one
+call, the others in a second timed alone), and the rule tells them apart by those warm calls
+before the lower score (:func:`pdesharp.synthesis.ranking.rank`): a small solver's call is
+mostly one-off work. These are runs of their own, and the medians never include them: a warm
+timing is two calls, so its total carries one more call's set-up than the single timings the
+medians are compared with (with warm re-timing runs in the medians, a finalist's median rose
+from 0.0106 to 0.0124 s per sample and a solver timed once at 0.0153 became the pick, on a
+budget that could not re-time it).
 
 Every re-run is a counted evaluation (:meth:`RunStore.retime`), within ``--max-evals``: when the
 budget left cannot give every finalist ``repeats`` more runs, each gets as many as it can give
@@ -32,8 +40,9 @@ from typing import Any
 
 from pdesharp.llm.base import BudgetExceeded
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import RunStore, code_sha256, retime_id, warm_id
-from pdesharp.synthesis.ranking import Rule, decided_by_time, eligible, pick_best, seconds
+from pdesharp.store import RunStore, code_sha256, retime_id, warm_id, warm_retime_id
+from pdesharp.synthesis.ranking import (Rule, decided_by_time, eligible, pick_best, seconds,
+                                        time_tied)
 
 MAX_FINALISTS = 3
 RETIME_RUNS = 2  # extra runs per finalist whenever time decides (``--retime`` default)
@@ -60,6 +69,9 @@ class Settlement:
     evaluations: int = 0  # counted re-timing runs (this execution's or the journal's)
     per_sample: dict[str, list[float | None]] = field(default_factory=dict)  # every timing
     note: str = ""  # why there was no re-timing, or what limited it
+    warm_evaluations: int = 0  # of ``evaluations``: warm re-timing runs of tied finalists
+    warm_per_sample: dict[str, list[float]] = field(default_factory=dict)  # their warm calls
+    warm_note: str = ""  # finalists tied on their medians: how their warm calls were timed
 
     def describe(self, winner: Candidate | None, result: EvalResult | None) -> dict[str, Any]:
         """The summary's ``winner_time`` entry: the winner's time per sample and how it was
@@ -82,9 +94,13 @@ class Settlement:
                           f"winner re-timed with {', '.join(others) or 'no other finalist'} one "
                           f"run at a time ({self.evaluations} counted re-timing evaluation"
                           f"{'s' if self.evaluations != 1 else ''}"
+                          + (f", {self.warm_evaluations} of them warm"
+                             if self.warm_evaluations else "")
                           + (f"; {self.note}" if self.note else "")
-                          + (f"; its calls after the first, timed alone: {warm:.3g} s per "
-                             "sample, the median" if warm is not None else "") + ")")
+                          + (f"; {self.warm_note}" if self.warm_note else "")
+                          + (f"; its calls after the first, timed alone in its warm re-timing "
+                             f"runs: {warm:.3g} s per sample, the median"
+                             if warm is not None else "") + ")")
         else:
             out["how"] = "one evaluator timing" + (f" ({self.note})" if self.note else "")
         return out
@@ -133,17 +149,20 @@ def apart_words(timed: dict) -> str:
     return timed.get("warm_note", "")
 
 
-def settled(result: EvalResult, reruns: list[EvalResult]) -> EvalResult:
-    """``result`` with its time replaced by the median over it and its re-timing runs, and the
-    re-timing runs' warm calls (per sample) as its ``warm_timings`` when every run has one."""
+def settled(result: EvalResult, reruns: list[EvalResult],
+            warm_runs: list[EvalResult] = ()) -> EvalResult:
+    """``result`` with its time replaced by the median over it and its re-timing runs, and its
+    warm re-timing runs' warm calls (per sample) as its ``warm_timings`` when every one has
+    one."""
     if not reruns or result.solver_seconds is None:
         return result
     runs = [result.solver_seconds] + [r.solver_seconds if r.ok else None for r in reruns]
     median = statistics.median(float("inf") if t is None else t for t in runs)
-    warm = [r.warm_per_sample for r in reruns if r.ok]
+    warm = [r.warm_per_sample for r in warm_runs if r.ok]
     return result.model_copy(update={
         "timings": runs, "solver_seconds": None if median == float("inf") else median,
-        "warm_timings": warm if warm and len(warm) == len(reruns) and None not in warm else []})
+        "warm_timings": warm if warm and len(warm) == len(warm_runs) and None not in warm
+        else []})
 
 
 def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
@@ -209,32 +228,40 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
             repeats = allowed
     out.repeats = repeats
     runs: dict[str, list[EvalResult]] = {c.id: [] for c in chosen}
+    warm_runs: dict[str, list[EvalResult]] = {}
     results = {c.id: r for c, r in scored}
 
-    async def rerun(group: list[Candidate]) -> None:
-        for k in range(1, repeats + 1):  # interleaved, one run at a time
+    async def rerun(group: list[Candidate], n: int, warm: bool = False) -> None:
+        """``n`` (warm) re-timing runs of each of ``group``, interleaved, one at a time."""
+        what = "warm re-timing" if warm else "re-timing"
+        among = ", ".join(x.id for x in (group if warm else chosen))
+        for k in range(1, n + 1):
             for c in group:
                 r = await store.retime(evaluator, c, k, split=split, feedback=feedback,
-                                       warm=True)
-                runs[c.id].append(r)
-                label = retime_id(c.id, k)
+                                       warm=warm)
+                (warm_runs if warm else runs).setdefault(c.id, []).append(r)
+                label = (warm_retime_id if warm else retime_id)(c.id, k)
                 if not any(e.get("candidate") == label for e in store.events("evaluation")):
                     store.event("evaluation", candidate=label, status=r.status,
-                                reason=f"re-timing {k} of {c.id} (finalists "
-                                       f"{', '.join(x.id for x in chosen)}, one at a time)",
-                                per_sample=r.seconds_per_sample, score=r.score)
+                                reason=f"{what} {k} of {c.id} (among {among}, one at a time)",
+                                per_sample=r.seconds_per_sample, score=r.score,
+                                warm_per_sample=r.warm_per_sample if warm else None)
 
     def settle_all() -> dict[str, EvalResult]:
         out_ = {}
         for c in chosen:
-            s = settled(results[c.id], runs[c.id])
+            s = settled(results[c.id], runs[c.id], warm_runs.get(c.id, []))
             for twin, _ in scored:  # the same code under another id: the same solver
                 if twin.code == c.code:
                     out_[twin.id] = s
         return out_
 
+    def left() -> float:
+        return float("inf") if store.eval_limit is None else \
+            store.eval_limit - store.n_feedback_evaluations
+
     try:
-        await rerun(chosen)
+        await rerun(chosen, repeats)
         # the medians can move the pick to a solver that was not a finalist (Fisher-KPP 1D:
         # a finalist's median rose, and a slower, more accurate solver's single timing fell
         # within the margin of the fastest median): it is re-timed too, so the winner's time
@@ -245,23 +272,63 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
             if any(top.code == c.code for c in chosen) \
                     or seconds(results[top.id]) == float("inf"):
                 break
-            if store.eval_limit is not None and \
-                    store.eval_limit - store.n_feedback_evaluations < repeats:
+            if left() < repeats:
                 out.note = (f"{top.id} became the pick after the finalists were re-timed; the "
                             "evaluation budget (--max-evals) left no run to re-time it")
                 break
             chosen.append(top)
             out.finalists.append(top.id)
             runs[top.id] = []
-            await rerun([top])
+            await rerun([top], repeats)
+        # finalists the medians of whole calls cannot tell apart: time their warm calls, in
+        # runs of their own (a warm timing is two calls, so its total would carry one more
+        # call's set-up than the single timings it is compared with)
+        tied = tied_finalists(scored, settle_all(), chosen, rule)
+        if tied:
+            done = store.retimings(split, feedback, warm=True)
+            have = min(len(done.get(c.id, [])) for c in tied)
+            budget = left()
+            n = repeats if budget == float("inf") else \
+                min(repeats, have + int(max(0, budget)) // len(tied))
+            if n >= 1:
+                await rerun(tied, n, warm=True)
+            out.warm_note = (f"{len(tied)} finalists tied on their medians; "
+                             + (f"each timed warm {n} time{'s' if n != 1 else ''} more"
+                                if n >= 1 else "the evaluation budget (--max-evals) left no "
+                                "run to time them warm, so the lower score decided"))
     except BudgetExceeded as exc:  # cannot happen within the checks above; keep what ran
         out.note = f"re-timing stopped: {exc}"
-    out.evaluations = sum(len(v) for v in runs.values())
+    out.evaluations = sum(len(v) for v in runs.values()) + \
+        sum(len(v) for v in warm_runs.values())
+    out.warm_evaluations = sum(len(v) for v in warm_runs.values())
     settled_results = settle_all()
     for c in chosen:
         s = settled_results[c.id]
-        n = s.n_samples or 1
-        out.per_sample[c.id] = [None if t is None else t / n for t in s.timings]
+        n_ = s.n_samples or 1
+        out.per_sample[c.id] = [None if t is None else t / n_ for t in s.timings]
+        if s.warm_timings:
+            out.warm_per_sample[c.id] = list(s.warm_timings)
     store.event("retime", finalists=out.finalists, repeats=repeats,
-                per_sample=out.per_sample, note=out.note)
+                per_sample=out.per_sample, warm_per_sample=out.warm_per_sample,
+                note=out.note, warm_note=out.warm_note)
     return settled_results, out
+
+
+def tied_finalists(scored: list[tuple[Candidate, EvalResult]], now: dict[str, EvalResult],
+                   chosen: list[Candidate], rule: Rule) -> list[Candidate]:
+    """The re-timed finalists (``chosen``) the rule's time margin cannot tell apart by their
+    settled medians (``now``, by id), when there are two or more and every eligible solver so
+    tied is one of them (a solver timed once has no warm time, and the rule's warm tie-break
+    needs every tied one's): the ones whose warm calls decide."""
+    merged = [(c, now.get(c.id, r)) for c, r in scored]
+    close = time_tied(merged, eligible(merged, rule), rule)
+    codes = {c.code for c in chosen}
+    if any(merged[i][0].code not in codes for i in close):
+        return []
+    tied, seen = [], set()
+    for i in close:  # one per code: candidates with the same code are one solver
+        c = merged[i][0]
+        if c.code not in seen:
+            seen.add(c.code)
+            tied.append(next(x for x in chosen if x.code == c.code))
+    return tied if len(tied) > 1 else []
