@@ -33,19 +33,51 @@ def _physics(equation: str) -> tuple[dict, str]:
     ("dt(u) + dx(u**2) - 1", True)])  # a constant source: no array of its own
 def test_flux_and_source_are_new_float64_arrays_of_the_unknowns_shape(equation, constant):
     """The flux and the source run at every stage, so their code only allocates a zero array
-    to broadcast into where an entry may not be one (a constant, a function of x alone); either
-    way each entry is a new float64 array shaped like the unknown, even from float32 data."""
+    to broadcast into where an entry may not be one (a constant, a function of x alone), and
+    adds it only there: an entry computed on the unknown is a new array of its shape already.
+    Each entry is a new float64 array shaped like the unknown: the unknowns are float64 (every
+    solver casts its inputs on entry: families/common.py; tested with float32 data in
+    test_every_family_returns_float64_from_float32_data)."""
     ns, code = _physics(equation)
-    u = np.linspace(0.1, 0.9, 8, dtype=np.float32).reshape(2, 4)
+    u = np.linspace(0.1, 0.9, 8, dtype=np.float64).reshape(2, 4)
     W, X = [u], (np.linspace(0, 1, 4),)
     for out in (ns["flux"](W, X, 0.0, {}, 0), ns["source"](W, X, 0.0, {})):
         assert out[0].shape == u.shape and out[0].dtype == np.float64
         assert not np.shares_memory(out[0], u)
-    np.testing.assert_allclose(ns["flux"](W, X, 0.0, {}, 0)[0], u.astype(np.float64) ** 2,
-                               rtol=1e-6)  # float32 data, float64 result: 1e-6 is the data's
+    np.testing.assert_allclose(ns["flux"](W, X, 0.0, {}, 0)[0], u ** 2, rtol=1e-15)
     src = ns["source"](W, X, 0.0, {})[0]
-    expected = np.ones(u.shape) if constant else u.astype(np.float64) * (1 - u)
-    np.testing.assert_allclose(src, expected, rtol=1e-6)
-    # the zeros are allocated only for the constant source
+    expected = np.ones(u.shape) if constant else u * (1 - u)
+    np.testing.assert_allclose(src, expected, rtol=1e-15)
+    # the zeros are allocated, and added, only for the constant source
     source_fn = code.split("def source(")[1].split("\ndef ")[0]
     assert ("zeros_like" in source_fn) == constant, source_fn
+    assert ("+ _zero" in source_fn) == constant, source_fn
+    flux_fn = code.split("def flux(")[1].split("\ndef ")[0]
+    assert "+ _zero" not in flux_fn, flux_fn
+
+
+def test_every_family_returns_float64_from_float32_data():
+    """The physics functions compute in the unknowns' type (an entry computed on the unknown
+    adds no float64 zero): every time-dependent family's solver casts its inputs to float64 on
+    entry, so float32 data (PDEBench stores float32) give the float64 solution, the same as
+    the data cast beforehand."""
+    from pdesharp.builtin.author import problem, render
+    from pdesharp.builtin.families import family
+
+    task = task_from_dict(yaml.safe_load("""\
+        name: t
+        equation: dt(u) + dx(0.5*u**2) - 0.01*dx(u, 2) - u*(1 - u)
+        domain: {x: [0, 1]}
+        boundary: periodic
+        time_span: [0, 0.05]
+        n_frames: 3
+        """))
+    u0 = (0.5 + 0.3 * np.sin(2 * np.pi * (np.arange(32) + 0.5) / 32)).reshape(1, 32)
+    t = np.linspace(0.0, 0.05, 3)
+    for name in ("spectral", "fv", "mol", "split"):
+        ns: dict = {}
+        exec(compile(render(task, family(name).design(), problem(task)), name, "exec"), ns)
+        low = ns["solver"](u0.astype(np.float32), t)
+        assert low.dtype == np.float64, name
+        # float32 data are the float64 data rounded: the same solution of the rounded data
+        assert np.array_equal(low, ns["solver"](u0.astype(np.float32).astype(np.float64), t))

@@ -44,6 +44,11 @@ def _exec(code):
     return ns
 
 
+def _full(ns, vh, grid):
+    """A spectral solver's state as full-size spectra (it may carry its kept block alone)."""
+    return ns["_spectrum"](vh, grid) if grid["on_block"] else vh
+
+
 def test_exact_family_all_frames_at_once_equals_the_frame_loop():
     # advection, diffusion and dispersion, uneven output times (a frame loop's steps differ)
     rng = np.random.default_rng(3)
@@ -218,7 +223,8 @@ def test_spectral_pruned_transforms_equal_the_plain_ones():
                         (_task("dt(u) + 0.3*dx(u**2) + 0.2*dy(u**2) - 0.01*(dx(u, 2) + dy(u, 2))"
                                " + u**3", space=("x", "y")), (2, 12, 15))):
         ns = _namespace(task, "spectral")
-        vh, grid = ns["_init_state"]([rng.standard_normal(shape)], {})
+        state, grid = ns["_init_state"]([rng.standard_normal(shape)], {})
+        vh = _full(ns, state, grid)
         axes, s = grid["axes"], grid["shape"]
         plain = np.fft.irfftn(vh * grid["mask"], s=s, axes=axes)
         W = ns["_physical"](vh, grid)
@@ -253,7 +259,8 @@ def test_spectral_three_halves_grid_output_is_the_series_at_the_data_points():
     for _ in range(3):
         vh = ns["_step"](vh, 0.0, 0.01, grid, {})
     out = np.array(ns["_output"](vh, grid, {}))
-    F = np.fft.fftn(np.fft.irfftn(vh, s=grid["shape"], axes=(2, 3)), axes=(2, 3))
+    F = np.fft.fftn(np.fft.irfftn(_full(ns, vh, grid), s=grid["shape"], axes=(2, 3)),
+                    axes=(2, 3))
     E = [np.exp(2j * np.pi * np.outer(np.arange(nd) * (ni / nd), np.fft.fftfreq(ni, 1 / ni)) / ni)
          for ni, nd in zip(grid["shape"], data)]
     series = np.einsum("jm,vbmn,kn->vbjk", E[0], F, E[1]).real / np.prod(grid["shape"])
@@ -427,11 +434,12 @@ def test_spectral_kept_block_step_equals_the_full_size_step():
         for integ in ("etdrk4", "if_rk4"):
             ns = _namespace(task, "spectral", INTEGRATOR=integ, REFINE=refine, DEALIAS=rule)
             assert ns["DEALIAS_RULE"] == rule
-            vh, grid = ns["_init_state"]([0.5 * rng.standard_normal(shape)], {})
-            fast = plain = vh
+            fast, grid = ns["_init_state"]([0.5 * rng.standard_normal(shape)], {})
+            plain = vh = _full(ns, fast, grid)
             for _ in range(3):
                 fast = ns["_step"](fast, 0.0, 0.01, grid, {})
                 plain = _plain_step(ns, plain, grid, 0.01, {})
+            fast = _full(ns, fast, grid)
             assert fast.shape == plain.shape
             # round-off of a few steps of transforms of O(1) fields; the kept block is exact
             # outside (the same exp(hL) vh), so any stage-weight or block slip is O(h) instead
@@ -721,3 +729,64 @@ def test_spectral_1d_transform_ufuncs_compute_numpy_fft_numbers_and_fall_back(mo
     monkeypatch.setattr(npfft, "_pocketfft_umath", Wrong())
     ns = _namespace(task, "spectral")  # a fresh module: the answer is found once per process
     assert ns["_pocket"]() is npfft
+
+
+# 1D Kuramoto-Sivashinsky as APEBench writes it (conservative form): the case where a stage's
+# own Python and passes were half of a step
+KS = "dt(u) + 1.8*dx(u**2) + 1.44*dx(u, 2) + 0.4*dx(u, 4)"
+
+
+def test_spectral_state_is_its_kept_block_where_the_modes_outside_it_are_zero():
+    # REFINE = 2 keeps every data mode under the 2/3 rule: the state is the kept block alone
+    # and its steps are the full-size state's, number for number (the same operations on the
+    # same values; outside the block exp(hL) 0 = 0). REFINE = 1: data modes above n/3 lie
+    # outside the block, so the state stays full size
+    task = _task(KS, span=(0.0, 0.2), frames=3)
+    rng = np.random.default_rng(8)
+    u0 = rng.standard_normal((3, 24))
+    for refine, on_block in ((2, True), (1, False)):
+        for integ in ("etdrk4", "if_rk4"):
+            ns = _namespace(task, "spectral", REFINE=refine, INTEGRATOR=integ)
+            state, grid = ns["_init_state"]([u0], {})
+            assert grid["on_block"] is on_block
+            c = grid["cut"][0]
+            assert state.shape[-1] == (c if on_block else grid["shape"][0] // 2 + 1)
+            if not on_block:
+                continue
+            full = dict(grid, on_block=False)  # the same grid, carrying full-size spectra
+            vh = ns["_spectrum"](state, grid)
+            for _ in range(4):
+                state = ns["_step"](state, 0.0, 0.003, grid, {})
+                vh = ns["_step"](vh, 0.0, 0.003, full, {})
+            assert np.array_equal(ns["_spectrum"](state, grid), vh)
+            assert state.flags.c_contiguous
+            # and the output at the data points from either
+            assert np.array_equal(np.array(ns["_output"](state, grid, {})),
+                                  np.array(ns["_output"](vh, full, {})))
+    # the whole solver, REFINE = 2, against the same solver with the block path switched off
+    code = render(task, family("spectral").design(), problem(task))
+    off = code.replace('grid["on_block"] = not np.any(rest)', 'grid["on_block"] = False')
+    assert off != code
+    t = np.linspace(0.0, 0.2, 3)
+    assert np.array_equal(_exec(code)["solver"](u0, t), _exec(off)["solver"](u0, t))
+
+
+def test_generated_entries_computed_on_the_unknowns_add_no_zero():
+    # "+ _zero" broadcasts an entry to the unknowns' shape and keeps it a new array: an entry
+    # computed on an unknown is both already (one pass less per stage); a bare unknown keeps
+    # it (the caller's own array must not come back), and so does an entry of x alone
+    task = _task(KS)
+    code = render(task, family("spectral").design(), problem(task))
+    flux = code[code.index("def flux("):code.index("def wave_speeds(")]
+    assert "return [(1.8*u*u)]" in flux or "return [(1.8*u**2)]" in flux, flux
+    ns = _exec(code)
+    W = [np.linspace(-1.0, 1.0, 8).reshape(2, 4)]
+    F = ns["flux"](W, None, 0.0, {}, 0)[0]
+    assert F.shape == (2, 4) and F.dtype == np.float64 and np.allclose(F, 1.8 * W[0] ** 2)
+    bare = _task("dt(u) + dx(u) - 0.01*dx(u, 2) + sin(x)")
+    code = render(bare, family("spectral").design(), problem(bare))
+    flux = code[code.index("def flux("):code.index("def wave_speeds(")]
+    assert "return [(u) + _zero]" in flux, flux
+    ns = _exec(code)
+    F = ns["flux"](W, None, 0.0, {}, 0)[0]
+    assert F is not W[0] and np.array_equal(F, W[0])

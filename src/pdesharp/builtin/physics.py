@@ -228,12 +228,19 @@ def coords_line(law_coords, exprs, time=None, indent: str = "    ") -> str:
     return out
 
 
-def ret(exprs, like: str = "W[0]") -> str:
-    """``return [...]`` with every entry broadcast to the shape of ``like``; cubes and fourth
-    powers as products (these functions run on whole arrays every stage: NumPy's u**3 is a
-    general power, ~50x u*u*u on [8, 48, 48]; Allen-Cahn's wall-spectral winner 1.5x faster)."""
-    return ("    return [" + ", ".join(f"({npcode(e, products=True)}) + _zero" for e in exprs)
-            + "]\n")
+def ret(exprs, arrays=()) -> str:
+    """``return [...]`` with every entry broadcast to the shape of the unknowns (``+ _zero``);
+    cubes and fourth powers as products (these functions run on whole arrays every stage:
+    NumPy's u**3 is a general power, ~50x u*u*u on [8, 48, 48]; Allen-Cahn's wall-spectral
+    winner 1.5x faster). An entry that computes on one of ``arrays`` (symbols bound to whole
+    [B, N...] arrays) is a new array of that shape already: no ``+ _zero``, which would be one
+    more pass (1D Kuramoto-Sivashinsky: 1.8 us of a 15 us stage). A bare symbol keeps it: the
+    entry must not be the caller's array itself."""
+    def entry(e):
+        e = sp.sympify(e)
+        code = f"({npcode(e, products=True)})"
+        return code if not e.is_Symbol and e.free_symbols & set(arrays) else code + " + _zero"
+    return "    return [" + ", ".join(entry(e) for e in exprs) + "]\n"
 
 
 def zero_line(exprs, arrays, var: str = "W") -> str:
@@ -267,23 +274,24 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
     if law.has_flux:
         flux = [e for r in law.flux for e in r]
         out.append(_by_axis("flux(W, X, t, prm, axis)", "Inviscid flux F_axis(W).", law,
-                            law.flux, unpack(prims, "W", flux) + zero_line(flux, law.prims)))
+                            law.flux, unpack(prims, "W", flux) + zero_line(flux, law.prims),
+                            arrays=law.prims))
         out.append(_wave_speeds(law, facts, prims))
     if law.has_viscous:
         grads = [[g.name for g in row] for row in law.grads]
         visc = [e for r in law.viscous for e in r]
-        body = unpack(prims, "W", visc) + zero_line(
-            visc, list(law.prims) + [g for row in law.grads for g in row])
+        arrays = list(law.prims) + [g for row in law.grads for g in row]
+        body = unpack(prims, "W", visc) + zero_line(visc, arrays)
         out.append(_by_axis("viscous_flux(W, G, X, t, prm, axis)",
                             "Viscous flux V_axis(W, G), G the gradients of W along the axis.",
-                            law, law.viscous, body, grads=grads))
+                            law, law.viscous, body, grads=grads, arrays=arrays))
         out.append(_diffusivity(law, facts, prims))
         if implicit and law.dim == 1:
             out.append(_implicit_parts(law, facts, prims))
     if law.has_source:
         out.append(_fn("source(W, X, t, prm)", "Local source S(W, x, t).", law, law.source,
                        unpack(prims, "W", law.source) + zero_line(law.source, law.prims),
-                       ret(law.source)))
+                       ret(law.source, law.prims)))
     if facts.ode_solution is not None:
         e = facts.ode_solution
         out.append("def source_exact(_q0, _tau, X, prm):\n    \"\"\"Exact solution of the local source"
@@ -301,7 +309,7 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
     return "".join(out)
 
 
-def _by_axis(head, doc, law, table, body, grads=None) -> str:
+def _by_axis(head, doc, law, table, body, grads=None, arrays=()) -> str:
     text = (f"def {head}:\n    \"\"\"{doc}\"\"\"\n" + body
             + params_lines(law.params, [e for row in table for e in row]))
     for a in range(law.dim):
@@ -311,7 +319,7 @@ def _by_axis(head, doc, law, table, body, grads=None) -> str:
         if grads is not None:
             block += unpack(grads[a], "G", exprs, "        ")
         block += coords_line(law.coords, exprs, law.t, "        ")
-        block += "    " + ret(exprs)
+        block += "    " + ret(exprs, arrays)
         text += (f"    {cond} axis == {a}:\n" + block) if law.dim > 1 else block.replace(
             "        ", "    ")
     if law.dim > 1:

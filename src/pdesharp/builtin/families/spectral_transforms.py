@@ -49,11 +49,14 @@ class _Ufuncs:
 
     def rfft(self, f, axis=-1):
         n = f.shape[-1]
-        out = np.empty(f.shape[:-1] + (n // 2 + 1,), dtype=np.result_type(f.dtype, 1j))
+        # float64 in, complex128 out, without asking np.result_type (1 us a call, 1/8 of one)
+        kind = complex if f.dtype == np.float64 else np.result_type(f.dtype, 1j)
+        out = np.empty(f.shape[:-1] + (n // 2 + 1,), dtype=kind)
         return (self.u.rfft_n_even if n % 2 == 0 else self.u.rfft_n_odd)(f, 1.0, out=out)
 
     def irfft(self, g, n, axis=-1):
-        out = np.empty(g.shape[:-1] + (n,), dtype=np.result_type(g.real.dtype, 1.0))
+        kind = float if g.dtype == np.complex128 else np.result_type(g.real.dtype, 1.0)
+        out = np.empty(g.shape[:-1] + (n,), dtype=kind)
         return self.u.irfft(g, 1.0 / n, out=out)
 
 
@@ -120,6 +123,8 @@ def _forward_cut(f, grid):
     """The kept block of f's spectra [..., r0(, r1), c]: each complex pass runs on the rows
     the earlier ones kept."""
     c, _, fft, kw, rows = _cut(grid)
+    if not rows:  # 1D: one real pass (no keywords to pass on: a stage's calls are short)
+        return fft.rfft(f)[..., :c]
     g = fft.rfft(f, axis=-1, **kw)[..., :c]
     for ax, r in zip(range(-len(grid["shape"]), -1), rows):
         g = np.take(fft.fft(g, axis=ax, overwrite_x=True, **kw), r, axis=ax)
@@ -133,9 +138,15 @@ def _spectrum(g, grid):
     return out
 
 
+def _block(vh, grid):
+    """The kept block of a state: the state itself where it is carried as that block (the
+    modes outside it are zero and stay so: ``_init_state``), else its cut."""
+    return vh if grid["on_block"] else vh[_cut(grid)[1]]
+
+
 def _physical(vh, grid):
     """The dealiased field in physical space: irfftn(vh * mask)."""
-    return _physical_cut(vh[_cut(grid)[1]], grid)
+    return _physical_cut(_block(vh, grid), grid)
 
 
 def _physical_cut(g, grid):
@@ -219,7 +230,16 @@ def _init_state(W0, prm):
         # keep their initial values, not move; density and pressure (no viscosity) never lose
         # them (CNS on 256 points: 8.6e-4 from the converged solution kept, 2.3e-4 dropped)
         vh = vh * grid["mask"]
-    return vh, grid
+    # the state as its kept block alone where the modes outside it are zero (an internal grid
+    # that keeps every data mode under the dealiasing rule, REFINE >= 3/2 under the 2/3 rule;
+    # the primitive form): the integrator moves those modes by exp(hL) alone, so they stay
+    # zero, and a step saves a pass over them and a copy of the block (1D Kuramoto-Sivashinsky,
+    # 320 points: contiguous stage arrays, ~8% of a step)
+    keep = _cut(grid)[1]
+    rest = vh.copy()
+    rest[keep] = 0.0
+    grid["on_block"] = not np.any(rest)
+    return (np.ascontiguousarray(vh[keep]) if grid["on_block"] else vh), grid
 
 
 def _output(vh, grid, prm):
@@ -230,6 +250,8 @@ def _output(vh, grid, prm):
     at the data points), and so is one at most 3/2 finer: its modes are the data's |m| < n/2 and
     the dealiased ones |m| < 3/2 n/3, all below the data's Nyquist mode (exact, no product)."""
     data, inner = grid["data_shape"], grid["shape"]
+    if grid["on_block"]:
+        vh = _spectrum(vh, grid)
     if inner == data:
         return list(np.fft.irfftn(vh, s=data, axes=grid["axes"]))
     if any(i < d for i, d in zip(inner, data)) or all(2 * i <= 3 * d for i, d in zip(inner, data)):
