@@ -12,7 +12,9 @@ The kept modes form a block (|m_a| < n_a / DEALIAS_RULE on every axis: the 2/3 r
 1/2 rule for cubic terms where the design's DEALIAS asks for it), and the integrator's stages
 work on that block alone (``_physical_cut``, ``_nonlinear_cut``, ``_step``): 0.56x the modes of
 the half-spectrum under the 2/3 rule in 2D, 0.25x under the 1/2 rule; only the exact linear
-factor touches the others.
+factor touches the others. Where those others are zero from the start (an internal grid that
+keeps every data mode under the rule), they stay zero, and the state is the block alone
+(``grid["on_block"]``; ``_block`` gives a state's block either way, ``_output`` pads it back).
 
 Identical to ``irfftn(vh * mask)`` and ``rfftn(f) * mask`` up to round-off
 (tests/builtin/test_speed_paths.py).
