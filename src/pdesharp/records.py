@@ -38,17 +38,20 @@ class EvalResult(BaseModel):
     # sealed child's "ready", before the solver module is imported, to the end of its run. The
     # one time the system uses (ranking, report, summary); per sample: seconds_per_sample.
     solver_seconds: float | None = None
-    # Re-timed code (pdesharp.synthesis.timing): solver_seconds of every run of it on the split,
-    # the first run first, None for a run that failed; solver_seconds is then their median.
+    # Re-timed code (pdesharp.synthesis.timing): solver_seconds of the runs of it on the split
+    # its time rests on, the first run first (the search's own timing, unless it ran beside
+    # another evaluation: then ``shared_timing``), None for a run that failed; solver_seconds
+    # is then their median.
     timings: list[float | None] = Field(default_factory=list)
+    shared_timing: float | None = None  # the search's timing, left out: it shared the cores
     # A warm timing (Evaluator.evaluate(warm=True)): the first sample in one call, the other
     # ``warm_samples`` in a second whose inputs the sandbox's watchdog held back until the
     # runner asked (pdesharp.evaluate.sealed): that call's time alone, as a script calling the
     # solver again pays it; solver_seconds is both calls' (import and first call included)
     warm_seconds: float | None = None
     warm_samples: int = 0
-    # a re-timed solver's warm calls (synthesis.timing: its re-timing runs are warm timings),
-    # seconds per sample each; their median is warm_per_sample
+    # a re-timed solver's warm calls (synthesis.timing: its warm re-timing runs), seconds per
+    # sample each; their median is warm_per_sample
     warm_timings: list[float] = Field(default_factory=list)
     wall_seconds: float | None = None  # the whole evaluation (sandboxes, scoring, convergence)
     peak_memory_mb: float | None = None

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import os
 import re
 import stat
@@ -278,6 +279,21 @@ def read_text_inside(folder: str | Path, name: str, *, limit: int = MAX_FILE_BYT
     """:func:`read_inside` decoded as UTF-8 (undecodable bytes replaced)."""
     data = read_inside(folder, name, limit=limit)
     return None if data is None else data.decode("utf-8", errors="replace")
+
+
+MAX_JSON_BYTES = 256 * 1024  # of one JSON document read from a run's database (an event: ~1 kB)
+
+
+def json_data(text: str | bytes, *, limit: int = MAX_JSON_BYTES):
+    """The data of JSON read from a run folder someone may have handed over (its database's
+    events): at most ``limit`` bytes, nested no deeper than the interpreter's recursion limit
+    lets the parser go; else ValueError saying which."""
+    if len(text) > limit:
+        raise ValueError(f"more than {limit} bytes of JSON; at most {limit} are read")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 MAX_YAML_BYTES = 256 * 1024  # a task spec is a few kB; CodePDE's longest template is ~3 kB

@@ -240,6 +240,40 @@ def test_report_never_reads_a_stored_plot_path(run_folder, tmp_path, secret, pde
     assert "plot not drawn" in html and summary["best_id"] in html
 
 
+def test_report_survives_forged_events(run_folder, tmp_path, pdesharp):
+    """The events table is data too: an event nested 100,000 deep, one of 2 MB, one that is no
+    JSON object, and one that claims a timing shared the cores. The report renders, and the
+    claim only moves a re-timed code's median (nothing here was re-timed: no time changes)."""
+    run = copy_of(run_folder, tmp_path)
+    summary = json.loads((run / "summary.json").read_text())
+    db = sqlite3.connect(run / "run.sqlite")
+    forged = ["[" * 100_000 + "]" * 100_000, json.dumps({"candidate": "g1", "x": "a" * 2**21}),
+              "[1, 2, 3]", "not json", json.dumps({"candidate": "g1", "contended": True})]
+    for data in forged:
+        db.execute("INSERT INTO events(ts, kind, data) VALUES ('', 'evaluation', ?)", (data,))
+    db.execute("UPDATE candidates SET parents=? WHERE id='g2'", (forged[0],))  # parents too
+    db.commit()
+    db.close()
+    proc = pdesharp("report", run, "--out", tmp_path / "r.html")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (tmp_path / "r.html").read_text()
+    assert summary["best_id"] in html and "a" * 1000 not in html
+    proc = pdesharp("show", run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # an unfinished run whose recorded configuration is nested 100,000 deep: resume refuses
+    # it in words, and nothing runs or is written
+    run = resumable(run_folder, tmp_path / "deep")
+    db = sqlite3.connect(run / "run.sqlite")
+    db.execute("UPDATE runs SET config=?", (forged[0],))
+    db.commit()
+    db.close()
+    before = snapshot(run)
+    proc = pdesharp("resume", run, "--quiet")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "configuration cannot be read (JSON nested too deep)" in proc.stderr
+    assert snapshot(run) == before
+
+
 def test_a_png_that_is_not_a_png_is_not_embedded(run_folder, tmp_path, pdesharp):
     run = copy_of(run_folder, tmp_path)
     (run / "plots").mkdir(exist_ok=True)

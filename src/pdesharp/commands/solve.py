@@ -400,6 +400,8 @@ def _resume_setup(args, path: Path):
     # them) is resumed like any other: only the final steps are really redone.
     try:
         config = config_of(store)
+    except RunStoreError as exc:  # a recorded configuration that is not data one can read
+        fail(str(exc))
     except ValueError as exc:  # pydantic's ValidationError: another command's run folder
         fail(f"{store.dir} is not a `pdesharp solve` run (its config does not validate: "
              f"{str(exc).splitlines()[0]})")

@@ -21,7 +21,7 @@ from pdesharp.report.pareto import ParetoView, pareto
 from pdesharp.report.tables import (CallRow, EvalRow, RoundRow, SolverRow, any_converged,
                                     call_rows, evaluation_rows, played_rounds, results_of, round_rows,
                                     seconds_per_sample, solver_rows)
-from pdesharp.store import SEARCH_ROWS
+from pdesharp.store import SEARCH_ROWS, parents_of, read_events
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.ranking import Rule
 from pdesharp.untrusted import UnsafeFolder, read_text_inside, yaml_data
@@ -120,7 +120,7 @@ def _ro(path: Path) -> sqlite3.Connection:
 
 def _candidate(row) -> Candidate:
     return Candidate(id=row["id"], code=row["code"], origin=row["origin"],
-                     parents=json.loads(row["parents"] or "[]"), judge=row["judge"],
+                     parents=parents_of(row["parents"]), judge=row["judge"],
                      round=row["round"] or 0, cycle=row["cycle"] or 0, title=row["title"] or "",
                      justification=row["justification"] or "",
                      static_check=row["static_check"] or "ok")
@@ -178,8 +178,7 @@ def load_run(run_dir: str | Path, max_diffs: int = 25) -> RunView:
                     best = r["score"]
                 if best is not None:
                     curve.append((n, best))
-        events = [{"kind": r["kind"], **json.loads(r["data"])}
-                  for r in db.execute("SELECT kind, data FROM events ORDER BY seq")]
+        events = read_events(db)
         evaluations, calls = evaluation_rows(db), call_rows(db)
         results = results_of(db, split, feedback)  # re-timed finalists: median times
     finally:

@@ -18,8 +18,8 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from pdesharp.records import Candidate, EvalResult
-from pdesharp.store import (RETIME_MARK, WARM_MARK, WARM_RETIME_MARK, parse_run_id, retime_id,
-                            warm_id, warm_retime_id)
+from pdesharp.store import (RETIME_MARK, WARM_MARK, WARM_RETIME_MARK, parse_run_id,
+                            read_events, retime_id, warm_id, warm_retime_id)
 from pdesharp.store.schema import has_column
 from pdesharp.synthesis.ranking import Rule, rank
 from pdesharp.synthesis.timing import settled
@@ -252,6 +252,7 @@ def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, E
     out: dict[str, tuple[str, EvalResult]] = {}
     # by code: candidates with the same code share them
     reruns: dict[str, dict[str, list[EvalResult]]] = {RETIME_MARK: {}, WARM_RETIME_MARK: {}}
+    ran: dict[str, str] = {}  # candidate id -> code, for the timings that ran
     for label, sha, result in db.execute("SELECT candidate_id, code_sha256, result FROM "
                                          "evaluations WHERE split=? AND feedback=? ORDER BY seq",
                                          (split, feedback)):
@@ -261,6 +262,11 @@ def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, E
             reruns[mark].setdefault(sha, []).append(r)
         elif not mark:
             out[cid] = (sha, r)
+            ran[cid] = sha
+    # search timings that ran beside another evaluation: left out of a re-timed code's median
+    shared = {ran[e["candidate"]] for e in read_events(db, "evaluation")
+              if e.get("contended") and e.get("candidate") in ran}
     return {cid: settled(r, reruns[RETIME_MARK].get(sha, []),
-                         reruns[WARM_RETIME_MARK].get(sha, []))
+                         reruns[WARM_RETIME_MARK].get(sha, []), alone=sha not in shared)
             for cid, (sha, r) in out.items()}
+

@@ -10,7 +10,7 @@ from typing import Any
 
 from pdesharp.llm.base import Message, Reply
 from pdesharp.store.schema import has_column, now as _now
-from pdesharp.untrusted import UnsafeFolder, read_text_inside
+from pdesharp.untrusted import MAX_JSON_BYTES, UnsafeFolder, json_data, read_text_inside
 
 
 class Journal:
@@ -64,11 +64,7 @@ class Journal:
         self._flush_wall()  # a running run's wall time is current up to its last step
 
     def events(self, kind: str | None = None) -> list[dict]:
-        sql, args = "SELECT kind, data FROM events", ()
-        if kind:
-            sql, args = sql + " WHERE kind=?", (kind,)
-        return [{"kind": r["kind"], **json.loads(r["data"])}
-                for r in self.db.execute(sql + " ORDER BY seq", args)]
+        return read_events(self.db, kind)
 
     # -- accounting ----------------------------------------------------------------------
     def _flush_wall(self) -> None:
@@ -122,3 +118,21 @@ class Journal:
         except (UnsafeFolder, ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
+
+
+def read_events(db: sqlite3.Connection, kind: str | None = None) -> list[dict]:
+    """The run's events (of ``kind``, if given) in order, each its data with its ``kind``. A
+    run folder may have been handed over: a row whose data is too long, too deep, not JSON or
+    not a JSON object is left out, never parsed at any size or depth."""
+    sql, args = "SELECT kind, data FROM events WHERE length(data) <= ?", (MAX_JSON_BYTES,)
+    if kind:
+        sql, args = sql + " AND kind=?", args + (kind,)
+    out = []
+    for k, data in db.execute(sql + " ORDER BY seq", args):
+        try:
+            item = json_data(data)
+        except (ValueError, TypeError):
+            continue
+        if isinstance(item, dict):
+            out.append({**item, "kind": k})
+    return out

@@ -17,7 +17,7 @@ from pdesharp.runlock import RunBusy, claim, lock_owner
 from pdesharp.store.evaluations import EvaluationJournal
 from pdesharp.store.journal import Journal
 from pdesharp.store.schema import SCHEMA, code_sha256, migrate, new_run_id, now as _now
-from pdesharp.untrusted import one_line, path_component
+from pdesharp.untrusted import json_data, one_line, path_component
 
 
 class RunStoreError(RuntimeError):
@@ -99,7 +99,14 @@ class RunStore(EvaluationJournal, Journal):
     @property
     def config(self) -> dict:
         row = self.db.execute("SELECT config FROM runs WHERE id=?", (self.run_id,)).fetchone()
-        return json.loads(row["config"])
+        try:  # a run folder may have been handed over: bounded, and a dict or nothing
+            config = json_data(row["config"] or "{}")
+        except (ValueError, TypeError) as exc:
+            raise RunStoreError(f"{self.dir}: the run's recorded configuration cannot be read "
+                                f"({exc})") from None
+        if not isinstance(config, dict):
+            raise RunStoreError(f"{self.dir}: the run's recorded configuration is not a mapping")
+        return config
 
     def update_config(self, config: dict, changed: list[str] | None = None) -> None:
         """Replace the stored config (``pdesharp resume --max-usd ...`` raises a budget,
@@ -172,7 +179,7 @@ class RunStore(EvaluationJournal, Journal):
     @staticmethod
     def _candidate(row: sqlite3.Row) -> Candidate:
         return Candidate(id=row["id"], code=row["code"], origin=row["origin"],
-                         parents=json.loads(row["parents"]), judge=row["judge"],
+                         parents=parents_of(row["parents"]), judge=row["judge"],
                          round=row["round"], cycle=row["cycle"], title=row["title"],
                          justification=row["justification"], static_check=row["static_check"])
 
@@ -202,3 +209,12 @@ class RunStore(EvaluationJournal, Journal):
                 queue.extend(c.parents)
         return out
 
+
+def parents_of(text) -> list[str]:
+    """A candidate row's parents: a JSON list of ids. A run folder may have been handed over:
+    anything else, or too long or too deep, is no parents."""
+    try:
+        value = json_data(text or "[]")
+    except (ValueError, TypeError):
+        return []
+    return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []

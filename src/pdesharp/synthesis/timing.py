@@ -72,6 +72,8 @@ class Settlement:
     warm_evaluations: int = 0  # of ``evaluations``: warm re-timing runs of tied finalists
     warm_per_sample: dict[str, list[float]] = field(default_factory=dict)  # their warm calls
     warm_note: str = ""  # finalists tied on their medians: how their warm calls were timed
+    # finalists' search timings left out of their medians (they shared the cores), per sample
+    shared_per_sample: dict[str, float] = field(default_factory=dict)
 
     def describe(self, winner: Candidate | None, result: EvalResult | None) -> dict[str, Any]:
         """The summary's ``winner_time`` entry: the winner's time per sample and how it was
@@ -83,14 +85,20 @@ class Settlement:
                                "retime_evaluations": self.evaluations,
                                "repeats": self.repeats}
         runs = self.per_sample.get(winner.id)
-        if runs and len(runs) > 1:
+        aside = self.shared_per_sample.get(winner.id)
+        if runs and (len(runs) > 1 or aside is not None):
             shown = ", ".join("failed" if t is None else f"{t:.3g}" for t in runs)
             out["timings_per_sample"] = runs
             others = [f for f in self.finalists if f != winner.id]
             warm = result.warm_per_sample if result.warm_timings else None
             if warm is not None:
                 out["warm_timings_per_sample"] = result.warm_timings
-            out["how"] = (f"median of {len(runs)} evaluator timings ({shown} s per sample), the "
+            if aside is not None:
+                out["shared_timing_per_sample"] = aside
+            out["how"] = (f"median of {len(runs)} evaluator timing{'s' if len(runs) != 1 else ''}"
+                          f" ({shown} s per sample"
+                          + (f"; its search timing, {aside:.3g}, ran beside another evaluation "
+                             "and is left out" if aside is not None else "") + "), the "
                           f"winner re-timed with {', '.join(others) or 'no other finalist'} one "
                           f"run at a time ({self.evaluations} counted re-timing evaluation"
                           f"{'s' if self.evaluations != 1 else ''}"
@@ -145,24 +153,36 @@ def apart_words(timed: dict) -> str:
         return (f"{timed['warm_per_sample']:.3g} s per sample warm (a second call, on "
                 f"{n} sample{'s' if n != 1 else ''}), {timed['one_off_seconds']:.3g} s one-off "
                 f"(import, compilation, planning: the first call of "
-                f"{timed['first_call_seconds']:.3g} s, on one sample, less one warm sample)")
+                f"{timed['first_call_seconds']:.3g} s, on one sample, less one warm sample; "
+                "one run after the search, at another moment than the timings above)")
     return timed.get("warm_note", "")
 
 
 def settled(result: EvalResult, reruns: list[EvalResult],
-            warm_runs: list[EvalResult] = ()) -> EvalResult:
+            warm_runs: list[EvalResult] = (), alone: bool = True) -> EvalResult:
     """``result`` with its time replaced by the median over it and its re-timing runs, and its
     warm re-timing runs' warm calls (per sample) as its ``warm_timings`` when every one has
-    one."""
+    one. ``alone``: the search's timing ran alone; when it ran beside another evaluation it is
+    left out of the median (``shared_timing``), which rests on the re-timing runs, taken one at
+    a time (bridge run, KdV: a finalist's 0.0257 s per sample beside another evaluation, 0.0141
+    and 0.0153 alone, and the median of the three decided the pick)."""
     if not reruns or result.solver_seconds is None:
         return result
-    runs = [result.solver_seconds] + [r.solver_seconds if r.ok else None for r in reruns]
+    runs = ([result.solver_seconds] if alone else []) + \
+        [r.solver_seconds if r.ok else None for r in reruns]
     median = statistics.median(float("inf") if t is None else t for t in runs)
     warm = [r.warm_per_sample for r in warm_runs if r.ok]
     return result.model_copy(update={
         "timings": runs, "solver_seconds": None if median == float("inf") else median,
+        "shared_timing": None if alone else result.solver_seconds,
         "warm_timings": warm if warm and len(warm) == len(warm_runs) and None not in warm
         else []})
+
+
+def shared_codes(scored: list[tuple[Candidate, EvalResult]], contended) -> set[str]:
+    """The code hashes whose search timing ran beside another evaluation (``contended``: the
+    ids of those timings; a candidate with the same code reuses that timing)."""
+    return {code_sha256(c.code) for c, _ in scored if c.id in contended}
 
 
 def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
@@ -181,7 +201,7 @@ def finalists(scored: list[tuple[Candidate, EvalResult]], rule: Rule,
     if len(pool) < 2:
         return []
     t_min = min(seconds(scored[i][1]) for i in pool)
-    shared = {code_sha256(c.code) for c, _ in scored if c.id in contended}
+    shared = shared_codes(scored, contended)
     window = float("inf") if any(code_sha256(scored[i][0].code) in shared for i in pool) \
         else t_min * (1 + rule.time_margin) ** 2
     near = sorted((i for i in pool if seconds(scored[i][1]) <= window),
@@ -247,10 +267,13 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                                 per_sample=r.seconds_per_sample, score=r.score,
                                 warm_per_sample=r.warm_per_sample if warm else None)
 
+    shared = shared_codes(scored, contended)
+
     def settle_all() -> dict[str, EvalResult]:
         out_ = {}
         for c in chosen:
-            s = settled(results[c.id], runs[c.id], warm_runs.get(c.id, []))
+            s = settled(results[c.id], runs[c.id], warm_runs.get(c.id, []),
+                        alone=code_sha256(c.code) not in shared)
             for twin, _ in scored:  # the same code under another id: the same solver
                 if twin.code == c.code:
                     out_[twin.id] = s
@@ -294,8 +317,9 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                 await rerun(tied, n, warm=True)
             out.warm_note = (f"{len(tied)} finalists tied on their medians; "
                              + (f"each timed warm {n} time{'s' if n != 1 else ''} more"
-                                if n >= 1 else "the evaluation budget (--max-evals) left no "
-                                "run to time them warm, so the lower score decided"))
+                                if n >= 1 else f"timing them warm takes {len(tied)} "
+                                f"evaluations, one each, and the budget (--max-evals) had "
+                                f"{max(0, int(budget))} left, so the lower score decided"))
     except BudgetExceeded as exc:  # cannot happen within the checks above; keep what ran
         out.note = f"re-timing stopped: {exc}"
     out.evaluations = sum(len(v) for v in runs.values()) + \
@@ -306,11 +330,14 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
         s = settled_results[c.id]
         n_ = s.n_samples or 1
         out.per_sample[c.id] = [None if t is None else t / n_ for t in s.timings]
+        if s.shared_timing is not None:
+            out.shared_per_sample[c.id] = s.shared_timing / n_
         if s.warm_timings:
             out.warm_per_sample[c.id] = list(s.warm_timings)
     store.event("retime", finalists=out.finalists, repeats=repeats,
                 per_sample=out.per_sample, warm_per_sample=out.warm_per_sample,
-                note=out.note, warm_note=out.warm_note)
+                shared_per_sample=out.shared_per_sample, note=out.note,
+                warm_note=out.warm_note)
     return settled_results, out
 
 
