@@ -269,4 +269,3 @@ def results_of(db: sqlite3.Connection, split: str, feedback: str) -> dict[str, E
     return {cid: settled(r, reruns[RETIME_MARK].get(sha, []),
                          reruns[WARM_RETIME_MARK].get(sha, []), alone=sha not in shared)
             for cid, (sha, r) in out.items()}
-

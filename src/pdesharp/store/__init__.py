@@ -56,5 +56,5 @@ from pdesharp.store.schema import (RETIME_MARK, SCHEMA, SEARCH_ROWS, WARM_MARK, 
 
 __all__ = ["LOCK_NAME", "RETIME_MARK", "SCHEMA", "RunBusy", "RunStore", "RunStoreError", "claim",
            "code_sha256", "lock_owner", "new_run_id", "parents_of", "read_events",
-           "parse_retime_id", "parse_run_id", "retime_id", "SEARCH_ROWS", "WARM_MARK", "WARM_RETIME_MARK", "warm_id",
-           "warm_retime_id"]
+           "parse_retime_id", "parse_run_id", "retime_id", "SEARCH_ROWS", "WARM_MARK",
+           "WARM_RETIME_MARK", "warm_id", "warm_retime_id"]
