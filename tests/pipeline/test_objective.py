@@ -33,7 +33,7 @@ from pdesharp.synthesis.ranking import (
     pick_best,
     rank,
 )
-from pdesharp.synthesis.timing import finalists, settle
+from pdesharp.synthesis.timing import MAX_TIED, finalists, settle
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import load_task
 
@@ -454,6 +454,38 @@ def test_tied_finalists_are_told_apart_by_warm_runs_of_their_own(tmp_path):
     before = len(ev.calls)
     _, how2 = asyncio.run(settle(store, ev, scored, rule, 2))
     assert len(ev.calls) == before and how2.warm_evaluations == 4
+    store.close()
+
+
+def test_a_tied_solver_past_the_finalists_is_re_timed_and_timed_warm_too(tmp_path):
+    """Bench run, KdV under fastest-below:2.94e-2: four solvers a whole call apart by less than
+    the noise (one-off work dominating); the three fastest were finalists, the fourth (timed
+    once, the fastest per sample) tied with their medians and was left out of the warm runs,
+    so the lower score won, 2x slower per sample. It is re-timed, then all four run warm."""
+    spec = {"A": (0.999, 1.00, "1.0, 1.0", "0.5, 0.5"),
+            "B": (0.998, 1.02, "1.02, 1.02", "0.5, 0.5"),
+            "C": (0.997, 1.04, "1.04, 1.04", "0.5, 0.5"),
+            "D": (0.996, 1.06, "1.06, 1.06", "0.2, 0.2")}
+    store, scored = solvers_in_store(tmp_path, spec)
+    ev = TimedRuns()
+    rule = Rule(Objective.parse("fastest-below:1e-2"))
+    settled, how = asyncio.run(settle(store, ev, scored, rule, 2))
+    labels = [label for label, _ in ev.calls]
+    assert labels[:6] == ["A#t1", "B#t1", "C#t1", "A#t2", "B#t2", "C#t2"]  # the 3 finalists
+    assert labels[6:8] == ["D#t1", "D#t2"]  # tied, timed once: re-timed
+    assert sorted(labels[8:]) == sorted(f"{c}#v{k}" for c in "ABCD" for k in (1, 2))
+    assert how.finalists == ["A", "B", "C", "D"] and how.warm_evaluations == 8
+    assert "4 finalists tied on their medians; each timed warm 2 times more" in how.warm_note
+    merged = [(c, settled.get(c.id, r)) for c, r in scored]
+    assert pick_best(merged, rule)[0].id == "D"  # 0.2 s warm per sample against 0.5
+    assert pick_best(scored, rule)[0].id == "A"  # the whole calls alone: the lowest score
+    store.close()
+    # more tied solvers than MAX_TIED: none timed warm, and the note says why
+    many = {f"S{i}": (0.999 - 0.001 * i, 1.0 + 0.01 * i, "1.0, 1.0", "0.5, 0.5")
+            for i in range(MAX_TIED + 1)}
+    store, scored = solvers_in_store(tmp_path / "many", many)
+    settled, how = asyncio.run(settle(store, TimedRuns(), scored, rule, 2))
+    assert how.warm_evaluations == 0 and f"more than {MAX_TIED} tied" in how.warm_note
     store.close()
 
 

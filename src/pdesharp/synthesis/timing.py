@@ -16,10 +16,11 @@ medians make a solver the pick that was not a finalist (its single timing now wi
 of a finalist's median), it is re-timed too, and the rule decides again: the winner's time
 never rests on one timing.
 
-Finalists the medians still cannot tell apart (two or more tied with the fastest by the
-margin, and no solver timed once among the tied) then run ``repeats`` *warm re-timing* runs
-each, interleaved the same way (``Evaluator.evaluate(warm=True)``: the first sample in one
-call, the others in a second timed alone), and the rule tells them apart by those warm calls
+Solvers the medians still cannot tell apart (two or more tied with the fastest by the
+margin; a tied one timed once, past :data:`MAX_FINALISTS`, is re-timed first, up to
+:data:`MAX_TIED` tied) then run ``repeats`` *warm re-timing* runs each, interleaved the same
+way (``Evaluator.evaluate(warm=True)``: the first sample in one call, the others in a second
+timed alone), and the rule tells them apart by those warm calls
 before the lower score (:func:`pdesharp.synthesis.ranking.rank`): a small solver's call is
 mostly one-off work. These are runs of their own, and the medians never include them: a warm
 timing is two calls, so its total carries one more call's set-up than the single timings the
@@ -45,6 +46,7 @@ from pdesharp.synthesis.ranking import (Rule, decided_by_time, eligible, pick_be
                                         time_tied)
 
 MAX_FINALISTS = 3
+MAX_TIED = 6  # solvers tied on time that are re-timed and timed warm to tell them apart
 RETIME_RUNS = 2  # extra runs per finalist whenever time decides (``--retime`` default)
 
 
@@ -303,11 +305,18 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
             out.finalists.append(top.id)
             runs[top.id] = []
             await rerun([top], repeats)
-        # finalists the medians of whole calls cannot tell apart: time their warm calls, in
-        # runs of their own (a warm timing is two calls, so its total would carry one more
-        # call's set-up than the single timings it is compared with)
-        tied = tied_finalists(scored, settle_all(), chosen, rule)
-        if tied:
+        # solvers the medians of whole calls cannot tell apart: time their warm calls, in runs
+        # of their own (a warm timing is two calls, so its total would carry one more call's
+        # set-up than the single timings it is compared with). A tied solver timed once (past
+        # MAX_FINALISTS) is re-timed first: the tie then rests on medians alike
+        tied = tie(scored, settle_all(), chosen, rule)
+        once = [c for c in tied if all(c.code != x.code for x in chosen)]
+        if once and len(tied) <= MAX_TIED and left() >= repeats * len(once):
+            chosen.extend(once)
+            out.finalists.extend(c.id for c in once)
+            await rerun(once, repeats)
+            tied = tie(scored, settle_all(), chosen, rule)
+        if len(tied) > 1 and all(any(c.code == x.code for x in chosen) for c in tied):
             done = store.retimings(split, feedback, warm=True)
             have = min(len(done.get(c.id, [])) for c in tied)
             budget = left()
@@ -320,6 +329,10 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                                 if n >= 1 else f"timing them warm takes {len(tied)} "
                                 f"evaluations, one each, and the budget (--max-evals) had "
                                 f"{max(0, int(budget))} left, so the lower score decided"))
+        elif len(tied) > 1:
+            out.warm_note = (f"{len(tied)} solvers tied, {len(once)} of them timed once (more "
+                             f"than {MAX_TIED} tied, or no budget to re-time them): not timed "
+                             "warm, so the lower score decided")
     except BudgetExceeded as exc:  # cannot happen within the checks above; keep what ran
         out.note = f"re-timing stopped: {exc}"
     out.evaluations = sum(len(v) for v in runs.values()) + \
@@ -341,21 +354,16 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     return settled_results, out
 
 
-def tied_finalists(scored: list[tuple[Candidate, EvalResult]], now: dict[str, EvalResult],
-                   chosen: list[Candidate], rule: Rule) -> list[Candidate]:
-    """The re-timed finalists (``chosen``) the rule's time margin cannot tell apart by their
-    settled medians (``now``, by id), when there are two or more and every eligible solver so
-    tied is one of them (a solver timed once has no warm time, and the rule's warm tie-break
-    needs every tied one's): the ones whose warm calls decide."""
+def tie(scored: list[tuple[Candidate, EvalResult]], now: dict[str, EvalResult],
+        chosen: list[Candidate], rule: Rule) -> list[Candidate]:
+    """The eligible solvers the rule's time margin cannot tell apart from the fastest, by the
+    settled medians (``now``, by id) where there are, one per code (a re-timed one as it was
+    re-timed, in ``chosen``): whose warm calls decide, when there are two or more."""
     merged = [(c, now.get(c.id, r)) for c, r in scored]
-    close = time_tied(merged, eligible(merged, rule), rule)
-    codes = {c.code for c in chosen}
-    if any(merged[i][0].code not in codes for i in close):
-        return []
     tied, seen = [], set()
-    for i in close:  # one per code: candidates with the same code are one solver
+    for i in time_tied(merged, eligible(merged, rule), rule):
         c = merged[i][0]
-        if c.code not in seen:
+        if c.code not in seen and seconds(merged[i][1]) < float("inf"):
             seen.add(c.code)
-            tied.append(next(x for x in chosen if x.code == c.code))
-    return tied if len(tied) > 1 else []
+            tied.append(next((x for x in chosen if x.code == c.code), c))
+    return tied
