@@ -236,18 +236,14 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
         out.note = ("not re-timed: --retime 0, so the decision used single timings and the "
                     "time margin")
         return {}, out
-    done = store.retimings(split, feedback)  # a resumed run: runs already in the journal
-    have = min(len(done.get(c.id, [])) for c in chosen)
-    if store.eval_limit is not None and have < repeats:
-        left = max(0, store.eval_limit - store.n_feedback_evaluations)
-        allowed = have + left // len(chosen)
-        if allowed < 1:
-            out.note = ("the evaluation budget (--max-evals) left no run to re-time the "
-                        "finalists; the decision used single timings")
-            return {}, out
-        if allowed < repeats:
-            out.note = f"re-timing limited by --max-evals to {allowed} run(s) per finalist"
-            repeats = allowed
+    allowed = runs_allowed(store, store.retimings(split, feedback), chosen, repeats)
+    if allowed < 1:
+        out.note = ("the evaluation budget (--max-evals) left no run to re-time the "
+                    "finalists; the decision used single timings")
+        return {}, out
+    if allowed < repeats:
+        out.note = f"re-timing limited by --max-evals to {allowed} run(s) per finalist"
+        repeats = allowed
     out.repeats = repeats
     runs: dict[str, list[EvalResult]] = {c.id: [] for c in chosen}
     warm_runs: dict[str, list[EvalResult]] = {}
@@ -317,18 +313,15 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
             await rerun(once, repeats)
             tied = tie(scored, settle_all(), chosen, rule)
         if len(tied) > 1 and all(any(c.code == x.code for x in chosen) for c in tied):
-            done = store.retimings(split, feedback, warm=True)
-            have = min(len(done.get(c.id, [])) for c in tied)
-            budget = left()
-            n = repeats if budget == float("inf") else \
-                min(repeats, have + int(max(0, budget)) // len(tied))
+            n = runs_allowed(store, store.retimings(split, feedback, warm=True), tied,
+                             repeats)
             if n >= 1:
                 await rerun(tied, n, warm=True)
             out.warm_note = (f"{len(tied)} finalists tied on their medians; "
                              + (f"each timed warm {n} time{'s' if n != 1 else ''} more"
                                 if n >= 1 else f"timing them warm takes {len(tied)} "
                                 f"evaluations, one each, and the budget (--max-evals) had "
-                                f"{max(0, int(budget))} left, so the lower score decided"))
+                                f"{max(0, int(left()))} left, so the lower score decided"))
         elif len(tied) > 1:
             out.warm_note = (f"{len(tied)} solvers tied, {len(once)} of them timed once (more "
                              f"than {MAX_TIED} tied, or no budget to re-time them): not timed "
@@ -352,6 +345,18 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                 shared_per_sample=out.shared_per_sample, note=out.note,
                 warm_note=out.warm_note)
     return settled_results, out
+
+
+def runs_allowed(store: RunStore, done: dict[str, list[EvalResult]], group: list[Candidate],
+                 repeats: int) -> int:
+    """Runs each of ``group`` may have, up to ``repeats``: as many as the budget left
+    (``--max-evals``) gives all of them alike, beyond those ``done`` already (a resumed run's,
+    found in the journal: not run again)."""
+    have = min(len(done.get(c.id, [])) for c in group)
+    if store.eval_limit is None or have >= repeats:
+        return repeats
+    left = max(0, store.eval_limit - store.n_feedback_evaluations)
+    return min(repeats, have + left // len(group))
 
 
 def tie(scored: list[tuple[Candidate, EvalResult]], now: dict[str, EvalResult],
