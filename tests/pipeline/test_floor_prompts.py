@@ -171,7 +171,8 @@ def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
     apart = _flat(render("reporter", floor_in_force=True, **dict(common, winner_time=timed)))
     assert ("Its solver time: 0.0153 s per sample, one evaluator timing. Taken apart by one more"
             " run after the search") in apart
-    assert "0.0208 s per sample warm, 0.0484 s one-off (import, compilation, planning)" in apart
+    assert ("0.0208 s per sample warm, 0.0484 s one-off per run, not per sample (import, "
+            "compilation, planning: the first call, on one sample, less one warm sample)") in apart
     assert "Taken apart" not in text  # winner_time without the parts
 
 

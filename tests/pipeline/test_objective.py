@@ -440,7 +440,9 @@ def test_tied_finalists_are_told_apart_by_warm_runs_of_their_own(tmp_path):
     assert how.evaluations == 8 and how.warm_evaluations == 4
     assert how.warm_per_sample == {"A": [pytest.approx(0.5)] * 2,
                                    "B": [pytest.approx(0.2)] * 2}
-    assert "2 finalists tied on their medians; each timed warm 2 times more" in how.warm_note
+    # the note names the tied, their warm medians and the margin (for 2 runs: 30/sqrt(2))
+    assert ("2 finalists tied on their medians (A, B); each timed warm 2 times more (median "
+            "warm s per sample: A 0.5, B 0.2; equally fast within 21 %)") in how.warm_note
     rows = dict(store.db.execute("SELECT candidate_id, counted FROM evaluations").fetchall())
     assert rows["B#v2"] == 1 and store.n_feedback_evaluations == 3 + 8  # they decide: counted
     # the report's journal names them, and rebuilds the same settled results
@@ -475,7 +477,7 @@ def test_a_tied_solver_past_the_finalists_is_re_timed_and_timed_warm_too(tmp_pat
     assert labels[6:8] == ["D#t1", "D#t2"]  # tied, timed once: re-timed
     assert sorted(labels[8:]) == sorted(f"{c}#v{k}" for c in "ABCD" for k in (1, 2))
     assert how.finalists == ["A", "B", "C", "D"] and how.warm_evaluations == 8
-    assert "4 finalists tied on their medians; each timed warm 2 times more" in how.warm_note
+    assert "4 finalists tied on their medians (A, B, C, D); each timed warm 2" in how.warm_note
     merged = [(c, settled.get(c.id, r)) for c, r in scored]
     assert pick_best(merged, rule)[0].id == "D"  # 0.2 s warm per sample against 0.5
     assert pick_best(scored, rule)[0].id == "A"  # the whole calls alone: the lowest score

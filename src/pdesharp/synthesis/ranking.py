@@ -209,7 +209,8 @@ class Rule:
         return (f"among eligible solvers, one whose time per sample t is at most (1 + {m:g}) x "
                 f"t_fastest (t_fastest: the fastest eligible one's) counts as equally fast, and "
                 f"among those the lower score wins; the margin {self.time_margin:g} is divided "
-                f"by sqrt(k) for a median of k timings")
+                f"by sqrt(k) for a median of k timings (of two solvers, the fewer); each next "
+                f"rank is the same rule among the solvers left")
 
     @classmethod
     def of(cls, config, floor: float | None = None) -> Rule:

@@ -317,8 +317,14 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                              repeats)
             if n >= 1:
                 await rerun(tied, n, warm=True)
-            out.warm_note = (f"{len(tied)} finalists tied on their medians; "
-                             + (f"each timed warm {n} time{'s' if n != 1 else ''} more"
+            now = settle_all()
+            warm = ", ".join(f"{c.id} {now[c.id].warm_per_sample:.3g}" for c in tied
+                             if now[c.id].warm_per_sample is not None)
+            out.warm_note = (f"{len(tied)} finalists tied on their medians "
+                             f"({', '.join(c.id for c in tied)}); "
+                             + (f"each timed warm {n} time{'s' if n != 1 else ''} more (median "
+                                f"warm s per sample: {warm}; equally fast within "
+                                f"{100 * rule.margin(n):.0f} %)"
                                 if n >= 1 else f"timing them warm takes {len(tied)} "
                                 f"evaluations, one each, and the budget (--max-evals) had "
                                 f"{max(0, int(left()))} left, so the lower score decided"))
