@@ -245,8 +245,8 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
         out.note = f"re-timing limited by --max-evals to {allowed} run(s) per finalist"
         repeats = allowed
     out.repeats = repeats
-    runs: dict[str, list[EvalResult]] = {c.id: [] for c in chosen}
-    warm_runs: dict[str, list[EvalResult]] = {}
+    runs: dict[str, list[EvalResult]] = {}  # by id: plain re-timing runs
+    warm_runs: dict[str, list[EvalResult]] = {}  # by id: warm re-timing runs
     results = {c.id: r for c, r in scored}
 
     async def rerun(group: list[Candidate], n: int, warm: bool = False) -> None:
@@ -270,7 +270,7 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
     def settle_all() -> dict[str, EvalResult]:
         out_ = {}
         for c in chosen:
-            s = settled(results[c.id], runs[c.id], warm_runs.get(c.id, []),
+            s = settled(results[c.id], runs.get(c.id, []), warm_runs.get(c.id, []),
                         alone=code_sha256(c.code) not in shared)
             for twin, _ in scored:  # the same code under another id: the same solver
                 if twin.code == c.code:
@@ -299,7 +299,6 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                 break
             chosen.append(top)
             out.finalists.append(top.id)
-            runs[top.id] = []
             await rerun([top], repeats)
         # solvers the medians of whole calls cannot tell apart: time their warm calls, in runs
         # of their own (a warm timing is two calls, so its total would carry one more call's
