@@ -17,7 +17,7 @@ from pipeline_scripts import prompts, systems
 from test_bridge_replay import RecordedEvaluator, replay_fixture
 
 from pdesharp.records import EvalResult
-from pdesharp.store import code_sha256, parse_retime_id
+from pdesharp.store import RETIME_MARK, code_sha256, parse_run_id
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bridge_advection_objective"
 
@@ -30,7 +30,8 @@ class RecordedWithRetimes(RecordedEvaluator):
                         for sha, v in data.items()}
 
     async def evaluate(self, code, *, split, feedback, label="", warm=False):
-        _, k = parse_retime_id(label)
+        _, mark, k = parse_run_id(label)
+        k = k if mark == RETIME_MARK else 0
         if not k:
             return await super().evaluate(code, split=split, feedback=feedback, label=label)
         self.calls.append(label)

@@ -228,29 +228,37 @@ def coords_line(law_coords, exprs, time=None, indent: str = "    ") -> str:
     return out
 
 
+def needs_zero(e, arrays) -> bool:
+    """Whether an entry needs ``+ _zero`` (:func:`ret`): one that computes on one of ``arrays``
+    (symbols bound to whole [B, N...] arrays: the unknowns, their gradients) is a new array of
+    their shape already; a bare symbol must not come back as the caller's own array, and a
+    constant or a function of x alone is no such array."""
+    e = sp.sympify(e)
+    return e.is_Symbol or not (e.free_symbols & set(arrays))
+
+
 def ret(exprs, arrays=()) -> str:
-    """``return [...]`` with every entry broadcast to the shape of the unknowns (``+ _zero``);
-    cubes and fourth powers as products (these functions run on whole arrays every stage:
-    NumPy's u**3 is a general power, ~50x u*u*u on [8, 48, 48]; Allen-Cahn's wall-spectral
-    winner 1.5x faster). An entry that computes on one of ``arrays`` (symbols bound to whole
-    [B, N...] arrays) is a new array of that shape already: no ``+ _zero``, which would be one
-    more pass (1D Kuramoto-Sivashinsky: 1.8 us of a 15 us stage). A bare symbol keeps it: the
-    entry must not be the caller's array itself."""
-    def entry(e):
-        e = sp.sympify(e)
-        code = f"({npcode(e, products=True)})"
-        return code if not e.is_Symbol and e.free_symbols & set(arrays) else code + " + _zero"
-    return "    return [" + ", ".join(entry(e) for e in exprs) + "]\n"
+    """``return [...]`` with every entry broadcast to the shape of the unknowns where it needs
+    it (:func:`needs_zero`: ``+ _zero`` on the others would be one more pass, 1.8 us of a 15 us
+    stage on 1D Kuramoto-Sivashinsky); cubes and fourth powers as products (these functions run
+    on whole arrays every stage: NumPy's u**3 is a general power, ~50x u*u*u on [8, 48, 48];
+    Allen-Cahn's wall-spectral winner 1.5x faster)."""
+    return "    return [" + ", ".join(
+        f"({npcode(e, products=True)})" + (" + _zero" if needs_zero(e, arrays) else "")
+        for e in exprs) + "]\n"
 
 
 def zero_line(exprs, arrays, var: str = "W") -> str:
-    """The ``_zero`` that ``+ _zero`` adds (:func:`ret`): zeros shaped like ``var[0]`` where an
-    entry may be no [B, N...] array (a constant, a function of x alone), else a float64 zero,
-    which still gives a new float64 array without allocating the zeros first (the flux and the
-    source run at every stage: on 1D Kuramoto-Sivashinsky, 320 points, the zeros were 8% of a
-    step). ``arrays``: the symbols bound to whole arrays (the unknowns, their gradients)."""
-    if all(sp.sympify(e).free_symbols & set(arrays) for e in exprs):
-        return "    _zero = np.float64(0.0)  # every entry is an array of the unknowns already\n"
+    """The ``_zero`` that ``+ _zero`` adds (:func:`ret`): none where no entry needs it; zeros
+    shaped like ``var[0]`` where an entry may be no [B, N...] array (a constant, a function of
+    x alone); else (bare unknowns) a float64 zero, which still gives a new array without
+    allocating the zeros first (the flux and the source run at every stage: on 1D
+    Kuramoto-Sivashinsky, 320 points, the zeros were 8% of a step)."""
+    need = [e for e in exprs if needs_zero(e, arrays)]
+    if not need:
+        return ""
+    if all(sp.sympify(e).free_symbols & set(arrays) for e in need):
+        return "    _zero = np.float64(0.0)  # every such entry is an array of the unknowns\n"
     return f"    _zero = np.zeros_like(np.asarray({var}[0], dtype=np.float64))\n"
 
 

@@ -51,10 +51,10 @@ from pdesharp.runlock import LOCK_NAME, RunBusy, claim, lock_owner  # noqa: F401
 from pdesharp.store.journal import read_events
 from pdesharp.store.run import RunStore, RunStoreError, parents_of
 from pdesharp.store.schema import (RETIME_MARK, SCHEMA, SEARCH_ROWS, WARM_MARK, WARM_RETIME_MARK,
-                                   code_sha256, new_run_id, parse_retime_id, parse_run_id,
+                                   code_sha256, new_run_id, parse_run_id,
                                    retime_id, warm_id, warm_retime_id)
 
 __all__ = ["LOCK_NAME", "RETIME_MARK", "SCHEMA", "RunBusy", "RunStore", "RunStoreError", "claim",
            "code_sha256", "lock_owner", "new_run_id", "parents_of", "read_events",
-           "parse_retime_id", "parse_run_id", "retime_id", "SEARCH_ROWS", "WARM_MARK",
+           "parse_run_id", "retime_id", "SEARCH_ROWS", "WARM_MARK",
            "WARM_RETIME_MARK", "warm_id", "warm_retime_id"]

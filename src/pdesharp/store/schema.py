@@ -91,12 +91,6 @@ def parse_run_id(label: str) -> tuple[str, str, int]:
     return label, "", 0
 
 
-def parse_retime_id(label: str) -> tuple[str, int]:
-    """(candidate id, k) of a journal id: k >= 1 for a (plain) re-timing run, else 0."""
-    cid, mark, k = parse_run_id(label)
-    return (cid, k) if mark == RETIME_MARK else (label, 0)
-
-
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
