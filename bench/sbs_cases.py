@@ -268,3 +268,18 @@ def sweep(case: Case, quick: bool) -> list[tuple[dict, int]]:
     euler = [({"solver": "euler", "dt": case.dt_frame / m, "backend": b}, 1)
              for m in (10, 100, 1000) for b in ("numpy", "numba")]
     return rk if quick else rk + euler
+
+
+def finer(case: Case, point: dict, quick: bool) -> tuple[dict, int] | None:
+    """The setting one notch finer in time than a swept ``point`` (config and grid as the sweep
+    has them): exponax's substeps x4 (the quick sweep's spacing; x2 in the full one), py-pde's
+    adaptive tolerance /100 (/10); None where there is no finer step to take (a linear case is
+    exact in time, py-pde's fixed-step Euler is swept as it is)."""
+    c = dict(point["config"])
+    if case.library == "exponax" and "substeps" in c and case.params["kind"] != "linear":
+        c["substeps"] = c["substeps"] * (4 if quick else 2)
+    elif case.library == "py-pde" and c.get("adaptive") and "tol" in c:
+        c["tol"] = c["tol"] / (100 if quick else 10)
+    else:
+        return None
+    return c, point["refine"]

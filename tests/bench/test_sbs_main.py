@@ -64,3 +64,20 @@ def test_a_library_that_stops_short_of_the_tolerance_gets_pdesharp_at_its_best_a
     assert side_by_side.library_objective(case, reaches, math.nan) is None
     assert side_by_side.run_tag(case, "accuracy") == "accuracy"
     assert side_by_side.run_tag(case, f"fastest-below:{case.tol:g}") == "fastest"
+
+
+def test_the_next_finer_setting_of_each_library():
+    from sbs_cases import finer, sweep
+
+    ks = side_by_side.BY_NAME["ape_ks1d"]
+    last = sweep(ks, True)[-1]  # 16 substeps, ETDRK4, float64, on the 2x grid
+    p = {"config": last[0], "refine": last[1]}
+    assert finer(ks, p, True) == ({**last[0], "substeps": 4 * last[0]["substeps"]}, last[1])
+    assert finer(ks, p, False)[0]["substeps"] == 2 * last[0]["substeps"]
+    adv = side_by_side.BY_NAME["ape_adv1d"]  # linear: exact in time, nothing finer
+    assert finer(adv, {"config": sweep(adv, True)[-1][0], "refine": 1}, True) is None
+    heat = side_by_side.BY_NAME["pp_heat2d"]
+    rk = next(c for c, _ in sweep(heat, True) if c.get("tol") == 1e-6)
+    assert finer(heat, {"config": rk, "refine": 1}, True)[0]["tol"] == 1e-8
+    euler = next(c for c, _ in sweep(heat, False) if c["solver"] == "euler")
+    assert finer(heat, {"config": euler, "refine": 1}, False) is None

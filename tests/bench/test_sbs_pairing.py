@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from sbs_pairing import at_accuracy, front, turn_ratios  # noqa: E402
+from sbs_pairing import EXTEND_POINTS, at_accuracy, extend, front, turn_ratios  # noqa: E402
 
 
 def point(nrmse: float, warm: float) -> dict:
@@ -57,3 +57,70 @@ def test_turn_ratios_interpolate_the_library_relative_to_pdesharp_round_by_round
     assert all(math.isclose(r, 2.0) for r in near_a)
     one = turn_ratios([([1.0, 1.2], [4.0, 6.0])], [point(1e-6, 1.0)], 1e-9)  # one point
     assert [round(r, 6) for r in one] == [0.25, 0.2]
+
+
+def _library(errors: dict[int, float]):
+    """A stand-in library: substeps -> nRMSE (``errors``; absent: the run fails), 0.01 s per
+    sample per substep; ``runs`` lists what was run."""
+    runs = []
+
+    def run(config, refine):
+        runs.append(config["substeps"])
+        n = config["substeps"]
+        if n not in errors:
+            return {"failed": True, "config": config, "refine": refine}
+        return {"nrmse": errors[n], "warm": 0.01 * n, "cold": 1.0, "config": config,
+                "refine": refine}
+
+    def finer(p):
+        return {"substeps": 4 * p["config"]["substeps"]}, p["refine"]
+    return run, finer, runs
+
+
+def sub(n: int, err: float) -> dict:
+    return {"nrmse": err, "warm": 0.01 * n, "cold": 1.0, "config": {"substeps": n}, "refine": 2}
+
+
+def test_the_front_is_carried_past_the_sweep_while_the_library_error_falls():
+    # exponax on 1D Kuramoto-Sivashinsky: 1.5e-4 at 4 substeps, 1.2e-6 at 16, and still falling
+    run, finer, runs = _library({64: 5e-9, 256: 4e-9})
+    swept = [sub(4, 1.5e-4), sub(16, 1.2e-6)]
+    new = extend(swept, 6.5e-7, finer, run)
+    # 64 reaches the goal: nothing past it
+    assert runs == [64] and [p["nrmse"] for p in new] == [5e-9]
+    t, pts, reached = at_accuracy(front(swept + new, "warm"), 6.5e-7, "warm")
+    assert reached and [p["config"]["substeps"] for p in pts] == [16, 64]
+
+
+def test_the_front_stops_where_a_finer_step_no_longer_pays():
+    # the grid's limit: 64 substeps lowers the error 1.5x only (under EXTEND_GAIN, 2x), so no
+    # 256; a goal already met runs nothing; a failed run ends the chain
+    run, finer, runs = _library({64: 8e-7, 256: 1e-9})
+    swept = [sub(16, 1.2e-6)]
+    assert [p["nrmse"] for p in extend(swept, 1e-9, finer, run)] == [8e-7] and runs == [64]
+    assert extend(swept, 2e-6, finer, run) == [] and runs == [64]
+    run, finer, runs = _library({})
+    new = extend(swept, 1e-9, finer, run)
+    assert runs == [64] and new[0]["failed"]
+    # a setting the front has (a reused sweep, extended last time) is not run again, and the
+    # chain goes on from it
+    run, finer, runs = _library({256: 1e-9})
+    new = extend(swept + [sub(64, 1e-7)], 1e-9, finer, run)
+    assert runs == [256] and [p["nrmse"] for p in new] == [1e-9]
+    # nor past the point where it stopped (64 gained 1.5x only): the limit is kept with it
+    run, finer, runs = _library({64: 8e-7, 256: 1e-9})
+    swept = [sub(16, 1.2e-6)]
+    swept += extend(swept, 1e-9, finer, run)
+    assert extend(swept, 1e-9, finer, run) == [] and runs == [64]
+
+
+def test_the_front_stops_at_its_point_and_time_limits():
+    errors = {4**j: 10.0 ** -j for j in range(1, 12)}  # 10x better per 4x, without end
+    run, finer, runs = _library(errors)
+    new = extend([sub(1, 1.0)], 1e-30, finer, run)
+    assert len(new) == EXTEND_POINTS  # 4, 16, 64, 256: not 1024 (the point limit)
+    run, finer, runs = _library(errors)
+    new = extend([sub(256, 1e-4)], 1e-30, finer, run)  # 2.56 s per sample: one more, 10.24 s
+    assert runs == [1024]
+    # no finer setting (a linear case, py-pde's Euler): nothing
+    assert extend([sub(1, 1.0)], 1e-30, lambda p: None, run) == [] and runs == [1024]
