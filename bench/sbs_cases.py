@@ -23,6 +23,7 @@ nonlinearity (sbs_reference.py). Parameters follow the sources:
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 
@@ -283,3 +284,9 @@ def finer(case: Case, point: dict, quick: bool) -> tuple[dict, int] | None:
     else:
         return None
     return c, point["refine"]
+
+
+def setting(point: dict) -> str:
+    """What :func:`finer` keeps fixed: the point's config without its step count, and its grid."""
+    c = {k: v for k, v in point["config"].items() if k not in ("substeps", "tol")}
+    return json.dumps([c, point["refine"]], sort_keys=True)

@@ -66,7 +66,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from sbs_cases import BY_NAME, CASES, QUICK, Case, finer, sweep  # noqa: E402
+from sbs_cases import BY_NAME, CASES, QUICK, Case, finer, setting, sweep  # noqa: E402
 from sbs_data import OUTPUT  # noqa: E402
 from sbs_pairing import at_accuracy, best_point, extend, front  # noqa: E402
 from sbs_turns import duel  # noqa: E402
@@ -275,7 +275,7 @@ def run_case(case: Case, args, key: str) -> dict:
                 f" {p['warm']:.2e} s/sample cold {p['cold']:.2f} s")
         return p
 
-    points += extend(points, goal, lambda p: finer(case, p, args.quick), measured)
+    points += extend(points, goal, lambda p: finer(case, p, args.quick), measured, setting)
     extra = library_objective(case, points, mine)
     if extra is not None:  # the library cannot reach pdesharp's accuracy: pdesharp at its best
         objectives.append(extra)

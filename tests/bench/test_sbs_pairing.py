@@ -124,3 +124,28 @@ def test_the_front_stops_at_its_point_and_time_limits():
     assert runs == [1024]
     # no finer setting (a linear case, py-pde's Euler): nothing
     assert extend([sub(1, 1.0)], 1e-30, lambda p: None, run) == [] and runs == [1024]
+
+
+def test_a_setting_that_stops_short_hands_on_to_the_most_accurate_other_one():
+    # exponax on KdV: float32 ETDRK2 stops at its round-off (64 substeps no better), float64
+    # goes on; the float64 point is the most accurate of the other setting
+    def run(config, refine):
+        ran.append((config["x64"], config["substeps"]))
+        err = {(False, 64): 9e-4, (True, 64): 1e-5, (True, 256): 1e-7}[(config["x64"],
+                                                                          config["substeps"])]
+        return {"nrmse": err, "warm": 0.01, "cold": 1.0, "config": config, "refine": refine}
+
+    def finer(p):
+        return {**p["config"], "substeps": 4 * p["config"]["substeps"]}, p["refine"]
+
+    def setting(p):
+        return p["config"]["x64"]
+    ran: list = []
+    swept = [{"nrmse": e, "warm": 0.01, "cold": 1.0, "config": {"x64": x, "substeps": 16},
+              "refine": 1} for x, e in ((False, 8e-4), (True, 9e-4))]
+    new = extend(swept, 1e-7, finer, run, setting)
+    assert ran == [(False, 64), (True, 64), (True, 256)] and new[-1]["nrmse"] == 1e-7
+    # the goal met by the first setting: no other is tried
+    ran.clear()
+    assert extend(swept + [dict(swept[0], nrmse=1e-8)], 1e-7, finer, run, setting) == []
+    assert ran == []
