@@ -790,3 +790,47 @@ def test_generated_entries_computed_on_the_unknowns_add_no_zero():
     ns = _exec(code)
     F = ns["flux"](W, None, 0.0, {}, 0)[0]
     assert F is not W[0] and np.array_equal(F, W[0])
+
+
+def test_a_1d_flux_alone_takes_the_fused_stage_with_the_same_numbers():
+    # 1D, a flux and nothing else, ETDRK4: N is the transforms and the flux with nothing
+    # between, -i k moved into the ETDRK4 weights. Against the same solver with the fold off
+    # (N = _nonlinear_cut, -i k applied in it): the same numbers to rounding. Tolerance 1e-12
+    # relative to max |u|: the two differ only in where -i k multiplies (q (ik F) against
+    # (q ik) F), a few ulps per step, over 12 steps of an O(1) solution
+    rng = np.random.default_rng(3)
+    u0 = rng.standard_normal((2, 24))
+    t = np.linspace(0.0, 0.2, 3)
+    task = _task(KS, span=(0.0, 0.2), frames=3)
+    code = render(task, family("spectral").design(INTEGRATOR="etdrk4"), problem(task))
+    off = code.replace("        return terms[0][1]\n    return None", "        return None\n"
+                       "    return None")
+    assert off != code
+    numpy_fft = code.replace("        _FFT1.append(_checked_ufuncs())",
+                             "        _FFT1.append(np.fft)")  # a NumPy without the ufuncs
+    assert numpy_fft != code
+    ns = _exec(code)
+    ref = _exec(off)["solver"](u0, t)
+    scale = np.abs(ref).max()
+    for variant in (ns, _exec(numpy_fft)):
+        got = variant["solver"](u0, t)
+        assert np.abs(got - ref).max() <= 1e-12 * scale
+    state, grid = ns["_init_state"]([u0], {})
+    ns["_step"](state, 0.0, 0.01, grid, {})
+    assert grid["stage"][1] is not None  # the fused stage: -i k folded
+    # a linear source is all in the exact factor: nothing for the stages (no transform of
+    # zeros), and the fold holds. Not folded: integrating-factor RK4 (N is added to the state
+    # there), a nonlinear source, 2D
+    for eq, integ, space, folded in (
+            (KS + " - 0.5*u", "etdrk4", ("x",), True), (KS, "if_rk4", ("x",), False),
+            (KS + " - u**3", "etdrk4", ("x",), False),
+            ("dt(u) + dx(u**2/2) + dy(u**2/2) - 0.1*(dx(u, 2) + dy(u, 2))", "etdrk4",
+             ("x", "y"), False)):
+        task = _task(eq, space=space, span=(0.0, 0.1), frames=2)
+        ns = _namespace(task, "spectral", INTEGRATOR=integ)
+        assert ns["HAS_SOURCE"] is eq.endswith("u**3"), eq
+        assert ("explicit_source" in ns) is ns["HAS_SOURCE"]
+        w0 = rng.standard_normal((1,) + (16,) * len(space))
+        state, grid = ns["_init_state"]([w0], {})
+        ns["_step"](state, 0.0, 0.001, grid, {})
+        assert (grid["stage"][1] is not None) is folded, (eq, integ)

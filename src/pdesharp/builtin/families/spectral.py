@@ -119,12 +119,8 @@ def primitive_split(law: BalanceLaw) -> PrimitiveForm | None:
     return _PRIMITIVE_CACHE[key]
 
 
-def explicit_source(law: BalanceLaw, c) -> str:
-    """``explicit_source(W, X, t, prm)``: S_i(w) - c_i w_i, the part of the source the stages
-    evaluate (c_i w_i is in the exact linear factor). A polynomial in the unknowns is written in
-    Horner form with small powers as products: the fewest passes over the arrays (Swift-Hohenberg's
-    u (-u^2 + u - 0.3) + 0.3 u is u**2*(1 - u): 3 passes for 9), and never the general power
-    NumPy calls for u**3. ``+ _zero`` only where an entry is not already an array of W's shape."""
+def source_remainder(law: BalanceLaw, c) -> list:
+    """S_i(w) - c_i w_i per unknown (SymPy; a polynomial in the unknowns in Horner form)."""
     exprs = []
     for i, w in enumerate(law.prims):
         e = sp.sympify(law.source[i]) - c[i] * w
@@ -132,6 +128,16 @@ def explicit_source(law: BalanceLaw, c) -> str:
             e = sp.expand(e)
             e = sp.horner(e, *law.prims) if e.free_symbols & set(law.prims) else e
         exprs.append(e)
+    return exprs
+
+
+def explicit_source(law: BalanceLaw, c) -> str:
+    """``explicit_source(W, X, t, prm)``: S_i(w) - c_i w_i, the part of the source the stages
+    evaluate (c_i w_i is in the exact linear factor). A polynomial in the unknowns is written in
+    Horner form with small powers as products: the fewest passes over the arrays (Swift-Hohenberg's
+    u (-u^2 + u - 0.3) + 0.3 u is u**2*(1 - u): 3 passes for 9), and never the general power
+    NumPy calls for u**3. ``+ _zero`` only where an entry is not already an array of W's shape."""
+    exprs = source_remainder(law, c)
     full = [bool(sp.sympify(e).free_symbols & set(law.prims)) for e in exprs]
     body = (unpack([w.name for w in law.prims], "W", exprs) + params_lines(law.params, exprs)
             + coords_line(law.coords, exprs, law.t))
@@ -389,8 +395,12 @@ class SpectralFamily(Family):
             A, D, c, high = prim.advection, prim.diffusion, prim.reaction, []
         else:
             A, D, c, high = linear_parts(law)
+        # a source that is its linear part alone leaves the stages nothing to evaluate (no
+        # transform of zeros per stage)
+        stages_source = law.has_source and (prim is not None or any(
+            sp.sympify(e) != 0 for e in source_remainder(law, c)))
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": law.has_viscous,
-                 "HAS_SOURCE": law.has_source, "PRIMITIVE_FORM": prim is not None}
+                 "HAS_SOURCE": stages_source, "PRIMITIVE_FORM": prim is not None}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
         code += physics_source(law, p.law_facts)
         row = lambda r: "[" + ", ".join(f"float({npcode(e)})" for e in r) + "]"  # noqa: E731
@@ -403,7 +413,7 @@ class SpectralFamily(Family):
                  + f"    c = {row(c)}\n"
                  + "    high = [" + ", ".join(f"({i}, {o!r}, float({npcode(e)}))" for i, o, e in high)
                  + "]\n    return A, D, c, high\n\n\n")
-        if prim is None and law.has_source:
+        if prim is None and stages_source:
             code += explicit_source(law, c)
         # 2D and 3D transforms are scipy.fft's: imported with the file (before the clock)
         fft = "\n\nimport scipy.fft\n" if p.dim > 1 else ""
