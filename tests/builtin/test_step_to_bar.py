@@ -30,9 +30,22 @@ def close(value: float, want: float) -> bool:
 def test_gray_scott_integrating_factor_step_is_not_spent_above_the_bar():
     # 2D Gray-Scott, 4x grid, IF-RK4 (order 4): 1.28e-5 at CFL 0.4, 8.67e-7 at 0.2, bar 2.52e-6.
     # slope a = (1.28e-5 - 8.67e-7) / (0.4^4 - 0.2^4) = 4.972e-4, E = 8.67e-7 - a 0.2^4 = 7.15e-8,
-    # CFL = ((1.512e-6 - 7.15e-8) / 4.972e-4)^(1/4) = 0.2320 (the ladder's 0.3 measured 4.16e-6)
+    # CFL = (0.6 (2.52e-6 - 7.15e-8) / 4.972e-4)^(1/4) = 0.2331 (the ladder's 0.3 measured
+    # 4.16e-6)
     v, measured = step_to_bar(0.2, 8.67e-7, 2.52e-6, 9.6e-8, 4, [(0.4, 1.28e-5)], 1.6)
-    assert measured and close(v, 0.232), v
+    assert measured and close(v, 0.2331), v
+
+
+def test_a_grid_error_near_the_bar_leaves_the_step_its_share_of_the_rest():
+    # 1D Kuramoto-Sivashinsky, 2x grid, ETDRK4: 2.91e-8 at CFL 0.05, 5.29e-8 at 0.1, bar 3.64e-8
+    # (exponax's best). a = (5.29e-8 - 2.91e-8) / (0.1^4 - 0.05^4) = 2.539e-4, E = 2.91e-8 -
+    # a 0.05^4 = 2.751e-8: the grid's. CFL = (0.6 (3.64e-8 - 2.751e-8) / 2.539e-4)^(1/4) =
+    # 0.0677, predicted 2.75e-8 + 0.6 x 8.9e-9 = 3.28e-8, under the bar. Aimed at 0.6 x the bar
+    # (2.18e-8, under E) there was no larger step, and the winner took 1.35x the steps
+    v, measured = step_to_bar(0.05, 2.91e-8, 3.64e-8, 6.0e-9, 4, [(0.1, 5.29e-8)], 1.6)
+    assert measured and close(v, 0.0677), v
+    # a grid error at or over the bar: no larger step
+    assert step_to_bar(0.05, 3.7e-8, 3.64e-8, 6.0e-9, 4, [(0.1, 3.9e-8)], 1.6)[0] == 0.05
 
 
 def test_without_a_measurement_all_of_the_score_is_the_steps():
@@ -52,9 +65,9 @@ def test_without_a_measurement_all_of_the_score_is_the_steps():
 def test_a_step_that_overshot_brackets_the_next_one():
     # 5e-7 at CFL 0.2 (mostly the grid's), 1.5e-6 at 0.35 over the bar 1.2e-6; the smaller
     # step below the floor is not fitted: a = (1.5e-6 - 5e-7) / (0.35^4 - 0.2^4) = 7.459e-5,
-    # E = 5e-7 - a 0.2^4 = 3.807e-7, CFL = ((7.2e-7 - 3.807e-7) / 7.459e-5)^(1/4) = 0.2597
+    # E = 5e-7 - a 0.2^4 = 3.807e-7, CFL = (0.6 (1.2e-6 - 3.807e-7) / 7.459e-5)^(1/4) = 0.2849
     v, _ = step_to_bar(0.2, 5e-7, 1.2e-6, 1e-8, 4, [(0.35, 1.5e-6), (0.1, 5e-9)], 1.6)
-    assert close(v, 0.2597), v
+    assert close(v, 0.2849) and v < 0.35, v
     # growth faster than order 3 between 0.4 (1e-4) and 0.6 (2e-2): the power law through both,
     # exponent ln(200) / ln(1.5) = 13.07, CFL = 0.4 x 60^(1/13.07) = 0.547
     v, _ = step_to_bar(0.4, 1e-4, 1e-2, 0.0, 3, [(0.6, 2e-2)], 0.9)
@@ -63,8 +76,10 @@ def test_a_step_that_overshot_brackets_the_next_one():
     assert close(step_to_bar(0.2, 1e-12, 1e-2, 0.0, 4, [(0.3, None)], 10.0)[0], 0.245)
     # a larger step that changed nothing: the step's error is not measurable, the full growth
     assert step_to_bar(0.2, 5e-4, 1e-3, 0.0, 4, [(0.4, 5e-4)], 10.0) == (0.4, True)
-    # a grid error at the aim: no step is predicted under it
-    assert step_to_bar(0.2, 9e-4, 1e-3, 0.0, 4, [(0.1, 8.9e-4)], 10.0)[0] == 0.2
+    # a grid error of 0.89 x the bar: a = (9e-4 - 8.9e-4) / (0.2^4 - 0.1^4) = 6.667e-3,
+    # E = 8.893e-4, CFL = (0.6 x 1.107e-4 / 6.667e-3)^(1/4) = 0.3161: the step's share of what
+    # is left, not the whole aim (which E alone was over)
+    assert close(step_to_bar(0.2, 9e-4, 1e-3, 0.0, 4, [(0.1, 8.9e-4)], 10.0)[0], 0.3161)
 
 
 # ---- the judges' path: proposals under fastest-below ------------------------------------------

@@ -182,8 +182,9 @@ def agreement(entries, info) -> str:
             "can be told apart from")
 
 
-# a larger step is aimed at this share of the objective's bar: the model's order is the formal
-# one, and the step's own error can grow faster where a larger step leaves the asymptotic range
+# a larger step's own error is aimed at this share of what the bar leaves it (the bar less the
+# error the step does not change): the model's order is the formal one, and the step's own
+# error can grow faster where a larger step leaves the asymptotic range
 AIM = 0.6
 # and grows by at most this factor per move: the prediction is an extrapolation
 GROWTH = 2.0
@@ -191,9 +192,10 @@ GROWTH = 2.0
 
 def step_to_bar(c: float, score: float, bar: float, floor: float, order: int,
                 along: list[tuple[float, float | None]], cap: float) -> tuple[float, bool]:
-    """The CFL predicted to bring an eligible design's score (at CFL ``c``) to AIM x ``bar``,
-    and whether measurements back it. The score is modelled as E + a CFL^order: E the error
-    the step does not change (the grid's, the reference's), a CFL^order the step's. ``along``
+    """The CFL predicted to bring an eligible design's score (at CFL ``c``) to E + AIM x
+    (``bar`` - E), and whether measurements back it. The score is modelled as E + a CFL^order:
+    E the error the step does not change (the grid's, the reference's), a CFL^order the step's,
+    which alone the model is unsure of (its order). ``along``
     holds the designs measured at other CFLs, every other axis equal: (CFL, score, or None for
     one that failed). The fit takes the nearest of them above ``c`` (a bracket), else the
     nearest below (where the score grew faster between the two than the order allows, a power
@@ -203,13 +205,14 @@ def step_to_bar(c: float, score: float, bar: float, floor: float, order: int,
     A design that failed at a larger CFL bounds the step by the two CFLs' geometric mean.
 
     2D Gray-Scott on a 4x grid (integrating-factor RK4): 1.28e-5 at CFL 0.4 and 8.67e-7 at
-    0.2 give E = 7e-8 and, for the bar 2.52e-6, CFL 0.232: the ladder's 0.3 (measured 4.16e-6)
-    would have spent an evaluation above the bar."""
+    0.2 give E = 7e-8 and, for the bar 2.52e-6, CFL 0.233: the ladder's 0.3 (measured 4.16e-6)
+    would have spent an evaluation above the bar. 1D Kuramoto-Sivashinsky on a 2x grid: 2.91e-8
+    at CFL 0.05 and 5.29e-8 at 0.1 give E = 2.75e-8, for the bar 3.64e-8 CFL 0.068; AIM x bar
+    (2.2e-8, under E) had allowed no larger step at all."""
     s = max(score, floor)
     pts = [(x, sx) for x, sx in along if x > 0 and x != c and sx is not None and sx > floor]
     above = [pt for pt in pts if pt[0] > c]
     near = min(above or pts, key=lambda pt: abs(math.log(pt[0] / c)), default=None)
-    aim = AIM * bar
     E, a, v = 0.0, s / c**order, None
     if near is not None:
         slope = (near[1] - s) / (near[0] ** order - c**order)
@@ -218,9 +221,9 @@ def step_to_bar(c: float, score: float, bar: float, floor: float, order: int,
         elif s >= slope * c**order:
             E, a = s - slope * c**order, slope
         else:  # the score grew faster than the formal order: a power law through both
-            v = c * (aim / s) ** (math.log(near[0] / c) / math.log(near[1] / s))
+            v = c * (AIM * bar / s) ** (math.log(near[0] / c) / math.log(near[1] / s))
     if v is None:
-        v = c if aim <= E else math.inf if a <= 0 else ((aim - E) / a) ** (1.0 / order)
+        v = c if bar <= E else math.inf if a <= 0 else (AIM * (bar - E) / a) ** (1.0 / order)
     v = min(v, GROWTH * c, cap)
     for x, sx in along:
         if x > c and sx is None:
