@@ -131,13 +131,13 @@ def source_remainder(law: BalanceLaw, c) -> list:
     return exprs
 
 
-def explicit_source(law: BalanceLaw, c) -> str:
+def explicit_source(law: BalanceLaw, exprs: list) -> str:
     """``explicit_source(W, X, t, prm)``: S_i(w) - c_i w_i, the part of the source the stages
     evaluate (c_i w_i is in the exact linear factor). A polynomial in the unknowns is written in
     Horner form with small powers as products: the fewest passes over the arrays (Swift-Hohenberg's
     u (-u^2 + u - 0.3) + 0.3 u is u**2*(1 - u): 3 passes for 9), and never the general power
-    NumPy calls for u**3. ``+ _zero`` only where an entry is not already an array of W's shape."""
-    exprs = source_remainder(law, c)
+    NumPy calls for u**3. ``+ _zero`` only where an entry is not already an array of W's shape.
+    ``exprs``: :func:`source_remainder`'s."""
     full = [bool(sp.sympify(e).free_symbols & set(law.prims)) for e in exprs]
     body = (unpack([w.name for w in law.prims], "W", exprs) + params_lines(law.params, exprs)
             + coords_line(law.coords, exprs, law.t))
@@ -397,8 +397,9 @@ class SpectralFamily(Family):
             A, D, c, high = linear_parts(law)
         # a source that is its linear part alone leaves the stages nothing to evaluate (no
         # transform of zeros per stage)
+        rest = source_remainder(law, c) if prim is None and law.has_source else []
         stages_source = law.has_source and (prim is not None or any(
-            sp.sympify(e) != 0 for e in source_remainder(law, c)))
+            sp.sympify(e) != 0 for e in rest))
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": law.has_viscous,
                  "HAS_SOURCE": stages_source, "PRIMITIVE_FORM": prim is not None}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
@@ -414,7 +415,7 @@ class SpectralFamily(Family):
                  + "    high = [" + ", ".join(f"({i}, {o!r}, float({npcode(e)}))" for i, o, e in high)
                  + "]\n    return A, D, c, high\n\n\n")
         if prim is None and stages_source:
-            code += explicit_source(law, c)
+            code += explicit_source(law, rest)
         # 2D and 3D transforms are scipy.fft's: imported with the file (before the clock)
         fft = "\n\nimport scipy.fft\n" if p.dim > 1 else ""
         if prim is not None:
