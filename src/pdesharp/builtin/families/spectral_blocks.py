@@ -37,32 +37,27 @@ def _nonlinear_cut(g, t, grid, prm):
 def _stage(grid, prm):
     """The integrator's N as a function of (g, t) alone, built once per grid, and ``fold``:
     -i k where N leaves it out. A 1D flux with nothing else (no source, no linear part in it)
-    under ETDRK4: the inverse transform, the flux and the forward transform with nothing
-    between, the transforms' own ufuncs called into a buffer the stages share, and -i k left to
-    the ETDRK4 weights, which multiply every N already (:func:`_coefficients`): 4 products a
-    step fewer (1D Kuramoto-Sivashinsky, 320 points, batch 4: 0.86x the time of a solve, the
-    same numbers to rounding). Otherwise N is :func:`_nonlinear_cut`. N keeps the ``prm`` it
+    under ETDRK4: the inverse transform (into a buffer the stages share), the flux and the
+    forward transform with nothing between, and -i k left to the ETDRK4 weights, which
+    multiply every N already (:func:`_coefficients`): 4 products a step fewer (1D
+    Kuramoto-Sivashinsky, 320 points, batch 4: 0.86-0.90x the time of a solve, the same
+    numbers to rounding). Otherwise N is :func:`_nonlinear_cut`. N keeps the ``prm`` it
     was built with: a grid is made per solver call, and a call has one."""
     c, _, fft, _, _ = _cut(grid)
     fold = _folded(grid)
     if fold is not None:
         n, X = grid["shape"][-1], grid["X"]
         if isinstance(fft, _Ufuncs):
-            inverse = fft.u.irfft
-            forward = fft.u.rfft_n_even if n % 2 == 0 else fft.u.rfft_n_odd
             buf = {}
 
             def N(g, t):
                 W = buf.get(g.shape)
                 if W is None:
                     W = buf[g.shape] = np.empty(g.shape[:-1] + (n,))
-                inverse(g, 1.0 / n, out=W)
-                F = _stacked(flux(W, X, t, prm, 0))
-                out = np.empty(F.shape[:-1] + (n // 2 + 1,), dtype=complex)
-                return forward(F, 1.0, out=out)[..., :c]
+                return fft.rfft(_stacked(flux(fft.irfft(g, n, out=W), X, t, prm, 0)))[..., :c]
         else:
             def N(g, t):
-                return fft.rfft(_stacked(flux(fft.irfft(g, n=n), X, t, prm, 0)))[..., :c]
+                return _forward_cut(_stacked(flux(_physical_cut(g, grid), X, t, prm, 0)), grid)
     else:
         def N(g, t):
             return _nonlinear_cut(g, t, grid, prm)

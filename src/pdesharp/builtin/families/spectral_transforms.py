@@ -56,9 +56,11 @@ class _Ufuncs:
         out = np.empty(f.shape[:-1] + (n // 2 + 1,), dtype=kind)
         return (self.u.rfft_n_even if n % 2 == 0 else self.u.rfft_n_odd)(f, 1.0, out=out)
 
-    def irfft(self, g, n, axis=-1):
-        kind = float if g.dtype == np.complex128 else np.result_type(g.real.dtype, 1.0)
-        out = np.empty(g.shape[:-1] + (n,), dtype=kind)
+    def irfft(self, g, n, axis=-1, out=None):
+        """``out``: a float64 buffer of the result's shape to write into (a stage's reused one)."""
+        if out is None:
+            kind = float if g.dtype == np.complex128 else np.result_type(g.real.dtype, 1.0)
+            out = np.empty(g.shape[:-1] + (n,), dtype=kind)
         return self.u.irfft(g, 1.0 / n, out=out)
 
 
