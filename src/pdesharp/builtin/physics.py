@@ -18,7 +18,7 @@ from sympy.printing.numpy import SciPyPrinter
 from pdesharp.builtin.balance_law import BalanceLaw
 from pdesharp.builtin.jets import almost_everywhere as ae
 from pdesharp.builtin.refusal import UnsupportedTask
-from pdesharp.builtin.source_step import exact_source_step, freeze_space
+from pdesharp.builtin.source_step import exact_source_step, freeze_space, hoisted
 from pdesharp.clock import time_limit
 
 # names the generated code uses for itself: symbols with these names are renamed (name + "_")
@@ -120,6 +120,9 @@ class LawFacts:
     tau: sp.Symbol
     q0: sp.Symbol
     implicit: list[int]  # unknowns whose gradients the viscous fluxes use (1D)
+    # the exact step as the solvers compute it (source_step.hoisted): parts free of q0 bound
+    # once a call, then the expression in q0
+    ode_steps: tuple[list[tuple[sp.Symbol, sp.Expr]], sp.Expr] | None = None
 
 
 _FACTS_CACHE: dict[str, LawFacts] = {}
@@ -171,7 +174,7 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
         dif.append(_eigen(d, law.nvar) if any(e != 0 for e in d) else None)
     sjac = sp.simplify(ae(sp.Matrix(law.source).jacobian(law.prims)) * dwdq)
     tau, q0 = sp.Symbol("_tau", positive=True), sp.Symbol("_q0", real=True)
-    ode = None
+    ode = steps = None
     if law.nvar == 1 and law.has_source and law.conservative_is_primitive \
             and not law.source[0].has(law.t):
         frozen, back = freeze_space(sp.factor(law.source[0]), law.prims[0], law.coords)
@@ -186,11 +189,12 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
             ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
         if ode is not None:
             ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
+            steps = hoisted(ode, q0, tau)
     implicit = sorted({j for row in law.viscous[:1] for v in row for j, g in enumerate(law.grads[0])
                        if v.has(g)}) if law.dim == 1 else []
     return LawFacts(to_prim=to_prim, cons_symbols=U, dwdq=dwdq, eigenvalues=eig, jacobian=jac,
                     diffusivity=dif, diffusion_matrix=dmat, source_jacobian=sjac, ode_solution=ode,
-                    tau=tau, q0=q0, implicit=implicit)
+                    tau=tau, q0=q0, implicit=implicit, ode_steps=steps)
 
 
 # ---- emission helpers -------------------------------------------------------------------------
@@ -301,10 +305,13 @@ def physics_source(law: BalanceLaw, facts: LawFacts, *, implicit: bool = False) 
                        unpack(prims, "W", law.source) + zero_line(law.source, law.prims),
                        ret(law.source, law.prims)))
     if facts.ode_solution is not None:
-        e = facts.ode_solution
+        binds, e = facts.ode_steps or ([], facts.ode_solution)
+        exprs = [e] + [v for _, v in binds]
         out.append("def source_exact(_q0, _tau, X, prm):\n    \"\"\"Exact solution of the local source"
-                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params, [e])
-                   + coords_line(law.coords, [e], law.t) + f"    return {npcode(e)}\n\n\n")
+                   " ODE dq/dt = S(q) after time tau.\"\"\"\n" + params_lines(law.params, exprs)
+                   + coords_line(law.coords, exprs, law.t)
+                   + "".join(f"    {n} = {npcode(v)}\n" for n, v in binds)
+                   + f"    return {npcode(e, products=True)}\n\n\n")
     if not law.periodic:
         out.append(boundary_source(law))
     absent = {"flux": not law.has_flux, "wave_speeds": not law.has_flux,
