@@ -489,3 +489,33 @@ def test_seeking_speed_times_inside_the_margin_go_to_the_design_predicted_cheape
     assert judge.strategy == "robust"
     _speed_info(judge, 1e-2)
     assert asyncio.run(judge.nominate(task, analysis, [costly, cheap])).nominee == pick
+
+
+def test_seeking_speed_a_flux_free_split_takes_longer_steps_and_plain_strang():
+    """The split family's cost counts its Strang steps (SPLIT_DT per output interval, three
+    Strang steps per Richardson step); with a constant cost no split move was ever predicted
+    faster, and an eligible split solver under fastest-below was left as it came. From
+    Richardson at dt/32 the judges now offer plain Strang (a third of the work) and a 4x
+    longer step, and nothing that costs more."""
+    task = load_task("reacdiff1d")
+    analysis = BuiltinAnalyst(data_bounds=DataBounds(fields={"u": (0.0, 1.0)})).analyse_sync(task)
+    from pdesharp.builtin.author import problem
+    p = problem(task)
+    fam = family("split")
+    span = p.dt_output
+    rich = D("split", SYMBOL="spectral", SPLIT_DT=span / 32, SPLITTING="richardson")
+    assert fam.cost(rich, p) == pytest.approx(3 * 32 * fam.cost(D("split"), p))
+    assert fam.cost(rich.with_(SPLIT_DT=span / 4), p) == pytest.approx(fam.cost(rich, p) / 8)
+    base = PoolEntry(candidate=entry(task, rich, "b").candidate, result=_timed(1e-6, 1.0))
+    moves = set()
+    for name in ("judge-1", "judge-2", "judge-3"):
+        judge = BuiltinJudge(name=name)
+        _speed_info(judge, 1e-2)
+        asyncio.run(judge.nominate(task, analysis, [base]))
+        for _ in range(3):
+            prop = asyncio.run(judge.propose(task, base, [base], "nrmse"))
+            if prop.patch:
+                new = read_design(apply_patch(base.candidate.code, prop.patch))
+                assert fam.cost(new, p) < fam.cost(rich, p), prop.title
+                moves.add((new["SPLITTING"], new["SPLIT_DT"]))
+    assert ("strang", span / 32) in moves and ("richardson", span / 8) in moves, moves

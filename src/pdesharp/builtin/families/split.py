@@ -104,6 +104,15 @@ class SplitFamily(Family):
         return [shorter, other] + flux_moves(d, strategy, failed) if strategy == "accuracy" \
             else flux_moves(d, strategy, failed) + [shorter, other]
 
+    def speed_moves(self, d: Design, p: Problem):
+        """Without a flux (which bounds the step itself): a 4x longer splitting step, up to one
+        step per output interval."""
+        if p.struct.has_flux or not math.isfinite(d["SPLIT_DT"]):
+            return []
+        longer = 4 * d["SPLIT_DT"]
+        return [("SPLIT_DT", math.inf if longer >= (p.dt_output or 0.01) else longer,
+                 "longer splitting steps (fewer diffusion steps: faster)")]
+
     def repair(self, d: Design, p: Problem, status: str) -> dict:
         dt = d["SPLIT_DT"] if math.isfinite(d["SPLIT_DT"]) else (p.dt_output or 0.01)
         out = {"SPLIT_DT": dt / 4}
@@ -135,9 +144,14 @@ class SplitFamily(Family):
         recon = 2.5 if d["RECONSTRUCTION"] == "weno5" else 1.0
         if p.struct.has_flux:
             return 0.5 * recon * (0.4 / d["CFL"])
-        # per step Richardson does three Strang steps' work, but at equal accuracy it takes far
-        # fewer steps; like the step itself, that is not modelled here: the same cost
-        return 0.3
+        # a Strang step is one diffusion step (an FFT pair or a dense product) and one source
+        # step; SPLIT_DT sets the steps per output interval, and Richardson runs n and 2n of
+        # them: three Strang steps' work per step (its gain, fewer steps at equal accuracy, is
+        # the search's to measure). Under fastest-below the judges offer only moves this cost
+        # predicts clearly cheaper: a longer step, plain Strang from Richardson
+        span = p.dt_output or 0.01
+        steps = math.ceil(span / d["SPLIT_DT"] - 1e-9) if math.isfinite(d["SPLIT_DT"]) else 1
+        return 0.3 * max(1, steps) * (3 if d["SPLITTING"] == "richardson" else 1)
 
     def render(self, d: Design, p: Problem) -> str:
         law = p.struct
