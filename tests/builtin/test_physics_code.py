@@ -109,3 +109,26 @@ def test_the_exact_source_step_computes_its_parts_free_of_the_field_once(equatio
             got = ns["source_exact"](q, tau, (x,), {})
         want = flow(q, rate(x), tau)
         assert np.allclose(got, want, rtol=1e-13, atol=0.0), (tau, np.abs(got - want).max())
+
+
+def test_a_rewriting_of_the_exact_step_that_runs_long_is_given_up_for_the_plain_form(
+        monkeypatch):
+    """The rewriting expands a closed form derived from the task's (untrusted) source: a clock
+    bounds it, and past it the solvers get the plain closed form, the same numbers."""
+    import time
+
+    from pdesharp.builtin import physics
+
+    def slow(*args):
+        time.sleep(30)  # (interrupted by the 2 s clock)
+        raise AssertionError("the clock did not stop the rewriting")
+
+    monkeypatch.setattr(physics, "hoisted", slow)
+    start = time.monotonic()
+    ns, code = _physics("dt(u) - 0.01*dx(u, 2) - 17*u*(1 - u)")  # (a law no other test caches)
+    assert time.monotonic() - start < 20
+    body = code[code.index("def source_exact"):].split("\n\n\n")[0]
+    assert body.count("np.exp(") == 2 and "_p0" not in body, body
+    q = np.linspace(0.0, 1.5, 5)
+    want = q * np.exp(17 * 0.1) / (1 - q + q * np.exp(17 * 0.1))
+    assert np.allclose(ns["source_exact"](q, 0.1, (None,), {}), want, rtol=1e-13, atol=0.0)

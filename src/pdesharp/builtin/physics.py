@@ -189,7 +189,8 @@ def _law_facts(law: BalanceLaw) -> LawFacts:
             ode = exact_source_step(frozen, law.prims[0], tau, q0, list(law.params) + list(back))
         if ode is not None:
             ode = ode.xreplace(back).xreplace(back)  # _k may stand for an expression in _c0
-            steps = hoisted(ode, q0, tau)
+            with time_limit(2.0):  # (a hostile source's expansion: then the plain form)
+                steps = hoisted(ode, q0, tau)
     implicit = sorted({j for row in law.viscous[:1] for v in row for j, g in enumerate(law.grads[0])
                        if v.has(g)}) if law.dim == 1 else []
     return LawFacts(to_prim=to_prim, cons_symbols=U, dwdq=dwdq, eigenvalues=eig, jacobian=jac,
