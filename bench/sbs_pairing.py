@@ -17,6 +17,20 @@ def front(points: list[dict], key: str) -> list[dict]:
     return out
 
 
+def at_floor(points: list[dict], floor: float) -> None:
+    """A library point measured closer to the reference than the reference's own error is
+    ``floor`` (``nrmse_measured`` keeps what was measured): its distance from the PDE's
+    solution is not known below that, as pdesharp's is compared at it. Where the library runs
+    the reference's own discretisation (exponax's ETDRK4 with 64 substeps on 1D KS's 4x
+    reference grid: 2.7e-14 from a reference 5.4e-9 from the solution), the measured error
+    says only that it computed the reference again; paired at 2.7e-14 it was interpolated to
+    0.14 s per sample at pdesharp's 5.6e-9, where reaching the floor takes it 0.36 s."""
+    for p in points:
+        if not p.get("failed") and math.isfinite(p["nrmse"]) and p["nrmse"] < floor:
+            p.setdefault("nrmse_measured", p["nrmse"])
+            p["nrmse"] = floor
+
+
 # a library point within this factor of the library's best nRMSE counts as its best accuracy: on a
 # flat front the most accurate point is a costly way to the same error, and pairing against it
 # flattered pdesharp (exponax on Gray-Scott: 1.2071e-3 at 6.16 s with 64 substeps per frame,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from sbs_pairing import EXTEND_POINTS, at_accuracy, extend, front, turn_ratios  # noqa: E402
+from sbs_pairing import (EXTEND_POINTS, at_accuracy, at_floor, extend, front,  # noqa: E402
+                         turn_ratios)
 
 
 def point(nrmse: float, warm: float) -> dict:
@@ -41,6 +42,24 @@ def test_a_reached_accuracy_interpolates_log_log_between_its_bracket():
     t, pts, reached = at_accuracy(fr, 1e-3, "warm")
     # halfway in log error between the bracket: halfway in log time, exp(mean(log)) = 0.1 s
     assert reached and len(pts) == 2 and math.isclose(t, 0.1, rel_tol=1e-12)
+
+
+def test_a_library_point_closer_than_the_reference_error_is_paired_at_that_error():
+    # 1D KS (run 39): exponax on the reference's own grid and steps measured 2.7e-14 from a
+    # reference 5.4e-9 from the PDE's solution; 16 substeps gave 1.2e-6. At pdesharp's 5.6e-9
+    # the pair interpolated towards 2.7e-14 (0.14 s); the library reaches 5.4e-9 at 0.357 s
+    pts = [point(1.21e-6, 0.089), point(2.74e-14, 0.357), point(3e-14, 0.5), point(2e-3, 0.01)]
+    at_floor(pts, 5.4e-9)
+    assert [p["nrmse"] for p in pts] == [1.21e-6, 5.4e-9, 5.4e-9, 2e-3]
+    assert pts[1]["nrmse_measured"] == 2.74e-14 and "nrmse_measured" not in pts[0]
+    fr = front(pts, "warm")
+    assert [p["warm"] for p in fr] == [0.01, 0.089, 0.357]  # the faster of the two at the floor
+    t, bracket, reached = at_accuracy(fr, 5.6e-9, "warm")
+    # log-log between (1.21e-6, 0.089) and (5.4e-9, 0.357): s = ln(1.21e-6/5.6e-9) /
+    # ln(1.21e-6/5.4e-9) = 0.99328; 0.089 (0.357/0.089)^s = 0.35368 (to 5 digits)
+    assert reached and bracket == fr[1:] and math.isclose(t, 0.35368, rel_tol=2e-5)
+    at_floor(pts, 5.4e-9)  # a reused sweep: idempotent, the measured value kept
+    assert pts[1]["nrmse"] == 5.4e-9 and pts[1]["nrmse_measured"] == 2.74e-14
 
 
 def test_turn_ratios_interpolate_the_library_relative_to_pdesharp_round_by_round():
