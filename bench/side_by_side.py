@@ -45,9 +45,8 @@ Per case it prints pdesharp's accuracy and warm/cold times, the library's time a
 by how much it misses; at the reference's own error when pdesharp's is below it: a lower nRMSE
 there measures agreement with the reference's errors, and a library point measured below it
 counts at it, as where the library runs the reference's own discretisation), and the ratios
-pdesharp / library. It
-writes ``results.json`` and ``fronts.png`` into the work folder. Absolute times are context; the
-ratios are the result.
+pdesharp / library. It writes ``results.json`` and ``fronts.png`` into the work folder. Absolute
+times are context; the ratios are the result.
 """
 
 from __future__ import annotations
@@ -278,9 +277,9 @@ def run_case(case: Case, args, key: str) -> dict:
                 f" {p['warm']:.2e} s/sample cold {p['cold']:.2f} s")
         return p
 
-    at_floor(points, reference_error(ref_meta))  # (before the extension: it stops at the floor)
     points += extend(points, goal, lambda p: finer(case, p, args.quick), measured, setting)
-    at_floor(points, reference_error(ref_meta))
+    at_floor(points, reference_error(ref_meta))  # (goal is at the floor or above: no extension
+    # starts below it)
     extra = library_objective(case, points, mine)
     if extra is not None:  # the library cannot reach pdesharp's accuracy: pdesharp at its best
         objectives.append(extra)
