@@ -102,6 +102,10 @@ class BenchConfig:
             self.objective = str(Objective.parse(self.objective))
         except ObjectiveError as exc:
             raise BenchError(str(exc)) from None
+        if Objective.parse(self.objective).at_floor and set(self.methods) - {"sharp"}:
+            raise BenchError("--objective fastest-below:floor takes its target from PDE-SHARP's "
+                             "audit, which the baselines do not run: give the target as a "
+                             "number (the floor a sharp run reports), or bench only 'sharp'")
         if self.time_margin < 0 or (self.retime is not None and self.retime < 0):
             raise BenchError("--time-margin and --retime must not be negative")
         if self.model.strip().lower() in ("", "builtin") and set(self.methods) - {"sharp"}:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from pdesharp.facts import FactsLevel
 from pdesharp.genesis import GenesisMode
@@ -92,6 +92,19 @@ class SolveConfig(BaseModel):
     def _objective_spec(cls, v):
         """Validated and written in one form ("fastest-within:10"); errors say what is accepted."""
         return str(Objective.parse(v))
+
+    @model_validator(mode="after")
+    def _floor_target_has_a_floor(self):
+        """``fastest-below:floor`` needs the floors: nRMSE feedback (a residual is not compared
+        with the reference) and floor saturation on."""
+        if Objective.parse(self.objective).at_floor and (
+                self.feedback != "nrmse" or self.floor_saturation is False):
+            raise ValueError(
+                "--objective fastest-below:floor takes its target from the reference's own "
+                "error, which needs --feedback nrmse and floor saturation on (drop "
+                "--no-floor-saturation), or give the target as a number: "
+                "--objective fastest-below:1e-6")
+        return self
 
     @property
     def builtin(self) -> bool:

@@ -30,7 +30,7 @@ from pdesharp.roles import Roles
 from pdesharp.store import RunStore
 from pdesharp.synthesis import run_rule
 from pdesharp.synthesis.lineage import prune_unreachable
-from pdesharp.synthesis.ranking import Rule
+from pdesharp.synthesis.ranking import Objective, Rule
 from pdesharp.synthesis.timing import Settlement, one_off_and_warm, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
@@ -71,6 +71,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
         run.rule = run_rule.record(store, run_rule.build(
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
             round_off=round_off))
+        objective_without_floor(config, run.rule, store, progress)
         roles.know_reference(told_error(config, store), stated=reference_stated(store))
         # 2. Analysis: five sequential questions; the route decides how Genesis writes code.
         run.analysis = await analyse(task, config, store, roles, progress)
@@ -153,6 +154,18 @@ class _Run:
         the same solver); the store's if the search stopped before the tournament."""
         return (self.tournament.best() if self.tournament else None) or \
             store.best_candidate("dev", feedback)
+
+
+def objective_without_floor(config: SolveConfig, rule: Rule, store: RunStore,
+                            progress: Progress) -> None:
+    """``fastest-below:floor`` where the run found no floor: say so (the rule then ranks by
+    accuracy, :meth:`~pdesharp.synthesis.ranking.Objective.at`)."""
+    if Objective.parse(config.objective).at_floor and not rule.objective.by_time:
+        why = ("--objective fastest-below:floor: this run has no reference floor (no audit "
+               "of the dev data) and no round-off floor it may state (the codepde facts level "
+               "states no number read from the data), so it ranks by accuracy")
+        store.event("objective_fallback", objective=str(rule.objective), reason=why)
+        progress(note=why)
 
 
 async def analyse(task: Task, config: SolveConfig, store: RunStore, roles: Roles,

@@ -81,3 +81,19 @@ def test_the_next_finer_setting_of_each_library():
     assert finer(heat, {"config": rk, "refine": 1}, True)[0]["tol"] == 1e-8
     euler = next(c for c, _ in sweep(heat, False) if c["solver"] == "euler")
     assert finer(heat, {"config": euler, "refine": 1}, False) is None
+
+
+def test_an_accuracy_winner_at_the_reference_floor_gets_the_fastest_solver_there_too():
+    # 1D KS (run 42): the accuracy search stopped at the first solver to reach the floor
+    # (5.6e-9 under 6.0e-9), 1.4x exponax's time at that accuracy; the fastest there is its
+    # own question, in its own run folder
+    case = side_by_side.BY_NAME["ape_ks1d"]
+    at = {"best_dev_score": 5.599e-9, "reference_audit": {"ranking_floor": 6.0e-9}}
+    assert side_by_side.floor_objective(at) == "fastest-below:floor"
+    assert side_by_side.run_tag(case, "fastest-below:floor") == "floor"
+    above = {"best_dev_score": 7.1e-9, "reference_audit": {"ranking_floor": 6.0e-9}}
+    assert side_by_side.floor_objective(above) is None
+    no_audit = {"best_dev_score": 5.6e-9, "reference_audit": {"ranking_floor": None}}
+    assert side_by_side.floor_objective(no_audit) is None
+    assert side_by_side.floor_objective(None) is None  # no accuracy winner
+    assert side_by_side.floor_objective({"best_dev_score": None}) is None

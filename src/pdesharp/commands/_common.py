@@ -38,6 +38,20 @@ def task_or_exit(name: str) -> Task:
         fail(str(exc))
 
 
+def settings_error(exc: ValueError) -> str:
+    """A refused setting in the command line's words: pydantic's errors as "--option: why", one
+    per line, without its type codes and links (other errors as they are)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    lines = []
+    for e in errors():
+        where = "--" + "-".join(str(x) for x in e.get("loc", ())).replace("_", "-")
+        msg = str(e.get("msg", "")).removeprefix("Value error, ")
+        lines.append(msg if where == "--" else f"{where}: {msg}")
+    return "\n  ".join(lines) or str(exc)
+
+
 def fail(message: str, code: int = 2):
     """Print the error and exit. The message may quote input (a path, a name, a formula): it is
     printed without escape sequences or controls (:func:`pdesharp.untrusted.terminal`)."""

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 # Only what the command line and the run-folder look-ups need (`runs`, `show`, `report` import
 # this module too): the pipeline, the task reader (SymPy) and the data readers (h5py, NumPy)
 # are imported by the functions that run a command, so `--help` and `pdesharp runs` start fast.
-from pdesharp.commands._common import add_data_arguments, add_task_argument, fail, task_or_exit
+from pdesharp.commands._common import (
+    add_data_arguments,
+    add_task_argument,
+    fail,
+    settings_error,
+    task_or_exit,
+)
 from pdesharp.commands.sandbox import add_executor_arguments, add_sandbox_arguments
 from pdesharp.llm.cli_args import add_llm_arguments
 from pdesharp.store import RunStore, RunStoreError, new_run_id
@@ -251,7 +257,7 @@ def cmd_solve(args) -> int:
             floor_saturation=args.floor_saturation, floor_factor=args.floor_factor,
             judges_see_reference_error=args.tell_judges_reference_error)
     except ValueError as exc:
-        fail(str(exc))
+        fail(settings_error(exc))
     task = load_task(config.task)
     _data_fits(task, config)
     run_id = args.run_id or new_run_id(task.name)

@@ -13,6 +13,10 @@ PDE residual):
     The fastest solver whose score is at most FACTOR x the lowest score (FACTOR >= 1).
 ``fastest-below:TARGET``
     The fastest solver whose score is at most TARGET; while none is, the ``accuracy`` rule.
+``fastest-below:floor``
+    The same with TARGET the run's floor (below), known once the audit is: the fastest solver
+    the reference cannot tell from the most accurate. Under ``accuracy`` the search ends at the
+    first solver to reach the floor; under this objective it goes on for faster ones.
 
 Each objective names the *eligible* solvers (the tie, those within the factor, those below the
 target). Time then decides among them, but only where it is clear: one wall-clock timing of the
@@ -78,7 +82,9 @@ OBJECTIVE_HELP = ("accuracy (default: the lowest score; near-ties go to the clea
                   "solver), fastest-within:FACTOR (the fastest solver whose score is at most "
                   "FACTOR x the lowest score, FACTOR >= 1, e.g. fastest-within:10), or "
                   "fastest-below:TARGET (the fastest solver with score <= TARGET, e.g. "
-                  "fastest-below:1e-3; while none reaches it, the lowest score)")
+                  "fastest-below:1e-3; while none reaches it, the lowest score), or "
+                  "fastest-below:floor (TARGET the run's floor: the reference's own error from "
+                  "its audit, times the floor factor)")
 
 
 class ObjectiveError(ValueError):
@@ -91,6 +97,10 @@ class Objective:
 
     kind: ObjectiveKind = "accuracy"
     value: float | None = None  # FACTOR or TARGET
+    # fastest-below:floor, the fastest solver as accurate as the reference can tell: its TARGET
+    # is the run's floor (the audit's reference floor, else the data's round-off floor), known
+    # only once the audit is; run_rule.build puts it in (:meth:`at`). Until then value is None.
+    at_floor: bool = False
 
     @classmethod
     def parse(cls, text: str | Objective | None) -> Objective:
@@ -110,6 +120,8 @@ class Objective:
             example = "fastest-within:10" if kind == "fastest-within" else "fastest-below:1e-3"
             raise ObjectiveError(f"objective {text!r} needs a value after a colon, e.g. "
                                  f"--objective {example}")
+        if kind == "fastest-below" and arg.strip() == "floor":
+            return cls("fastest-below", None, at_floor=True)
         try:
             value = float(arg)
         except ValueError:
@@ -127,7 +139,19 @@ class Objective:
         return cls(kind, value)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
-        return self.kind if self.value is None else f"{self.kind}:{self.value:g}"
+        if self.value is None:
+            return "fastest-below:floor" if self.at_floor else self.kind
+        short = f"{self.value:g}"  # the form a user writes; the exact one where it loses digits
+        return f"{self.kind}:{short if float(short) == self.value else repr(self.value)}"
+
+    def at(self, floor: float | None) -> Objective:
+        """This objective with its TARGET the run's ``floor`` where it asks for it
+        (``fastest-below:floor``), else itself. Without a floor (no audit of the data, and no
+        round-off floor) there is no such target: the accuracy objective, whose pick is the
+        closest the run can get."""
+        if not self.at_floor or self.value is not None:
+            return self
+        return ACCURACY if floor is None else replace(self, value=float(floor))
 
     @property
     def by_time(self) -> bool:
@@ -139,6 +163,12 @@ class Objective:
         if self.kind == "fastest-within":
             return (f"the fastest solver whose {metric} is at most {self.value:g} x the lowest "
                     f"{metric} (fastest-within:{self.value:g})")
+        if self.kind == "fastest-below" and self.at_floor:
+            target = "the run's floor" if self.value is None else \
+                f"{self.value:.3e}, the run's floor"
+            return (f"the fastest solver whose {metric} is at most {target} (the reference's "
+                    f"own error times the floor factor, else the data's round-off floor); "
+                    f"while none is, the lowest {metric} (fastest-below:floor)")
         if self.kind == "fastest-below":
             return (f"the fastest solver whose {metric} is at most {self.value:g}; while none "
                     f"is, the lowest {metric} (fastest-below:{self.value:g})")
@@ -262,9 +292,11 @@ class Rule:
         if o.kind == "fastest-within":
             bar = max(tie, lowest + abs(lowest) * (o.value - 1.0))
         elif o.kind == "fastest-below":
-            if lowest > o.value:
+            # fastest-below:floor not yet given its floor (run_rule.build does): the tie floor
+            target = o.value if o.value is not None else self.tie_floor
+            if target is None or lowest > target:
                 return None
-            bar = o.value
+            bar = target
         else:
             bar = tie
         return max(bar, self.tie_floor) if self.below_floor(lowest) else bar

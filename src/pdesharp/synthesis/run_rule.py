@@ -11,6 +11,7 @@ the config's tolerances and the first audit event's ``ranking_floor``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pdesharp.synthesis.ranking import Objective, Rule
@@ -69,12 +70,18 @@ def build(config, *, floor: float | None, ranking_floor: float | None,
         round_off = None
     ranks = ranking_floor if ranking_floor is not None else None
     old = floor if ranking_floor is None else None  # a run recorded before floors ranked
-    return Rule(Objective.parse(config.objective), float(config.tie_tolerance),
+    # fastest-below:floor: its target is the floor the run ranks by (Objective.at); the judges
+    # are told it, and the round-off floor is a number read from the data, which the codepde
+    # facts level does not state
+    stated = round_off if getattr(config, "task_facts", "full") == "full" else None
+    target = next((f for f in (ranks, floor, stated) if f is not None), None)
+    return Rule(Objective.parse(config.objective).at(target), float(config.tie_tolerance),
                 float(config.time_margin), ranks, round_off, stop_only_floor=old)
 
 
 def as_record(rule: Rule) -> dict[str, Any]:
-    return {"objective": str(rule.objective), "tie_tolerance": rule.tie_tolerance,
+    return {"objective": str(rule.objective), "at_floor": rule.objective.at_floor,
+            "tie_tolerance": rule.tie_tolerance,
             "time_margin": rule.time_margin, "floor": rule.floor, "round_off": rule.round_off,
             "stop_only_floor": rule.stop_only_floor}
 
@@ -90,7 +97,10 @@ def record(store, rule: Rule) -> Rule:
 
 
 def _from_event(e: dict) -> Rule:
-    return Rule(Objective.parse(e.get("objective")), float(e.get("tie_tolerance", 0.01)),
+    objective = Objective.parse(e.get("objective"))  # fastest-below:floor's, its target in
+    if e.get("at_floor") is True and objective.kind == "fastest-below":
+        objective = replace(objective, at_floor=True)
+    return Rule(objective, float(e.get("tie_tolerance", 0.01)),
                 float(e.get("time_margin", 0.3)), e.get("floor"), e.get("round_off"),
                 stop_only_floor=e.get("stop_only_floor"))
 
