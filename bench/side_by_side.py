@@ -111,7 +111,7 @@ AT_FLOOR = "fastest-below:floor"
 
 def run_tag(case: Case, objective: str) -> str:
     """The run folder of an objective's winner: accuracy, fastest (the case's tolerance),
-    at_floor (the fastest at the reference's own error, where the accuracy winner stopped
+    floor (the fastest at the reference's own error, where the accuracy winner stopped
     there), or at_library (the library's best accuracy, where it cannot reach pdesharp's)."""
     if objective in ("accuracy", AT_FLOOR):
         return objective.rpartition(":")[2]

@@ -107,5 +107,10 @@ class SolveConfig(BaseModel):
         return self
 
     @property
+    def metric(self) -> str:
+        """What a score is called in words: the nRMSE, or (residual feedback) a score."""
+        return "nRMSE" if self.feedback == "nrmse" else "score"
+
+    @property
     def builtin(self) -> bool:
         return is_builtin(self.model)

@@ -72,6 +72,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
             config, floor=floor, ranking_floor=ranking_floor(store.events("reference_audit")),
             round_off=round_off))
         objective_without_floor(config, run.rule, store, progress)
+        roles.know_goal(*run.rule.goal_words(config.metric))
         roles.know_reference(told_error(config, store), stated=reference_stated(store))
         # 2. Analysis: five sequential questions; the route decides how Genesis writes code.
         run.analysis = await analyse(task, config, store, roles, progress)
@@ -100,7 +101,7 @@ async def solve(task: Task, config: SolveConfig, store: RunStore, roles: Roles, 
     # ... and its time taken apart (one more run): one-off work, and per sample when warm
     apart = await one_off_and_warm(store, evaluator, best, config.feedback)
     outcome = Outcome(
-        rule=run.rule, metric="nRMSE" if config.feedback == "nrmse" else "score", best=best,
+        rule=run.rule, metric=config.metric, best=best,
         lowest=run.tournament.lowest() if run.tournament else None,
         floor_decided=bool(run.tournament and run.tournament.floor_decides()),
         test_nrmse=test_nrmse, test_note=test_note,

@@ -210,6 +210,14 @@ class Roles:
     # the task facts every LLM role's prompts state (one shared record; None: built-in roles)
     facts: TaskFacts | None = None
 
+    def know_goal(self, goal: str, timed: str) -> None:
+        """The run's objective in words once its rule is built (``fastest-below:floor`` has its
+        target only then): what the analysis (``goal``) and Genesis (``timed``, with the time
+        rule) prompts state. Roles without such prompts (the built-in ones) have no goal."""
+        for role, words in ((self.analyst, goal), (self.author, timed)):
+            if hasattr(role, "goal"):
+                role.goal = words
+
     def know_reference(self, error: float | None, stated: bool = False) -> None:
         """From now on every prompt states the reference's own error (None: none is told),
         and whether it is the data file's own statement (``stated``) rather than an audit's:

@@ -213,10 +213,6 @@ def build_roles(config: SolveConfig, store: RunStore, models: dict | None = None
 
 
 def _goal(config: SolveConfig) -> tuple[str, str]:
-    """The run's time objective in words, for the analysis, and for Genesis with the time rule
-    the judges apply ("" under accuracy: the prompts are then the paper's)."""
-    r = Rule.of(config)
-    if not r.objective.by_time:
-        return "", ""
-    words = r.objective.words("nRMSE" if config.feedback == "nrmse" else "score")
-    return words, f"{words}; time is the evaluator's solver time per sample, and {r.time_words()}"
+    """The run's time objective in words, as the config states it (the pipeline restates it
+    once the audit gave the rule its floor: :meth:`Rule.goal_words`)."""
+    return Rule.of(config).goal_words(config.metric)

@@ -121,3 +121,24 @@ def test_a_refused_setting_is_named_as_its_option_in_one_line_each(tmp_path, cap
     assert "--candidates: Input should be greater than or equal to 1" in err
     assert "--saturation-factor: Input should be less than or equal to 1" in err
     assert "pydantic" not in err and "type=" not in err
+
+
+def test_the_analysis_and_genesis_prompts_state_the_target_the_audit_gave(tmp_path,
+                                                                          monkeypatch):
+    # a bridge review (advection, fastest-below:floor) found the analysis and Genesis prompts
+    # saying "at most the run's floor" with no number, while the judges were told it: the
+    # roles are built before the audit, and the pipeline restates the goal once the rule is
+    from pipeline_scripts import MarkerEvaluator, prompts
+    from test_pipeline import GENESIS3, rules_for, run, tournament_rules
+
+    build = run_rule.build
+    monkeypatch.setattr(run_rule, "build", lambda config, **kw: build(
+        config, **{**kw, "floor": FLOOR, "ranking_floor": FLOOR}))  # as if an audit gave it
+    store, _ = run(tmp_path, rules_for("numerical", GENESIS3, tournament_rules()),
+                   MarkerEvaluator(), candidates=3, max_rounds=1, rejudge_cycles=0,
+                   objective=FLOOR_OBJECTIVE)
+    said = "at most 6.002e-09, the run's floor"
+    analysis, genesis = prompts(store, "analysis.classification"), prompts(store, "genesis")
+    assert analysis and genesis
+    assert all(said in " ".join(p.split()) for p in analysis + genesis)
+    assert store.events("rule")[0]["objective"] == f"fastest-below:{FLOOR!r}"

@@ -80,7 +80,7 @@ ObjectiveKind = Literal["accuracy", "fastest-within", "fastest-below"]
 KINDS: tuple[str, ...] = ("accuracy", "fastest-within", "fastest-below")
 OBJECTIVE_HELP = ("accuracy (default: the lowest score; near-ties go to the clearly faster "
                   "solver), fastest-within:FACTOR (the fastest solver whose score is at most "
-                  "FACTOR x the lowest score, FACTOR >= 1, e.g. fastest-within:10), or "
+                  "FACTOR x the lowest score, FACTOR >= 1, e.g. fastest-within:10), "
                   "fastest-below:TARGET (the fastest solver with score <= TARGET, e.g. "
                   "fastest-below:1e-3; while none reaches it, the lowest score), or "
                   "fastest-below:floor (TARGET the run's floor: the reference's own error from "
@@ -241,6 +241,15 @@ class Rule:
                 f"among those the lower score wins; the margin {self.time_margin:g} is divided "
                 f"by sqrt(k) for a median of k timings (of two solvers, the fewer); each next "
                 f"rank is the same rule among the solvers left")
+
+    def goal_words(self, metric: str = "score") -> tuple[str, str]:
+        """A time objective in words, for the analysis, and for Genesis with the time rule the
+        judges apply ("" under accuracy: the prompts are then the paper's)."""
+        if not self.objective.by_time:
+            return "", ""
+        words = self.objective.words(metric)
+        return words, (f"{words}; time is the evaluator's solver time per sample, and "
+                       f"{self.time_words()}")
 
     @classmethod
     def of(cls, config, floor: float | None = None) -> Rule:
