@@ -20,15 +20,21 @@ import h5py
 from test_default_path import solve
 
 
-def test_the_floor_lets_the_exact_propagator_win_and_without_it_the_lower_score_wins(
-        tmp_path, monkeypatch, shared_data):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the audit: beside the copy
+def window(tmp_path, monkeypatch, shared_data):
+    """The first shared dev sample cut to 41 frames, its audit cached beside the copy."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     dev = tmp_path / "data" / "advection_dev.hdf5"
     dev.parent.mkdir()
     with h5py.File(shared_data / "advection_dev.hdf5", "r") as h5, h5py.File(dev, "w") as out:
         out["tensor"] = h5["tensor"][:1, :41]
         out["t-coordinate"] = h5["t-coordinate"][:41]
         out["x-coordinate"] = h5["x-coordinate"][:]
+    return dev
+
+
+def test_the_floor_lets_the_exact_propagator_win_and_without_it_the_lower_score_wins(
+        tmp_path, monkeypatch, shared_data):
+    dev = window(tmp_path, monkeypatch, shared_data)
 
     code, on, run_on = solve(tmp_path / "on", monkeypatch, "advection", "--dev-data", str(dev),
                              "--audit", "compute")
@@ -65,13 +71,7 @@ def test_fastest_below_the_floor_takes_its_target_from_the_audit_and_searches_pa
     # propagator (~0.01 s per sample) stays the pick: every other design measured ~0.05-0.1 s
     import sqlite3
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    dev = tmp_path / "data" / "advection_dev.hdf5"
-    dev.parent.mkdir()
-    with h5py.File(shared_data / "advection_dev.hdf5", "r") as h5, h5py.File(dev, "w") as out:
-        out["tensor"] = h5["tensor"][:1, :41]
-        out["t-coordinate"] = h5["t-coordinate"][:41]
-        out["x-coordinate"] = h5["x-coordinate"][:]
+    dev = window(tmp_path, monkeypatch, shared_data)
     code, s, run = solve(tmp_path / "floor", monkeypatch, "advection", "--dev-data", str(dev),
                          "--audit", "compute", "--objective", "fastest-below:floor", evals=5)
     assert code == 0, s
