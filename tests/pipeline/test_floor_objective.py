@@ -142,3 +142,15 @@ def test_the_analysis_and_genesis_prompts_state_the_target_the_audit_gave(tmp_pa
     assert analysis and genesis
     assert all(said in " ".join(p.split()) for p in analysis + genesis)
     assert store.events("rule")[0]["objective"] == f"fastest-below:{FLOOR!r}"
+
+
+def test_the_judges_saturation_rule_names_the_target_it_speaks_of():
+    # the bridge review: "a round improves if the first solver reaches the target", with the
+    # target named only in the objective's line above it
+    from pdesharp.prompting import render
+    from pdesharp.roles import RoundInfo
+
+    info = RoundInfo(cycle=0, round=1, max_rounds=2, cycles=1,
+                     objective=f"fastest-below:{FLOOR!r}", ranking_floor=FLOOR)
+    text = " ".join(render("_rule", info=info).split())
+    assert "a round improves if the first solver reaches the target 6.00211e-09;" in text
