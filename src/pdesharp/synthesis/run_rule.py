@@ -73,7 +73,7 @@ def build(config, *, floor: float | None, ranking_floor: float | None,
     # fastest-below:floor: its target is the floor the run ranks by (Objective.at); the judges
     # are told it, and the round-off floor is a number read from the data, which the codepde
     # facts level does not state
-    stated = round_off if getattr(config, "task_facts", "full") == "full" else None
+    stated = round_off if config.task_facts == "full" else None
     target = next((f for f in (ranks, floor, stated) if f is not None), None)
     return Rule(Objective.parse(config.objective).at(target), float(config.tie_tolerance),
                 float(config.time_margin), ranks, round_off, stop_only_floor=old)
