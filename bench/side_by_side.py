@@ -45,7 +45,8 @@ Per case it prints pdesharp's accuracy and warm/cold times, the library's time a
 by how much it misses; at the reference's own error when pdesharp's is below it: a lower nRMSE
 there measures agreement with the reference's errors, and a library point measured below it
 counts at it, as where the library runs the reference's own discretisation), and the ratios
-pdesharp / library. It writes ``results.json`` and ``fronts.png`` into the work folder. Absolute
+pdesharp / library. It writes ``results.json`` and ``fronts.png`` into the work folder (and each
+case's library points into ``<case>/sweep.json`` as soon as they are measured). Absolute
 times are context; the ratios are the result.
 """
 
@@ -244,6 +245,27 @@ def work_job(case, d, kind, config, refine=1, repeat=3, solver=None, call=None) 
     return work_jobs(case, d, kind, [(config, refine)], repeat, solver, call)[0]
 
 
+def store_sweep(d: Path, ref_meta: dict, points: list[dict]) -> None:
+    """The library's points, kept as soon as the sweep ends: a run stopped later (a winner's
+    solve, the pairs) leaves them for --reuse-sweep (results.json is written at a case's end)."""
+    tmp = d / "sweep.json.part"
+    tmp.write_text(json.dumps({"reference": ref_meta, "points": points}, default=str))
+    tmp.replace(d / "sweep.json")
+
+
+def stored_sweep(case: Case, d: Path, work: Path, ref_meta: dict) -> list[dict] | None:
+    """The last sweep's points for --reuse-sweep: the case's own sweep.json, else its entry in
+    results.json; None when there is none or it was scored against another reference."""
+    kept = json.loads((d / "sweep.json").read_text()) if (d / "sweep.json").exists() else None
+    if kept is None and (work / "results.json").exists():
+        kept = next((r for r in json.loads((work / "results.json").read_text())
+                     if r["case"] == case.name and r["points"]), None)
+    if kept and kept.get("reference") != ref_meta:
+        log(f"{case.name}: the reference changed since the last sweep: sweeping again")
+        return None
+    return kept["points"] if kept and kept.get("points") else None
+
+
 # ---- 4. fronts, interpolation, pairing -----------------------------------------------------
 def run_case(case: Case, args, key: str) -> dict:
     d = ensure_data(case, args.work, args.samples or (4 if args.quick else case.samples))
@@ -269,14 +291,9 @@ def run_case(case: Case, args, key: str) -> dict:
     groups: dict[str, list] = {}
     for config, refine in sweep(case, args.quick):  # one process per precision
         groups.setdefault(str(config.get("x64")), []).append((config, refine))
-    store = args.work / "results.json"  # --reuse-sweep: the last run's library points
-    old = [r for r in json.loads(store.read_text()) if r["case"] == case.name and r["points"]] \
-        if args.reuse_sweep and store.exists() else []
-    if old and old[0].get("reference") != ref_meta:  # scored against another reference
-        log(f"{case.name}: the reference changed since the last sweep: sweeping again")
-        old = []
+    old = stored_sweep(case, d, args.work, ref_meta) if args.reuse_sweep else None
     if old:
-        points, groups = old[0]["points"], {}  # only the pairs are new
+        points, groups = old, {}  # only the pairs are new
         log(f"{case.name}: {case.library} points of the last sweep")
     for settings in groups.values():
         log(f"{case.name}: {case.library} sweep")
@@ -299,6 +316,7 @@ def run_case(case: Case, args, key: str) -> dict:
         return p
 
     points += extend(points, goal, lambda p: finer(case, p, args.quick), measured, setting)
+    store_sweep(d, ref_meta, points)  # before the solves and pairs below, which take hours
     at_floor(points, reference_error(ref_meta))  # (goal is at the floor or above: no extension
     # starts below it)
     extra = library_objective(case, points, mine)
@@ -392,7 +410,8 @@ def main() -> None:
     ap.add_argument("--duel-rounds", type=int, default=15,
                     help="rounds of the warm ratio in turns, in one process (default 15)")
     ap.add_argument("--reuse-sweep", action="store_true",
-                    help="the library's points from the last results.json: only the pairs run")
+                    help="the library's points of the last sweep (the case's sweep.json, else"
+                         " results.json): only the pairs run")
     ap.add_argument("--prepare", action="store_true",
                     help="only make the data and pdesharp's winners (no timing)")
     args = ap.parse_args()

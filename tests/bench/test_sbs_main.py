@@ -97,3 +97,26 @@ def test_an_accuracy_winner_at_the_reference_floor_gets_the_fastest_solver_there
     assert side_by_side.floor_objective(no_audit) is None
     assert side_by_side.floor_objective(None) is None  # no accuracy winner
     assert side_by_side.floor_objective({"best_dev_score": None}) is None
+
+
+def test_a_sweep_is_kept_as_soon_as_it_is_measured_and_only_for_its_reference(tmp_path):
+    # runs 43 and 45 (Brusselator) were stopped during a 23-minute solve after the sweep:
+    # results.json is written at a case's end, so --reuse-sweep found nothing of theirs
+    case = side_by_side.BY_NAME["pp_brusselator2d"]
+    d = tmp_path / case.name
+    d.mkdir()
+    ref = {"samples": 4, "spatial": 1e-9}
+    points = [{"config": {"backend": "numpy"}, "refine": 1, "nrmse": 3.26e-3, "warm": 0.3}]
+    assert side_by_side.stored_sweep(case, d, tmp_path, ref) is None  # nothing measured yet
+    side_by_side.store_sweep(d, ref, points)
+    assert side_by_side.stored_sweep(case, d, tmp_path, ref) == points
+    assert not list(d.glob("*.part"))  # written whole or not at all
+    # scored against another reference: swept again, not reused
+    assert side_by_side.stored_sweep(case, d, tmp_path, dict(ref, spatial=2e-9)) is None
+    # a work folder from before sweep.json: the case's entry in results.json
+    (d / "sweep.json").unlink()
+    older = [dict(points[0], nrmse=3.37e-3)]
+    (tmp_path / "results.json").write_text(json.dumps(
+        [{"case": "pp_fhn2d", "reference": ref, "points": points},
+         {"case": case.name, "reference": ref, "points": older}]))
+    assert side_by_side.stored_sweep(case, d, tmp_path, ref) == older
