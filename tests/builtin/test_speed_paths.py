@@ -11,6 +11,7 @@ import numpy as np
 
 from pdesharp.builtin.author import problem, render
 from pdesharp.builtin.families import family
+from pdesharp.builtin.families.bases import BASES as BASES_CODE
 from pdesharp.task import task_from_dict
 
 
@@ -350,7 +351,7 @@ def test_wall_spectral_coupled_products_and_cosine_transforms_equal_the_plain_on
     t = np.linspace(0.0, 0.2, 3)
     fast = ns["solver"](u0, w0, t)
     plain = _namespace(task, "wall_spectral")
-    plain["_mul"] = lambda A, c: np.einsum("mij,jbm->ibm", A, c)
+    plain["_mul"] = lambda A, c: np.einsum("ijm,jbm->ibm", A[:, :, 0], c)  # _per_mode's layout
     from scipy.fft import dct
 
     for a in range(2):  # the cosine transforms with np.pad and np.take, as before
@@ -377,6 +378,7 @@ def test_wall_spectral_coupled_products_and_cosine_transforms_equal_the_plain_on
     real_fast = plain["_fast"]
     plain["_fast"] = lambda a, parity, n: plain[f"_plain_{a}"] if parity == "cos" else \
         real_fast(a, parity, n)
+    plain["_fast_whole"] = lambda parity, shape: None  # axis by axis, not one 2-D DCT
     slow = plain["solver"](u0, w0, t)
     for f, s in zip(fast, slow):
         # the same operations in the same order up to the products' summation: round-off
@@ -834,3 +836,27 @@ def test_a_1d_flux_alone_takes_the_fused_stage_with_the_same_numbers():
         state, grid = ns["_init_state"]([w0], {})
         ns["_step"](state, 0.0, 0.001, grid, {})
         assert (grid["stage"][1] is not None) is folded, (eq, integ)
+
+
+def test_whole_grid_sine_and_cosine_transforms_equal_the_axis_by_axis_ones():
+    # one n-D DCT/DST (bases._fast_whole) against _fast's 1-D transforms axis by axis, for each
+    # parity in 1, 2 and 3 dimensions; mixed parities and quarter-wave axes keep the axis loop
+    ns = _exec("import numpy as np\nAXIS_KIND = ['integer'] * 3\nPARITY = [['cos'] * 3]\n"
+               + BASES_CODE)
+    rng = np.random.default_rng(11)
+    for shape in ((12,), (10, 8), (6, 5, 4)):
+        for parity in ("cos", "sin"):
+            fwd, ev = ns["_fast_whole"]((parity,) * len(shape), shape)
+            u = rng.standard_normal((3,) + shape)
+            c = u
+            for a, n in enumerate(shape):
+                c = ns["_fast"](a, parity, n)[0](c, 1 + a)
+            assert np.allclose(fwd(u), c, rtol=0, atol=1e-13 * np.abs(c).max())
+            back = c
+            for a, n in enumerate(shape):
+                back = ns["_fast"](a, parity, n)[1](back, 1 + a)
+            assert np.allclose(ev(c), back, rtol=0, atol=1e-13 * np.abs(back).max())
+            assert np.allclose(ev(fwd(u)), u, rtol=0, atol=1e-12)  # values -> series -> values
+    assert ns["_fast_whole"](("cos", "sin"), (10, 8)) is None
+    ns["AXIS_KIND"] = ["integer", "half"]
+    assert ns["_fast_whole"](("cos", "cos"), (10, 8)) is None

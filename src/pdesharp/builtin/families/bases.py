@@ -383,14 +383,47 @@ def _fast(a, parity, n):
     return fwd, ev
 
 
+def _fast_whole(parity, shape):
+    """(forward, evaluate) over every space axis at once, for integer axes of one parity: one
+    n-D DCT/DST of types II/III (scipy.fft's dctn/dstn), the same coefficients as _fast axis by
+    axis (tests compare them) at up to 1.7x its speed on 256^2 (the strided passes along the
+    first axis cost more than the transform); None for any other axes."""
+    import scipy.fft as sf
+
+    if any(AXIS_KIND[a] != "integer" for a in range(len(shape))) or len(set(parity)) != 1:
+        return None
+    cos = parity[0] == "cos"
+    tr, first = (sf.dctn, 0) if cos else (sf.dstn, 1)
+    w, half = np.ones([1] * (len(shape) + 1)), np.ones([1] * (len(shape) + 1))
+    for a, n in enumerate(shape):
+        wa, ha = np.full(n, 1.0 / n), np.full(n, 0.5)
+        wa[0 if cos else -1], ha[0 if cos else -1] = 0.5 / n, 1.0
+        s = [1] * (len(shape) + 1)
+        s[1 + a] = n
+        w, half = w * wa.reshape(s), half * ha.reshape(s)
+    axes = tuple(range(1, len(shape) + 1))
+    cut = (slice(None),) + tuple(slice(first, first + n) for n in shape)
+
+    def fwd(u):
+        out = np.zeros(u.shape[:1] + tuple(n + 1 for n in shape), dtype=u.dtype)
+        out[cut] = tr(u, type=2, axes=axes) * w
+        return out
+
+    def ev(c):
+        return tr(c[cut] * half, type=3, axes=axes)
+    return fwd, ev
+
+
 class _Space:
     """The transforms of every (unknown, axis) on one grid: dense matrices, or with ``fast`` on
-    a cell-centre grid the FFT-based ones (an internal grid's transforms run every stage)."""
+    a cell-centre grid the FFT-based ones (an internal grid's transforms run every stage), over
+    all axes at once where one n-D transform does it (_fast_whole)."""
 
     def __init__(self, shape, nodes, nvar, fast=False):
         self.shape, self.nodes, self.dim = tuple(shape), nodes, len(shape)
         self.fwd, self.ev, self.m, self.k, self.fast = {}, {}, [], [], {}
         self.use_fast = fast and not nodes
+        self.whole = {}  # parities over the axes -> _fast_whole's pair, or None
         for a, n in enumerate(shape):
             for p in sorted({PARITY[i][a] for i in range(nvar)}):
                 self._add(a, p)
@@ -403,11 +436,20 @@ class _Space:
     def forward(self, u, i):
         """Coefficients [B, *mshape] of unknown i's values u [B, *shape]."""
         out = u.astype(complex if self.complex else float)
+        whole = self._whole(PARITY[i])
+        if whole is not None:
+            return whole[0](out)
         for a in range(self.dim):
             key = (a, PARITY[i][a])
             out = self.fast[key][0](out, 1 + a) if key in self.fast else \
                 _apply(self.fwd[key], out, 1 + a)
         return out
+
+    def _whole(self, parities):
+        key = tuple(parities)
+        if key not in self.whole:
+            self.whole[key] = _fast_whole(key, self.shape) if self.use_fast else None
+        return self.whole[key]
 
     def _add(self, a, p):
         if self.use_fast:
@@ -422,6 +464,9 @@ class _Space:
     def evaluate_as(self, c, parities):
         """Values of coefficients c [B, *mshape] in the given parity per axis (a derivative's:
         an odd order flips its unknown's)."""
+        whole = self._whole(parities)
+        if whole is not None:
+            return whole[1](c)
         out = c
         for a in range(self.dim):
             key = (a, parities[a])
