@@ -860,3 +860,27 @@ def test_whole_grid_sine_and_cosine_transforms_equal_the_axis_by_axis_ones():
     assert ns["_fast_whole"](("cos", "sin"), (10, 8)) is None
     ns["AXIS_KIND"] = ["integer", "half"]
     assert ns["_fast_whole"](("cos", "cos"), (10, 8)) is None
+
+
+def test_the_generated_matrix_exponential_equals_scipys_on_real_and_complex_stacks():
+    # the exact and wall-spectral families' _expm (a degree-18 Taylor series split after
+    # Paterson and Stockmeyer, scaled and squared) against scipy.linalg.expm (Pade): measured
+    # 6e-16 .. 5e-13 relative to the largest entry, growing with the squarings; 1e-11 leaves
+    # 20x on the worst of them
+    from scipy.linalg import expm
+
+    from pdesharp.builtin.families.exact import EXPM
+
+    ns = _exec("import numpy as np\n" + EXPM)
+    rng = np.random.default_rng(3)
+    for n in (2, 8):
+        for scale in (0.05, 1.0, 10.0):
+            for dtype in (float, complex):
+                A = rng.standard_normal((40, n, n)) * scale / np.sqrt(n)
+                if dtype is complex:
+                    A = A + 1j * rng.standard_normal(A.shape) * scale / np.sqrt(n)
+                E = ns["_expm"](A)
+                assert E.dtype == np.result_type(A.dtype, float)  # real stays real
+                R = np.array([expm(a) for a in A])
+                big = np.abs(R).max(axis=(1, 2), keepdims=True)
+                assert np.max(np.abs(E - R) / big) < 1e-11, (n, scale, dtype)

@@ -189,17 +189,23 @@ EXPM = '''
 def _expm(A):
     """exp(A) for a stack of square matrices A[..., n, n]: scaling and squaring with a Taylor
     series of degree 18 on matrices of norm <= 1/2 (error below 1e-21 before squaring),
-    vectorised over the stack."""
+    vectorised over the stack. The series by Paterson and Stockmeyer's splitting (powers up to
+    X^4, then Horner in X^4): 7 products where term by term takes 17 (a 2D coupled system's
+    4 x 4 blocks on 257^2 modes: the products were 70 % of a cold call)."""
     if A.shape[-1] == 1:
         return np.exp(A)
     norm = float(np.max(np.sum(np.abs(A), axis=-1), initial=0.0))
     s = max(0, int(np.ceil(np.log2(norm))) + 1) if norm > 0 else 0
     X = A / 2.0**s
-    E = np.eye(A.shape[-1]) + X
-    term = X
-    for j in range(2, 19):
-        term = term @ X / j
-        E = E + term
+    eye = np.eye(A.shape[-1])
+    P = [eye, X, X @ X]
+    P += [P[2] @ X, P[2] @ P[2]]
+    c = [1.0]  # 1 / j!
+    for j in range(1, 19):
+        c.append(c[-1] / j)
+    E = c[16] * eye + c[17] * X + c[18] * P[2]
+    for b in (3, 2, 1, 0):  # blocks of four terms, highest first
+        E = E @ P[4] + sum(c[4 * b + r] * P[r] for r in range(4))
     for _ in range(s):
         E = E @ E
     return E

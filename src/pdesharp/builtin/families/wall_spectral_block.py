@@ -206,7 +206,8 @@ def _phi(z):
     [Mtot, n, n] stacks; else the Kassam-Trefethen contour mean on a circle around each z)."""
     if COUPLED:
         n = z.shape[-1]
-        A = np.zeros(z.shape[:1] + (4 * n, 4 * n), dtype=complex)
+        # real symbols (sines and cosines alone): real products, a quarter of complex ones' work
+        A = np.zeros(z.shape[:1] + (4 * n, 4 * n), dtype=np.result_type(z.dtype, float))
         A[:, :n, :n] = z
         for j in range(3):
             A[:, j * n:(j + 1) * n, (j + 1) * n:(j + 2) * n] = np.eye(n)
