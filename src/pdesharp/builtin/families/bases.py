@@ -329,6 +329,16 @@ def _deriv_symbol(a, k, order, parity):
     return (sign if parity == "sin" else -sign) * k**order
 
 
+def _centre_weights(n, parity):
+    """(forward, evaluate) scalings of the type-II/III DCT (cos) or DST (sin) of n cell centres
+    to the dense transforms' coefficients: the end mode (0 for cosines, n for sines) is halved
+    forward and doubled back."""
+    w, half = np.full(n, 1.0 / n), np.full(n, 0.5)
+    end = 0 if parity == "cos" else -1
+    w[end], half[end] = 0.5 / n, 1.0
+    return w, half
+
+
 def _fast(a, parity, n):
     """O(n log n) (forward, evaluate) along an array axis for n cell centres: scipy.fft's DCT/DST
     of types II/III (integer axes) and IV (quarter-wave axes), the FFT on Fourier axes, scaled to
@@ -356,12 +366,8 @@ def _fast(a, parity, n):
     if kind == "half":
         tr = sf.dct if parity == "cos" else sf.dst
         return (lambda u, ax: tr(u, type=4, axis=ax) / n, lambda c, ax: tr(c, type=4, axis=ax) / 2)
+    w, half = _centre_weights(n, parity)
     if parity == "cos":  # modes 0..n-1 of the n + 1 (cos(n pi x) vanishes at every centre)
-        w = np.full(n, 1.0 / n)
-        w[0] = 0.5 / n
-        half = np.full(n, 0.5)
-        half[0] = 1.0
-
         def fwd(u, ax):
             return padded(sf.dct(u, type=2, axis=ax) * shaped(w, ax, u.ndim), ax, 0)
 
@@ -369,12 +375,8 @@ def _fast(a, parity, n):
             x = c[(slice(None),) * ax + (slice(0, n),)] * shaped(half, ax, c.ndim)
             return sf.dct(x, type=3, axis=ax)
         return fwd, ev
-    w = np.full(n, 1.0 / n)  # sines: modes 1..n of the n + 1 (sin 0 = 0)
-    w[-1] = 0.5 / n
-    half = np.full(n, 0.5)
-    half[-1] = 1.0
 
-    def fwd(u, ax):
+    def fwd(u, ax):  # sines: modes 1..n of the n + 1 (sin 0 = 0)
         return padded(sf.dst(u, type=2, axis=ax) * shaped(w, ax, u.ndim), ax, 1)
 
     def ev(c, ax):
@@ -396,8 +398,7 @@ def _fast_whole(parity, shape):
     tr, first = (sf.dctn, 0) if cos else (sf.dstn, 1)
     w, half = np.ones([1] * (len(shape) + 1)), np.ones([1] * (len(shape) + 1))
     for a, n in enumerate(shape):
-        wa, ha = np.full(n, 1.0 / n), np.full(n, 0.5)
-        wa[0 if cos else -1], ha[0 if cos else -1] = 0.5 / n, 1.0
+        wa, ha = _centre_weights(n, parity[0])
         s = [1] * (len(shape) + 1)
         s[1 + a] = n
         w, half = w * wa.reshape(s), half * ha.reshape(s)
