@@ -145,6 +145,24 @@ def test_the_front_stops_at_its_point_and_time_limits():
     assert extend([sub(1, 1.0)], 1e-30, lambda p: None, run) == [] and runs == [1024]
 
 
+def test_the_front_goes_past_the_time_limit_while_the_library_is_faster_than_the_winner():
+    # 2D Gray-Scott: exponax at 2.5e-6 with 1024 substeps here (10.24 s per sample, past the
+    # 5 s limit) against a 24 s winner at 2.3e-8: one more step, which reaches it
+    run, finer, runs = _library({4096: 1e-8})
+    swept = [sub(256, 1e-3), sub(1024, 2.5e-6)]
+    assert extend(swept, 2.3e-8, finer, run) == [] and runs == []  # the fixed limit alone
+    new = extend(swept, 2.3e-8, finer, run, slowest=24.0)
+    assert runs == [4096] and [p["nrmse"] for p in new] == [1e-8]
+    # a library point already slower than the winner, and less accurate, is beaten on both
+    # counts: no finer (slower) one is run
+    run, finer, runs = _library({4096: 1e-8})
+    assert extend(swept, 2.3e-8, finer, run, slowest=9.0) == [] and runs == []
+    # a faster winner never lowers the fixed limit
+    run, finer, runs = _library({64: 1e-9})
+    assert [p["nrmse"] for p in extend([sub(16, 1e-3)], 1e-8, finer, run, slowest=0.01)] \
+        == [1e-9] and runs == [64]
+
+
 def test_a_setting_that_stops_short_hands_on_to_the_most_accurate_other_one():
     # exponax on KdV: float32 ETDRK2 stops at its round-off (64 substeps no better), float64
     # goes on; the float64 point is the most accurate of the other setting
