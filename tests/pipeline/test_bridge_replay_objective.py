@@ -74,7 +74,11 @@ def test_judges_see_eligibility_and_the_eligible_solvers_first(replayed):
     assert "(rank 3 of 3, not eligible: above the bar)" in propose
     assert "eligible scores now up to 1.221e-05" in propose
     system = systems(store, "judge.nominate")[0]
-    assert "counted evaluations, within the budget" in system
+    # the re-timing the judges are promised: the finalists as timing.finalists picks them, and
+    # a budget that may cut it (this run's did: one run per finalist, test above)
+    assert "the finalists (the 3\n  fastest of the eligible solvers whose timings noise could " \
+        "reorder, and the pick so far)" in system
+    assert "counted evaluations: the budget may allow fewer runs, or none" in system
     assert "at most 10 × the lowest score" in system
 
 

@@ -61,6 +61,11 @@ def test_once_the_floor_is_reached_judges_are_asked_for_speed_not_score():
     assert "every solver at or below the floor is eligible" in state
     assert "the pick so far: E (1.088e-03, 0.005 s per sample)" in state
     assert "the search ends after this round" in state
+    # one rule, not two: the state points at the time rule, under which a lower score still
+    # decides among the equally fast (it said "a lower score no longer counts")
+    assert "time decides among them by the time rule (a lower score wins only among the " \
+        "solvers it counts as equally fast)" in state
+    assert "no longer counts" not in state
     # above the floor (and without one) the accuracy aim, stated once in the system prompt
     for info in (_info(1.3e-3), _info(9.70e-4, floor=None)):
         assert "Propose one modification of W (the aim is in your instructions)." \
