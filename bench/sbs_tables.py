@@ -61,6 +61,8 @@ def table(results: list[dict]) -> str:
                  f"({row['lib_best_nrmse'] / row['nrmse']:.0f}x pdesharp's error)")
             if row.get("evaluator_per_sample"):
                 note += f"; evaluator {row['evaluator_per_sample']:.2e} s/sample"
+            if row.get("same_as"):
+                note += f"; the {row['same_as']} row's solver (paired once)"
             own = reference_error(r.get("reference", {}))
             if own and row["nrmse"] < own:  # compared there (run_case)
                 note += f"; below the reference's own error ({own:.1e}): compared at it"

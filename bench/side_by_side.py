@@ -176,6 +176,15 @@ def ensure_winner(case: Case, d: Path, objective: str, key: str, force: bool,
     return summary
 
 
+def solver_key(path: Path) -> str:
+    """The solver a winner's file holds: its text without the header line pdesharp writes (run
+    id, score), so that two objectives whose searches ended at the same solver are paired once
+    (2D Gray-Scott: ``fastest-below:floor`` found nothing faster than the accuracy winner)."""
+    lines = path.read_text().splitlines(keepends=True)
+    body = "".join(x for x in lines if not x.startswith("# Written by pdesharp"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def call_spec(task_path: Path) -> list:
     from pdesharp.task import load_task
 
@@ -329,10 +338,18 @@ def run_case(case: Case, args, key: str) -> dict:
         if won is not None:
             winners[extra] = won
     rows = []
+    paired: dict[str, dict] = {}  # solver_key -> its row: one solver is paired once
     for obj in objectives:
         if obj not in winners:
             continue
         solver = str(d / "runs" / run_tag(case, obj) / "best_solver.py")
+        same = paired.get(solver_key(Path(solver)))
+        if same is not None:
+            log(f"  {obj}: the same solver as the {same['objective']} row: its pairing")
+            rows.append(dict(same, objective=obj, same_as=same["objective"],
+                             evaluator_per_sample=winners[obj].get("winner_time", {}).get(
+                                 "per_sample")))
+            continue
         fw, fc = front(points, "warm"), front(points, "cold")
         mine = [work_job(case, d, "pdesharp", {}, 1, 3, solver, call)]
         if mine[0].get("failed"):
@@ -392,6 +409,7 @@ def run_case(case: Case, args, key: str) -> dict:
                      "lib_best_nrmse": best,
                      "ratio_warm": turns["warm"]["ratio"] if turns else warm / lib_w,
                      "ratio_cold": cold / lib_c, "runs": len(ok)})
+        paired[solver_key(Path(solver))] = rows[-1]
     return {"case": case.name, "library": case.library, "title": case.title,
             "reference": ref_meta, "points": points, "rows": rows}
 

@@ -120,3 +120,17 @@ def test_a_sweep_is_kept_as_soon_as_it_is_measured_and_only_for_its_reference(tm
         [{"case": "pp_fhn2d", "reference": ref, "points": points},
          {"case": case.name, "reference": ref, "points": older}]))
     assert side_by_side.stored_sweep(case, d, tmp_path, ref) == older
+
+
+def test_two_objectives_that_ended_at_one_solver_are_one_solver(tmp_path):
+    # 2D Gray-Scott: the floor run's winner is the accuracy run's file but for the header line
+    # pdesharp writes (its run id): paired once; a changed constant is another solver
+    body = "FAMILY = \"spectral\"\nCFL = 0.2\n\ndef solver(u0, t):\n    return u0\n"
+    a, b, c = (tmp_path / n for n in ("a.py", "b.py", "c.py"))
+    a.write_text("# Written by pdesharp (PDE-SHARP), run accuracy, task gs: solver c1r1-j1\n"
+                 + body)
+    b.write_text("# Written by pdesharp (PDE-SHARP), run floor, task gs: solver c1r1-j1\n" + body)
+    c.write_text("# Written by pdesharp (PDE-SHARP), run floor, task gs: solver c1r1-j1\n"
+                 + body.replace("CFL = 0.2", "CFL = 0.3"))
+    assert side_by_side.solver_key(a) == side_by_side.solver_key(b)
+    assert side_by_side.solver_key(a) != side_by_side.solver_key(c)
