@@ -349,6 +349,8 @@ def run_case(case: Case, args, key: str) -> dict:
             rows.append(dict(same, objective=obj, same_as=same["objective"],
                              evaluator_per_sample=winners[obj].get("winner_time", {}).get(
                                  "per_sample")))
+            export_front(case, d / "runs" / run_tag(case, obj), points,
+                         dict(rows[-1], evaluator=rows[-1]["evaluator_per_sample"]))
             continue
         fw, fc = front(points, "warm"), front(points, "cold")
         mine = [work_job(case, d, "pdesharp", {}, 1, 3, solver, call)]
