@@ -185,7 +185,8 @@ def floors_lines(final: dict, rule: Rule, metric: str) -> list[str]:
     else:
         used = "no floor was known (no audit, no reference arrays to measure the rounding on)"
     return [f"- Floors: on (floor saturation, the default for every role): {used}; {metric}s "
-            "at or below the floor tie, the fastest of them wins, and the search stops there; "
+            "at or below the floor tie, time decides among them by the time rule, and the search "
+            "stops there; "
             "`--no-floor-saturation` gives the paper's set-up"]
 
 

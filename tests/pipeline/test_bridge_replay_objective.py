@@ -77,7 +77,7 @@ def test_judges_see_eligibility_and_the_eligible_solvers_first(replayed):
     # the re-timing the judges are promised: the finalists as timing.finalists picks them, and
     # a budget that may cut it (this run's did: one run per finalist, test above)
     assert "the finalists (the 3\n  fastest of the eligible solvers whose timings noise could " \
-        "reorder, and the pick so far)" in system
+        "reorder, plus the pick so far if it\n  is not one of them)" in system
     assert "counted evaluations: the budget may allow fewer runs, or none" in system
     assert "at most 10 × the lowest score" in system
 

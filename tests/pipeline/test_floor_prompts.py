@@ -201,8 +201,8 @@ def test_the_judges_are_told_the_floor_factor_and_the_last_round():
     # the re-timing runs' warm call, as the rule uses it (ranking._pick)
     retimed = _flat(render("_rule", info=RoundInfo(cycle=0, round=1, max_rounds=2, cycles=1,
                                                    retime=2), facts=None))
-    assert ("Solvers still equally fast by the rule then run 2 more warm runs each (one as "
-            "fast that was not a finalist is re-timed first): each calls the solver twice, on "
+    assert ("Solvers still equally fast by the rule then run 2 more warm runs each (a solver "
+            "as fast by the rule that was not a finalist is first re-timed like them): each calls the solver twice, on "
             "the first sample and then on the others, and times the second call alone") in retimed
     assert "wins before the lower score" in retimed and "the budget may leave none" in retimed
 

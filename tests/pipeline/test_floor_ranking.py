@@ -139,7 +139,7 @@ def test_decided_by_floor_and_the_words():
     assert not decided_by_floor(ADVECTION, rule(floor=9.0e-4))  # not in force
     words = rule(floor=FLOOR).words("nRMSE", 9.70e-4)
     assert words.startswith("the lowest nRMSE") and "reference floor 1.210e-03" in words \
-        and "the fastest of them wins" in words
+        and "time decides among them, by the time rule" in words
     assert "floor" not in rule(floor=FLOOR).words("nRMSE", 1.3e-3)  # above the floor
     assert rule().words("nRMSE", 9.70e-4) == Objective().words("nRMSE")
 
@@ -193,7 +193,8 @@ def test_judges_are_told_the_floor_rule_when_the_floor_is_on(tmp_path, audit_of)
     assert res.best_id == "c0r1-j3" and "floor_pick" not in summary
     assert "at or below the reference floor 1.111e-01" in summary["objective_words"]
     report = (tmp_path / "run" / "report.md").read_text()
-    assert "- Objective: the lowest nRMSE" in report and "the fastest of them wins" in report
+    assert "- Objective: the lowest nRMSE" in report \
+        and "time decides among them, by the time rule" in report
     # the HTML report reads the floor back from the run folder and ranks the winner first
     view = load_run(tmp_path / "run")
     assert view.rule.floor == pytest.approx(1e-1 / 0.9)

@@ -181,7 +181,7 @@ ACCURACY = Objective()
 def floor_words(floor: float, metric: str = "score") -> str:
     """The floor's rule in words (the report, the summary and the judges say it)."""
     return (f"{metric}s at or below the reference floor {floor:.3e} are within the data's own "
-            f"error of the PDE: the fastest of them wins")
+            f"error of the PDE: time decides among them, by the time rule")
 
 
 def round_off_words(round_off: float | None, metric: str = "score") -> str:
@@ -239,7 +239,7 @@ class Rule:
         return (f"among eligible solvers, one whose time per sample t is at most (1 + {m:g}) x "
                 f"t_fastest (t_fastest: the fastest eligible one's) counts as equally fast, and "
                 f"among those the lower score wins; the margin {self.time_margin:g} is divided "
-                f"by sqrt(k) for a median of k timings (of two solvers, the fewer); each next "
+                f"by sqrt(k) for a median of k timings (comparing two solvers, k is the smaller of their counts); each next "
                 f"rank is the same rule among the solvers left")
 
     def goal_words(self, metric: str = "score") -> tuple[str, str]:
