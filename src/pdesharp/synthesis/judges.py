@@ -54,7 +54,7 @@ FEEDBACK_NOTES = {
 }
 CONVERGED_NOTE = (", and, beside the score, its distance from the audit's converged solution of "
                   "the PDE (nRMSE over the same samples, measured by pdesharp like the score; "
-                  "it plays no part in the ranking, which is the rule below)")
+                  "it plays no part in the ranking, whose rules are above)")
 
 # A judge that expects no modification to help says so with this marker on a line of its own
 # (or "no_change": true in its JSON); that is recorded, and no evaluation is spent.
