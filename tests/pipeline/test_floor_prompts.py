@@ -54,6 +54,11 @@ def test_once_the_floor_is_reached_judges_are_asked_for_speed_not_score():
     text = _propose(_info(9.70e-4, bar=FLOOR))
     assert "The reference floor is reached" in text
     assert "make it faster while its score stays at or below the floor" in text
+    # a lower score under the floor is no improvement, yet the tie-break among the equally fast
+    # (it used to say such a change "cannot change the pick", which the time rule contradicts)
+    assert "is not an improvement (there a lower score measures agreement with the reference's " \
+        "own errors, and it decides only between solvers the time rule counts as equally fast)" \
+        in text and "cannot change the pick" not in text
     assert "expect to improve its score" not in text
     assert "the aim is in your instructions" not in text  # this round's aim is the floor's
     state = _flat(render("_state", info=_info(9.70e-4, bar=FLOOR)))
@@ -64,7 +69,7 @@ def test_once_the_floor_is_reached_judges_are_asked_for_speed_not_score():
     # one rule, not two: the state points at the time rule, under which a lower score still
     # decides among the equally fast (it said "a lower score no longer counts")
     assert "time decides among them by the time rule (a lower score wins only among the " \
-        "solvers it counts as equally fast)" in state
+        "solvers the time rule counts as equally fast)" in state
     assert "no longer counts" not in state
     # above the floor (and without one) the accuracy aim, stated once in the system prompt
     for info in (_info(1.3e-3), _info(9.70e-4, floor=None)):
