@@ -239,8 +239,8 @@ class Rule:
         return (f"among eligible solvers, one whose time per sample t is at most (1 + {m:g}) x "
                 f"t_fastest (t_fastest: the fastest eligible one's) counts as equally fast, and "
                 f"among those the lower score wins; the margin {self.time_margin:g} is divided "
-                f"by sqrt(k) for a median of k timings (comparing two solvers, k is the smaller of their counts); each next "
-                f"rank is the same rule among the solvers left")
+                f"by sqrt(k) for a median of k timings (comparing two solvers, k is the smaller "
+                f"of their counts); each next rank is the same rule among the solvers left")
 
     def goal_words(self, metric: str = "score") -> tuple[str, str]:
         """A time objective in words, for the analysis, and for Genesis with the time rule the
