@@ -180,9 +180,10 @@ def solver_key(path: Path) -> str:
     """The solver a winner's file holds: its text without the header line pdesharp writes (run
     id, score), so that two objectives whose searches ended at the same solver are paired once
     (2D Gray-Scott: ``fastest-below:floor`` found nothing faster than the accuracy winner)."""
+    from pdesharp.store import code_sha256  # the run store's identity of a solver's code
+
     lines = path.read_text().splitlines(keepends=True)
-    body = "".join(x for x in lines if not x.startswith("# Written by pdesharp"))
-    return hashlib.sha256(body.encode()).hexdigest()
+    return code_sha256("".join(x for x in lines if not x.startswith("# Written by pdesharp")))
 
 
 def call_spec(task_path: Path) -> list:
