@@ -180,10 +180,11 @@ def solver_key(path: Path) -> str:
     """The solver a winner's file holds: its text without the header line pdesharp writes (run
     id, score), so that two objectives whose searches ended at the same solver are paired once
     (2D Gray-Scott: ``fastest-below:floor`` found nothing faster than the accuracy winner)."""
+    from pdesharp.pipeline import WINNER_HEADER
     from pdesharp.store import code_sha256  # the run store's identity of a solver's code
 
     lines = path.read_text().splitlines(keepends=True)
-    return code_sha256("".join(x for x in lines if not x.startswith("# Written by pdesharp")))
+    return code_sha256("".join(x for x in lines if not x.startswith(WINNER_HEADER)))
 
 
 def call_spec(task_path: Path) -> list:
@@ -344,7 +345,8 @@ def run_case(case: Case, args, key: str) -> dict:
         if obj not in winners:
             continue
         solver = str(d / "runs" / run_tag(case, obj) / "best_solver.py")
-        same = paired.get(solver_key(Path(solver)))
+        ident = solver_key(Path(solver))
+        same = paired.get(ident)
         if same is not None:
             log(f"  {obj}: the same solver as the {same['objective']} row: its pairing")
             rows.append(dict(same, objective=obj, same_as=same["objective"],
@@ -412,7 +414,7 @@ def run_case(case: Case, args, key: str) -> dict:
                      "lib_best_nrmse": best,
                      "ratio_warm": turns["warm"]["ratio"] if turns else warm / lib_w,
                      "ratio_cold": cold / lib_c, "runs": len(ok)})
-        paired[solver_key(Path(solver))] = rows[-1]
+        paired[ident] = rows[-1]
     return {"case": case.name, "library": case.library, "title": case.title,
             "reference": ref_meta, "points": points, "rows": rows}
 

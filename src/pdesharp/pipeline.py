@@ -35,6 +35,9 @@ from pdesharp.synthesis.timing import Settlement, one_off_and_warm, retime_runs
 from pdesharp.synthesis.tournament import Tournament, TournamentSettings
 from pdesharp.task import Task
 
+# the first line of a run's best_solver.py (the bench reads a winner's code without it)
+WINNER_HEADER = "# Written by pdesharp (PDE-SHARP)"
+
 __all__ = ["SolveConfig", "SolveResult", "solve", "config_of", "dump_config"]
 
 
@@ -243,7 +246,7 @@ def write_best_solver(store: RunStore, task: Task, config: SolveConfig, best) ->
     score = best[1].score
     # a replaced solver kept in the file never runs: it does not ship (synthesis.lineage)
     code, removed = prune_unreachable(best[0].code, task.solver.name)
-    header = (f"# Written by pdesharp (PDE-SHARP), run {store.run_id}, task {task.name}: "
+    header = (f"{WINNER_HEADER}, run {store.run_id}, task {task.name}: "
               f"solver {best[0].id}" + (f", dev {config.feedback} {score:.3e}"
                                         if score is not None else "") + "\n"
               + (f"# Unreachable definitions of the evaluated code left out: "
