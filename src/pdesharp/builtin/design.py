@@ -107,7 +107,21 @@ class Problem:
         return (t1 - t0) / max((self.task.n_frames or 101) - 1, 1)
 
 
-Move = tuple  # (axis name, new value, reason)
+# (axis name, new value, reason[, ((axis, value), ...) that change with it]): a move is along one
+# axis; the optional fourth part keeps another fixed in the solver's terms (a finer grid at the
+# same time step also scales a CFL the solver measures in the finer grid's cells)
+Move = tuple
+
+
+def move_changes(m: Move) -> dict:
+    """The axis values a move sets: its own axis', and those that change with it."""
+    return {m[0]: m[1], **dict(m[3] if len(m) > 3 else ())}
+
+
+def move_title(m: Move) -> str:
+    """A proposal's title for the move: "REFINE -> 4", or "REFINE -> 4, CFL -> 0.2" (the
+    judge reads the moved axis back from the first name)."""
+    return ", ".join(f"{a} -> {v}" for a, v in move_changes(m).items())
 
 
 class Family:
@@ -145,7 +159,7 @@ class Family:
 
     # -- search ----------------------------------------------------------------------------
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool) -> list[Move]:
-        """Single-axis changes (axis, value, reason) in the strategy's preference order."""
+        """Changes along one axis (:data:`Move`) in the strategy's preference order."""
         return []
 
     def speed_moves(self, d: Design, p: Problem) -> list[Move]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from pdesharp.builtin.author import render
-from pdesharp.builtin.design import Design, Problem
+from pdesharp.builtin.design import Design, Problem, move_changes, move_title
 from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
                                             retitle)
 from pdesharp.builtin.diagnosis import cause, said
@@ -59,17 +59,17 @@ class Exploration:
                                       " untried design of another family"))
         fam = family(d.family)
         present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
-        for axis, value, reason in fam.moves(d, p, "accuracy", failed):
-            new = d.with_(**{axis: value})
+        for m in fam.moves(d, p, "accuracy", failed):
+            new = d.with_(**move_changes(m))
             k = fam.key(new, p)
-            if axis not in present or k in seen or k == fam.key(d, p):
+            if not present.issuperset(move_changes(m)) or k in seen or k == fam.key(d, p):
                 continue
             self._claim(k)
             return Proposal(judge=self.name, base=base.candidate.id, parents=[base.candidate.id],
-                            title=f"{axis} -> {value}", patch=constant_patch(
-                                base.candidate.code, {axis: value}) + retitle(
+                            title=move_title(m), patch=constant_patch(
+                                base.candidate.code, move_changes(m)) + retitle(
                                 base.candidate.code, fam.title(new, p)),
-                            justification=self._why(base, f"{reason}; predicted below the"
+                            justification=self._why(base, f"{m[2]}; predicted below the"
                                                     " saturation factor, tried since evaluations"
                                                     " remain"))
         return None

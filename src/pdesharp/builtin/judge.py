@@ -28,7 +28,7 @@ import math
 import re
 
 from pdesharp.builtin.author import design_facts, problem
-from pdesharp.builtin.design import Design, Problem, rank_score
+from pdesharp.builtin.design import Design, Problem, move_changes, move_title, rank_score
 from pdesharp.builtin.design_header import (CONSTANT_LINE, constant_patch, header, read_design,
                                             retitle)
 from pdesharp.builtin.evidence import (agreement, below_resolution, order, prediction,
@@ -162,7 +162,7 @@ class BuiltinJudge(Exploration):
         here = order(fam, d, p)
         known, rest = [], []
         for m in moves:
-            new = d.with_(**{m[0]: m[1]})
+            new = d.with_(**move_changes(m))
             if order(fam, new, p) < here:
                 continue
             got = prediction(fam, p, d, m[0], m[1], measured, score)
@@ -331,12 +331,13 @@ class BuiltinJudge(Exploration):
                 return prop
         fam = family(d.family)
         present = {m["name"] for m in CONSTANT_LINE.finditer(header(base.candidate.code))}
-        moves = [m for m in fam.moves(d, p, self.strategy, failed) if m[0] in present]
+        moves = [m for m in fam.moves(d, p, self.strategy, failed)
+                 if present.issuperset(move_changes(m))]
         dead = self._dead_axes(base, results, d)
         step = None
         if not failed and self._speed(base.result):  # eligible: cheaper designs first
             more = [m for m in fam.moves(d, p, "robust", failed) + fam.speed_moves(d, p)
-                    if m[0] in present and m not in moves]
+                    if present.issuperset(move_changes(m)) and m not in moves]
             moves, step = self._sized(fam, p, d, base, results, moves + more,
                                       "CFL" in present)
             cost = fam.cost(d, p)
@@ -344,7 +345,7 @@ class BuiltinJudge(Exploration):
             # only moves predicted clearly faster: a smaller gain is inside the timing noise
             # and its evaluation could not change the pick
             moves = [m for m in moves
-                     if fam.cost(d.with_(**{m[0]: m[1]}), p) * (1 + margin) <= cost]
+                     if fam.cost(d.with_(**move_changes(m)), p) * (1 + margin) <= cost]
         moves = [m for m in moves if m is step or ((m[0], None) not in dead
                  and (m[0], _direction(d[m[0]], m[1])) not in dead)]
         last = self._last_move.get(bid)
@@ -354,24 +355,27 @@ class BuiltinJudge(Exploration):
         if scored and self._accuracy():  # no evaluation predicted below what can count
             moves = self._predicted(fam, p, d, base, self._measured(results + [base]), moves)
         blocked = seen - (self._pool - self._seen(results + [base], p, pool=False))
-        for axis, value, reason in moves:
-            new = d.with_(**{axis: value})
+        for m in moves:
+            axis, value, reason = m[:3]
+            new = d.with_(**move_changes(m))
             k = fam.key(new, p)
             # a step that lands on a design already waiting in the pool: take it once more (a
             # smaller step than the pool's), rather than duplicate or abandon the direction
-            for _ in range(3):  # (a categorical axis, ORDER 2 | 4 | 6, has no "once more")
+            for _ in range(3):  # (a categorical axis, ORDER 2 | 4 | 6, has no "once more"; a
+                # move that changes a second axis with its own is taken as it is)
                 if k not in seen or k in blocked or not _numeric(d[axis], value) \
-                        or _categorical(fam, axis):
+                        or _categorical(fam, axis) or len(m) > 3:
                     break
                 value = _again(d[axis], value)
+                m = (axis, value, reason)
                 new = d.with_(**{axis: value})
                 k = fam.key(new, p)
             if k in seen or k == fam.key(d, p):
                 continue  # tried already, or the change cannot alter the computation
             self._claim(k)
-            patch = constant_patch(base.candidate.code, {axis: value}) + retitle(
+            patch = constant_patch(base.candidate.code, move_changes(m)) + retitle(
                 base.candidate.code, fam.title(new, p))
-            return Proposal(judge=self.name, base=bid, parents=[bid], title=f"{axis} -> {value}",
+            return Proposal(judge=self.name, base=bid, parents=[bid], title=move_title(m),
                             patch=patch, justification=self._why(base, reason))
         run_or_tried = self._seen([e for e in results if e.result is not None] + [base], p)
         least = order(fam, d, p) if scored and self._accuracy() else None

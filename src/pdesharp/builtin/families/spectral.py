@@ -311,7 +311,8 @@ class SpectralFamily(Family):
         return ([self.design(REFINE=r, CFL=COARSE_CFL)] if r is not None else []) + out
 
     def moves(self, d: Design, p: Problem, strategy: str, failed: bool):
-        out = exponential_moves(d, strategy, failed, max_cfl=self.max_cfl(d, p))
+        out = exponential_moves(d, strategy, failed, max_cfl=self.max_cfl(d, p),
+                                step_in_cells=self.step_in_cells(p))
         r = self.coarse_ratio(p)
         if not failed and strategy != "accuracy" and r is not None and d["REFINE"] / 2 >= r:
             out.insert(2, ("REFINE", grid_ratio(d["REFINE"] / 2),
@@ -320,6 +321,22 @@ class SpectralFamily(Family):
             # under-resolved data: the modes the 1/2 rule drops cost more than the aliasing
             out.insert(1, ("DEALIAS", 3, "the 2/3 rule (more retained modes)"))
         return out
+
+    @staticmethod
+    def _stages_source(p: Problem) -> bool:
+        """Do the integrator's stages evaluate a source (HAS_SOURCE)? Not one that is its linear
+        part alone, which the exact linear part holds (no transform of zeros per stage)."""
+        law = p.struct
+        if not law.has_source:
+            return False
+        if primitive_split(law) is not None:
+            return True
+        return any(sp.sympify(e) != 0 for e in source_remainder(law, linear_parts(law)[2]))
+
+    def step_in_cells(self, p: Problem) -> bool:
+        """Is the step a CFL of the internal grid's cells alone: a flux's rate sum_a
+        max|lambda_a| / h_a, and no source's rate (which does not depend on the grid)?"""
+        return p.struct.has_flux and not self._stages_source(p)
 
     def max_cfl(self, d: Design, p: Problem) -> float:
         """The largest CFL a move offers: 90% of RK4's imaginary-axis limit 2.83 / (k_max h) on
@@ -395,11 +412,8 @@ class SpectralFamily(Family):
             A, D, c, high = prim.advection, prim.diffusion, prim.reaction, []
         else:
             A, D, c, high = linear_parts(law)
-        # a source that is its linear part alone leaves the stages nothing to evaluate (no
-        # transform of zeros per stage)
         rest = source_remainder(law, c) if prim is None and law.has_source else []
-        stages_source = law.has_source and (prim is not None or any(
-            sp.sympify(e) != 0 for e in rest))
+        stages_source = self._stages_source(p)
         flags = {"PERIODIC": True, "HAS_FLUX": law.has_flux, "HAS_VISCOUS": law.has_viscous,
                  "HAS_SOURCE": stages_source, "PRIMITIVE_FORM": prim is not None}
         code = problem_constants(p, flags) + fixed_axes(self, d, p) + "\n\n"
