@@ -20,8 +20,9 @@ PDE residual):
 
 Each objective names the *eligible* solvers (the tie, those within the factor, those below the
 target). Time then decides among them, but only where it is clear: one wall-clock timing of the
-same code varies by tens of percent on a shared machine, so every eligible solver whose time is
-within ``1 + time_margin`` of the fastest eligible one counts as equally fast, and among those
+same code varies by tens of percent on a shared machine (by a factor of several for a solver whose
+call takes milliseconds: the re-timing below settles those), so every eligible solver whose time
+is within ``1 + time_margin`` of the fastest eligible one counts as equally fast, and among those
 the lower score wins (then the earlier entry: deterministic). A time that rests on k timings
 (the median of a re-timed solver, :mod:`pdesharp.synthesis.timing`) gets the margin divided by
 sqrt(k): a median of three is trusted more than one run. Unknown time counts as slowest. Where
