@@ -324,6 +324,10 @@ def test_close_finalists_are_retimed_counted_and_the_median_decides(tmp_path):
     assert res.best_id == "g2"  # single timings said g1
     timed = s["winner_time"]
     assert timed["finalists"] == ["g1", "g2"] and timed["retime_evaluations"] == 4
+    # the narrative's prompt counts the re-timing apart from the search (bridge review: "the
+    # search used 6 evaluations" invited a narrative of 6 solvers run)
+    assert "The run used 6 solver evaluations (2 in the search, 4 re-timing finalists after " \
+        "it); the search ended: " in prompts(store, "reporter")[0]
     # g1 and g2 ran side by side in the search (two at a time): their search timings shared
     # the cores and are left out; the medians rest on the runs taken one at a time
     assert [e["candidate"] for e in store.events("evaluation") if e.get("contended")] == \
@@ -505,7 +509,7 @@ def test_warm_runs_take_only_the_budget_left(tmp_path):
     # no budget left for warm runs: the lower score decides, and the note says so
     store, scored = solvers_in_store(tmp_path / "b", TIED, max_evals=7)
     settled, how = asyncio.run(settle(store, TimedRuns(), scored, rule, 2))
-    words = ("timing them warm takes 2 evaluations, one each, and the budget (--max-evals) "
+    words = ("timing them warm takes at least 2 evaluations, one each, and the budget (--max-evals) "
              "had 0 left, so the lower score decided")
     assert how.warm_evaluations == 0 and words in how.warm_note
     assert words in store.events("retime")[-1]["warm_note"]

@@ -324,7 +324,7 @@ async def settle(store: RunStore, evaluator, scored: list[tuple[Candidate, EvalR
                              + (f"each timed warm {n} time{'s' if n != 1 else ''} more (median "
                                 f"warm s per sample: {warm}; equally fast within "
                                 f"{100 * rule.margin(n):.0f} %)"
-                                if n >= 1 else f"timing them warm takes {len(tied)} "
+                                if n >= 1 else f"timing them warm takes at least {len(tied)} "
                                 f"evaluations, one each, and the budget (--max-evals) had "
                                 f"{max(0, int(left()))} left, so the lower score decided"))
         elif len(tied) > 1:
