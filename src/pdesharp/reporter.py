@@ -446,7 +446,7 @@ def _facts_of(store: RunStore) -> TaskFacts:
         return TaskFacts(level=store.config.get("task_facts", "full"))
 
 
-def _retimed(store, feedback: str) -> int:
+def _retimed(store: RunStore, feedback: str) -> int:
     """Of the feedback split's counted evaluations, the finalists' re-timing runs (after the
     search ended: :mod:`pdesharp.synthesis.timing`), warm ones included."""
     return sum(len(v) for warm in (False, True)

@@ -161,7 +161,7 @@ def test_the_reporter_marks_the_solvers_at_or_below_the_floor():
     common = dict(title="t", **analysis_context(analysis), rounds=[], pool=pool, feedback="nrmse",
                   tie_tolerance=0.01, rule=Rule(floor=FLOOR), objective_words="",
                   winner_time={}, never=[], declined=[], end="", evals_used=2, eval_limit=None,
-                  best_id="E", best_title="", ancestry=[], justifications=[],
+                  retimed=0, best_id="E", best_title="", ancestry=[], justifications=[],
                   reference_error=None)
     text = _flat(render("reporter", floor_in_force=True, **common))
     assert "E: genesis, cycle 0 round 1; nrmse 1.088e-03 (at or below the floor)" in text
