@@ -446,13 +446,6 @@ def _facts_of(store: RunStore) -> TaskFacts:
         return TaskFacts(level=store.config.get("task_facts", "full"))
 
 
-def _retimed(store: RunStore, feedback: str) -> int:
-    """Of the feedback split's counted evaluations, the finalists' re-timing runs (after the
-    search ended: :mod:`pdesharp.synthesis.timing`), warm ones included."""
-    return sum(len(v) for warm in (False, True)
-               for v in store.retimings("dev", feedback, warm=warm).values())
-
-
 async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
     lineage = store.lineage(final["best_id"])
     cfg = store.config
@@ -492,7 +485,7 @@ async def _narrative(task, store, analysis, model, rows, rounds, final) -> str:
                     winner_time=final.get("winner_time") or {}, never=never,
                     declined=declined, end=final.get("stop_reason") or "",
                     evals_used=store.n_feedback_evaluations, eval_limit=cfg.get("max_evals"),
-                    retimed=_retimed(store, cfg.get("feedback", "nrmse")),
+                    retimed=store.n_retimings("dev", cfg.get("feedback", "nrmse")),
                     best_id=final["best_id"], best_title=lineage[0].title if lineage else "",
                     ancestry=ancestry_tree(store, final["best_id"], store.config.get(
                         "feedback", "nrmse"), task.solver.name),

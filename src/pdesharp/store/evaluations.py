@@ -123,6 +123,12 @@ class EvaluationJournal:
             except Exception:  # noqa: BLE001 - a display must never cost a result
                 pass
 
+    def n_retimings(self, split: Split = "dev", feedback: Feedback = "nrmse") -> int:
+        """The finalists' re-timing runs on ``split`` (after the search ended:
+        :mod:`pdesharp.synthesis.timing`), warm ones included: counted evaluations."""
+        return sum(len(v) for warm in (False, True)
+                   for v in self.retimings(split, feedback, warm=warm).values())
+
     def retimings(self, split: Split = "dev", feedback: Feedback = "nrmse", *,
                   warm: bool = False) -> dict[str, list[EvalResult]]:
         """Candidate id -> its re-timing runs on ``split`` (``warm``: its warm re-timing runs),
