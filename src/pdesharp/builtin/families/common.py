@@ -63,13 +63,12 @@ def finer_grid(d: Design, max_cfl: float, step_in_cells: bool) -> tuple:
     Kuramoto-Sivashinsky (APEBench, accuracy): REFINE 2 -> 4 at CFL 0.05 (the step halved with
     the cells) reached 5.6e-9 in 0.34 s per sample; at the same step (CFL 0.1), 2.7e-9 in
     0.19 s."""
-    refine = ("REFINE", grid_ratio(2 * d["REFINE"]),
-              "a twice finer internal grid (more retained modes)")
+    finer = grid_ratio(2 * d["REFINE"])
     cfl = round(min(2 * d["CFL"], max_cfl), 4)
     if not step_in_cells or cfl <= d["CFL"]:
-        return refine
-    return refine[:2] + (refine[2][:-1] + f"; the same time step: CFL {d['CFL']} -> {cfl}"
-                         " on the finer cells)", (("CFL", cfl),))
+        return ("REFINE", finer, "a twice finer internal grid (more retained modes)")
+    return ("REFINE", finer, "a twice finer internal grid (more retained modes; the same time "
+            f"step: CFL {d['CFL']} -> {cfl} on the finer cells)", (("CFL", cfl),))
 
 
 def smallest_dealiased_grid(d: Design) -> list[tuple]:
